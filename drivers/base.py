@@ -1,0 +1,143 @@
+"""The Driver seam: how the daemon hands a job to something that runs it.
+
+A driver knows one scheduler (local processes, SLURM, Grid Engine, or a plugin's). It never
+decides whether a job succeeded: the job's own result file (written by
+``python -m spearmint_nn.runner``) is the source of truth, and the scheduler's final state only
+explains a job that left no result. One ``poll`` call covers every running job, because
+schedulers rate-limit users who run one status command per job.
+
+Third-party drivers register an entry point in the ``spearmint_nn.drivers`` group::
+
+    [options.entry_points]
+    spearmint_nn.drivers =
+        pbs = my_package.pbs:PbsDriver
+"""
+from __future__ import annotations
+
+import abc
+import enum
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, Sequence
+
+from spearmint_nn.errors import ConfigError, did_you_mean
+
+ENTRY_POINT_GROUP = "spearmint_nn.drivers"
+
+
+class SchedulerState(str, enum.Enum):
+    """A job's state as the scheduler sees it, mapped to the project's vocabulary."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"      # left the scheduler with exit code 0
+    FAILED = "failed"            # non-zero exit or scheduler error state
+    TIMEOUT = "timeout"          # wall-time limit hit
+    CANCELLED = "cancelled"
+    NODE_FAIL = "node_fail"
+    OUT_OF_MEMORY = "out_of_memory"
+    UNKNOWN = "unknown"          # the scheduler no longer knows this id
+
+    @property
+    def finished(self) -> bool:
+        return self not in (SchedulerState.QUEUED, SchedulerState.RUNNING)
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """What one poll learned about one job."""
+
+    state: SchedulerState
+    exit_code: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """Everything a driver needs to start one job.
+
+    ``command`` is an argument list (never a shell string); every path is absolute, because the
+    job may run on another machine that sees the experiment folder over a shared filesystem.
+    """
+
+    job_id: int
+    command: list[str]
+    workdir: Path
+    stdout: Path
+    stderr: Path
+    script_path: Path            # where a batch driver writes the job script it submits
+    name: str                    # scheduler job name (already sanitised)
+    wall_time: float | None = None  # seconds
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+class SubmitError(RuntimeError):
+    """Submission failed; ``transient`` says whether retrying may help."""
+
+    def __init__(self, message: str, transient: bool):
+        super().__init__(message)
+        self.transient = transient
+
+
+class PollError(RuntimeError):
+    """The status command failed or timed out; the daemon keeps going and asks again later."""
+
+
+class Driver(abc.ABC):
+    """One scheduler behind the daemon's one interface.
+
+    Subclasses set ``name`` and ``options`` (valid option keys -> one-line description) and
+    implement ``submit``, ``poll`` and ``cancel``. ``scheduler_id`` strings are opaque to the
+    daemon, which stores them in the job file right after ``submit`` returns.
+    """
+
+    name: ClassVar[str]
+    options: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(self, options: Mapping[str, Any], state_dir: Path):
+        self.validate_options(options)
+        self.config = dict(options)
+        self.state_dir = Path(state_dir)
+
+    @classmethod
+    def validate_options(cls, options: Mapping[str, Any]) -> None:
+        """Raise :class:`ConfigError` for unknown keys (listing the valid ones) or bad values."""
+        for key in options:
+            if key == "name":
+                continue
+            if key not in cls.options:
+                valid = ", ".join(sorted(cls.options)) or "(none)"
+                raise ConfigError(
+                    f"driver.{key}",
+                    f"unknown option for the {cls.name} driver{did_you_mean(key, cls.options)}; "
+                    f"valid options: {valid}",
+                )
+
+    @abc.abstractmethod
+    def submit(self, spec: JobSpec) -> str:
+        """Start the job; return the scheduler's id for it. Raise :class:`SubmitError`."""
+
+    @abc.abstractmethod
+    def poll(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
+        """Status of all given jobs with one scheduler query. Raise :class:`PollError`."""
+
+    @abc.abstractmethod
+    def cancel(self, scheduler_ids: Sequence[str]) -> None:
+        """Ask the scheduler to stop these jobs (no error for jobs already gone)."""
+
+
+def available_drivers() -> dict[str, Any]:
+    """Entry points of all installed drivers, by name."""
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def driver_class(name: str) -> type[Driver]:
+    """Load the driver class registered under ``name``; ConfigError ``driver.name`` if none."""
+    found = available_drivers()
+    if name not in found:
+        raise ConfigError(
+            "driver.name",
+            f"no driver named {name!r}{did_you_mean(name, found)}; installed: {', '.join(sorted(found))}",
+        )
+    return found[name].load()

@@ -1,0 +1,1 @@
+"""spearmint-nn: Bayesian optimization with neural-network and GP surrogates."""

@@ -1,0 +1,1 @@
+"""Benchmark scripts: run with python -m spearmint_nn.benchmarks.<name>."""

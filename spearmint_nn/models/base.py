@@ -1,0 +1,32 @@
+"""The Surrogate seam: what the acquisition code needs from a model of the objective.
+
+Every model works in the unit cube (``X`` of shape (N, D), float64 tensors) on standardised
+targets, and is *batched over hyperparameter samples*: a posterior is returned for all S
+samples at once as tensors of shape (S, M), so integrated acquisition functions average over
+the leading dimension instead of looping in Python.
+"""
+from __future__ import annotations
+
+import abc
+
+import torch
+from torch import Tensor
+
+
+class Surrogate(abc.ABC):
+    """A probabilistic model of f: [0, 1]^D -> R with hyperparameters integrated by sampling."""
+
+    @abc.abstractmethod
+    def fit(self, X: Tensor, y: Tensor) -> None:
+        """Fit to inputs X of shape (N, D) in [0, 1] and standardised targets y of shape (N,)."""
+
+    @abc.abstractmethod
+    def posterior(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        """Predictive mean and variance of f at X (M, D), each of shape (S, M); differentiable in X."""
+
+    @abc.abstractmethod
+    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "Surrogate":
+        """A model conditioned on joint posterior draws of y at X_pending (J, D).
+
+        Its ``posterior`` returns shape (S * n_fantasies, M): one row per (sample, fantasy).
+        """

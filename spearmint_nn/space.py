@@ -1,0 +1,264 @@
+"""The search space: parsing Spearmint's ``variables`` and mapping points to the unit cube.
+
+Models never see raw units. A point is *encoded* into a row of floats in [0, 1]:
+
+* FLOAT: one column per element, linear in ``[min, max]`` (or in ``[log min, log max]`` for
+  ``"scale": "log"``).
+* INT: one column per element, encoded like FLOAT; decoding rounds to the nearest integer.
+* ENUM: one column per option per element (one-hot); decoding takes the arg-max.
+
+``project`` snaps an encoded row onto the encodings of valid points (INT rounded, ENUM
+one-hot), so an acquisition optimised over the continuous cube can be evaluated at exactly the
+point that will be run.
+
+Params come in two forms:
+
+* *wrapper form*, as Spearmint's ``main(job_id, params)`` receives them: FLOAT/INT as numpy
+  arrays of length ``size``, ENUM as a list of strings;
+* *JSON form*, as stored in job files: plain lists of Python numbers / strings.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from scipy.stats import qmc
+
+from .errors import ConfigError, did_you_mean
+
+VARIABLE_TYPES = ("FLOAT", "INT", "ENUM")
+SCALES = ("linear", "log")
+_VARIABLE_KEYS = {"type", "size", "min", "max", "options", "scale"}
+MAX_SIZE = 1000  # a vector variable larger than this is almost surely a typo
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One entry of ``variables``: a FLOAT, INT or ENUM of ``size`` elements."""
+
+    name: str
+    type: str
+    size: int = 1
+    min: float | None = None
+    max: float | None = None
+    options: tuple[str, ...] = ()
+    scale: str = "linear"
+
+    @property
+    def width(self) -> int:
+        """Encoded columns per element."""
+        return len(self.options) if self.type == "ENUM" else 1
+
+    def _to_unit(self, value: np.ndarray) -> np.ndarray:
+        lo, hi, v = float(self.min), float(self.max), np.asarray(value, dtype=float)
+        if self.scale == "log":
+            lo, hi, v = math.log(lo), math.log(hi), np.log(v)
+        return (v - lo) / (hi - lo)
+
+    def _from_unit(self, u: np.ndarray) -> np.ndarray:
+        lo, hi = float(self.min), float(self.max)
+        u = np.clip(u, 0.0, 1.0)
+        if self.scale == "log":
+            v = np.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
+        else:
+            v = lo + u * (hi - lo)
+        if self.type == "INT":
+            v = np.clip(np.rint(v), lo, hi).astype(np.int64)
+        return np.clip(v, lo, hi) if self.type == "FLOAT" else v
+
+
+def _number(path: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(path, f"must be a number (got {value!r})")
+    if not math.isfinite(value):
+        raise ConfigError(path, f"must be finite (got {value!r})")
+    return float(value)
+
+
+def parse_variable(name: str, spec: Any) -> Variable:
+    """Validate one ``variables.<name>`` entry; raise :class:`ConfigError` naming the key."""
+    path = f"variables.{name}"
+    if not isinstance(spec, Mapping):
+        raise ConfigError(path, f"must be an object with a 'type' (got {type(spec).__name__})")
+    for key in spec:
+        if key not in _VARIABLE_KEYS:
+            raise ConfigError(f"{path}.{key}", "unknown key" + did_you_mean(key, _VARIABLE_KEYS))
+    vtype = spec.get("type")
+    if not isinstance(vtype, str) or vtype.upper() not in VARIABLE_TYPES:
+        raise ConfigError(f"{path}.type", f"must be one of FLOAT, INT, ENUM (got {vtype!r})")
+    vtype = vtype.upper()
+    size = spec.get("size", 1)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigError(f"{path}.size", f"must be a positive integer (got {size!r})")
+    if size > MAX_SIZE:
+        raise ConfigError(f"{path}.size", f"must be at most {MAX_SIZE} (got {size})")
+    if vtype == "ENUM":
+        for key in ("min", "max", "scale"):
+            if key in spec:
+                raise ConfigError(f"{path}.{key}", "not allowed for an ENUM (use 'options')")
+        options = spec.get("options")
+        if not isinstance(options, list) or not options:
+            raise ConfigError(f"{path}.options", f"must be a non-empty list of strings (got {options!r})")
+        for i, opt in enumerate(options):
+            if not isinstance(opt, str):
+                raise ConfigError(f"{path}.options[{i}]", f"must be a string (got {opt!r})")
+        if len(set(options)) != len(options):
+            dup = next(o for o in options if options.count(o) > 1)
+            raise ConfigError(f"{path}.options", f"duplicate option {dup!r}")
+        return Variable(name, vtype, size, options=tuple(options))
+    if "options" in spec:
+        raise ConfigError(f"{path}.options", f"only allowed for an ENUM (this is a {vtype})")
+    for key in ("min", "max"):
+        if key not in spec:
+            raise ConfigError(f"{path}.{key}", f"required for a {vtype}")
+    lo, hi = _number(f"{path}.min", spec["min"]), _number(f"{path}.max", spec["max"])
+    if vtype == "INT":
+        for key, v in (("min", lo), ("max", hi)):
+            if v != int(v):
+                raise ConfigError(f"{path}.{key}", f"must be an integer for an INT (got {spec[key]!r})")
+    if not lo < hi:
+        raise ConfigError(f"{path}.min", f"must be < max (got {spec['min']!r} >= {spec['max']!r})")
+    scale = spec.get("scale", "linear")
+    if scale not in SCALES:
+        raise ConfigError(f"{path}.scale", f"must be 'linear' or 'log' (got {scale!r})")
+    if scale == "log" and lo <= 0:
+        raise ConfigError(f"{path}.min", f"must be > 0 for a log scale (got {spec['min']!r})")
+    return Variable(name, vtype, size, min=lo, max=hi, scale=scale)
+
+
+class Space:
+    """An ordered set of :class:`Variable` with encode/decode to the unit cube.
+
+    Attributes
+    ----------
+    variables : list of Variable, in config order.
+    dim : int, number of encoded columns.
+    """
+
+    def __init__(self, variables: Sequence[Variable]):
+        if not variables:
+            raise ConfigError("variables", "must declare at least one variable")
+        self.variables = list(variables)
+        self._slices: dict[str, slice] = {}
+        start = 0
+        for var in self.variables:
+            self._slices[var.name] = slice(start, start + var.size * var.width)
+            start += var.size * var.width
+        self.dim = start
+
+    @classmethod
+    def from_config(cls, variables: Any) -> "Space":
+        """Build from the ``variables`` object of a config.json (a dict name -> spec)."""
+        if not isinstance(variables, Mapping):
+            raise ConfigError("variables", f"must be an object mapping names to specs (got {type(variables).__name__})")
+        parsed = []
+        for name, spec in variables.items():
+            if not isinstance(name, str) or not name.strip():
+                raise ConfigError("variables", f"variable names must be non-empty strings (got {name!r})")
+            parsed.append(parse_variable(name, spec))
+        return cls(parsed)
+
+    @property
+    def names(self) -> list[str]:
+        return [v.name for v in self.variables]
+
+    # ---- params <-> unit cube -------------------------------------------------------------
+
+    def encode(self, params_list: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """Encode params (wrapper or JSON form) into an array of shape (n, dim) in [0, 1]."""
+        out = np.zeros((len(params_list), self.dim))
+        for row, params in enumerate(params_list):
+            self.validate(params)
+            for var in self.variables:
+                cols = out[row, self._slices[var.name]]
+                value = params[var.name]
+                if var.type == "ENUM":
+                    block = cols.reshape(var.size, var.width)
+                    for i, opt in enumerate(value):
+                        block[i, var.options.index(opt)] = 1.0
+                else:
+                    cols[:] = var._to_unit(np.asarray(value, dtype=float))
+        return out
+
+    def decode(self, X: np.ndarray) -> list[dict[str, Any]]:
+        """Decode rows of shape (n, dim) into params in wrapper form (nearest valid point)."""
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        result = []
+        for x in X:
+            params: dict[str, Any] = {}
+            for var in self.variables:
+                cols = x[self._slices[var.name]]
+                if var.type == "ENUM":
+                    block = cols.reshape(var.size, var.width)
+                    params[var.name] = [var.options[int(i)] for i in block.argmax(axis=1)]
+                else:
+                    params[var.name] = var._from_unit(cols)
+            result.append(params)
+        return result
+
+    def project(self, X: np.ndarray) -> np.ndarray:
+        """Snap rows of shape (n, dim) onto encodings of valid points (same shape)."""
+        return self.encode(self.decode(X))
+
+    def sobol(self, n: int, seed: int | None = None) -> np.ndarray:
+        """A scrambled Sobol design of n projected points, shape (n, dim)."""
+        if n <= 0:
+            return np.zeros((0, self.dim))
+        sampler = qmc.Sobol(d=self.dim, scramble=True, seed=seed)
+        m = max(0, math.ceil(math.log2(n)))
+        return self.project(sampler.random_base2(m)[:n])
+
+    # ---- params forms and validation ------------------------------------------------------
+
+    def validate(self, params: Mapping[str, Any]) -> None:
+        """Raise :class:`ConfigError` (path ``params.<name>``) unless params is a valid point."""
+        if not isinstance(params, Mapping):
+            raise ConfigError("params", f"must be an object (got {type(params).__name__})")
+        for key in params:
+            if key not in self._slices:
+                raise ConfigError(f"params.{key}", "unknown variable" + did_you_mean(str(key), self.names))
+        for var in self.variables:
+            path = f"params.{var.name}"
+            if var.name not in params:
+                raise ConfigError(path, "missing")
+            value = params[var.name]
+            if isinstance(value, (str, int, float)) and var.size == 1:
+                value = [value]
+            if isinstance(value, np.ndarray):
+                value = value.tolist()
+            if not isinstance(value, (list, tuple)) or len(value) != var.size:
+                raise ConfigError(path, f"must be a list of {var.size} value(s) (got {value!r})")
+            for v in value:
+                if var.type == "ENUM":
+                    if v not in var.options:
+                        raise ConfigError(path, f"{v!r} is not one of {list(var.options)}")
+                    continue
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise ConfigError(path, f"must hold finite numbers (got {v!r})")
+                if var.type == "INT" and v != int(v):
+                    raise ConfigError(path, f"must hold integers (got {v!r})")
+                if not var.min <= v <= var.max:
+                    raise ConfigError(path, f"{v!r} is outside [{var.min:g}, {var.max:g}]")
+
+    def to_json(self, params: Mapping[str, Any]) -> dict[str, list]:
+        """Params (either form) as plain JSON lists: floats for FLOAT, ints for INT, str for ENUM."""
+        out: dict[str, list] = {}
+        for var in self.variables:
+            value = params[var.name]
+            if var.type == "ENUM":
+                out[var.name] = [value] if isinstance(value, str) else list(value)
+            else:
+                arr = np.atleast_1d(np.asarray(value, dtype=float))
+                out[var.name] = [int(v) for v in arr] if var.type == "INT" else [float(v) for v in arr]
+        return out
+
+    def to_wrapper(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Params (either form) as Spearmint's wrapper receives them."""
+        json_form = self.to_json(params)
+        return {
+            var.name: list(json_form[var.name]) if var.type == "ENUM"
+            else np.asarray(json_form[var.name], dtype=np.int64 if var.type == "INT" else float)
+            for var in self.variables
+        }
