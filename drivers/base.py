@@ -93,16 +93,25 @@ class Driver(abc.ABC):
     """
 
     name: ClassVar[str]
-    options: ClassVar[Mapping[str, str]] = {}
+    options: ClassVar[Mapping[str, str]] = {
+        "time-limit": "wall time per job: seconds, or [D-]HH:MM:SS",
+    }
 
     def __init__(self, options: Mapping[str, Any], state_dir: Path):
         self.validate_options(options)
         self.config = dict(options)
         self.state_dir = Path(state_dir)
+        limit = options.get("time-limit")
+        self.time_limit: float | None = None if limit is None else parse_duration("driver.time-limit", limit)
 
     @classmethod
     def validate_options(cls, options: Mapping[str, Any]) -> None:
-        """Raise :class:`ConfigError` for unknown keys (listing the valid ones) or bad values."""
+        """Raise :class:`ConfigError` for unknown keys (listing the valid ones) or bad values.
+
+        Subclasses that check values extend this and call ``super().validate_options``.
+        """
+        if "time-limit" in options:
+            parse_duration("driver.time-limit", options["time-limit"])
         for key in options:
             if key == "name":
                 continue
@@ -125,6 +134,31 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def cancel(self, scheduler_ids: Sequence[str]) -> None:
         """Ask the scheduler to stop these jobs (no error for jobs already gone)."""
+
+
+def parse_duration(path: str, value: Any) -> float:
+    """Seconds from a number of seconds or a ``[D-]HH:MM:SS`` / ``MM:SS`` string; > 0."""
+    if isinstance(value, bool):
+        raise ConfigError(path, f"must be seconds or [D-]HH:MM:SS (got {value!r})")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    elif isinstance(value, str):
+        days, _, clock = value.rpartition("-")
+        parts = clock.split(":")
+        try:
+            if not 1 <= len(parts) <= 3 or (days and not days.isdigit()):
+                raise ValueError
+            seconds = 0.0
+            for part in parts:
+                seconds = seconds * 60 + float(part)
+            seconds += 86400 * int(days or 0)
+        except ValueError:
+            raise ConfigError(path, f"must be seconds or [D-]HH:MM:SS (got {value!r})") from None
+    else:
+        raise ConfigError(path, f"must be seconds or [D-]HH:MM:SS (got {value!r})")
+    if not seconds > 0 or seconds != seconds or seconds == float("inf"):
+        raise ConfigError(path, f"must be > 0 (got {value!r})")
+    return seconds
 
 
 def available_drivers() -> dict[str, Any]:
