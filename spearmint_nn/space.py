@@ -6,6 +6,10 @@ Models never see raw units. A point is *encoded* into a row of floats in [0, 1]:
   ``"scale": "log"``).
 * INT: one column per element, encoded like FLOAT; decoding rounds to the nearest integer.
 * ENUM: one column per option per element (one-hot); decoding takes the arg-max.
+* A *conditional* variable (``"when": {...}``, active only when a parent ENUM/INT takes some
+  values) adds one relevance-indicator column (1 active, 0 inactive). While inactive its value
+  columns hold a neutral constant (0.5 for numbers, all-zero one-hot), so an inactive value
+  carries no information: two points that differ only in inactive values encode identically.
 
 ``project`` snaps an encoded row onto the encodings of valid points (INT rounded, ENUM
 one-hot), so an acquisition optimised over the continuous cube can be evaluated at exactly the
@@ -30,8 +34,31 @@ from .errors import ConfigError, did_you_mean
 
 VARIABLE_TYPES = ("FLOAT", "INT", "ENUM")
 SCALES = ("linear", "log")
-_VARIABLE_KEYS = {"type", "size", "min", "max", "options", "scale"}
+_VARIABLE_KEYS = {"type", "size", "min", "max", "options", "scale", "when"}
 MAX_SIZE = 1000  # a vector variable larger than this is almost surely a typo
+NEUTRAL = 0.5  # value columns of an inactive numeric variable
+_COMPARISONS = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    ">=": lambda a, b: a >= b,
+    ">": lambda a, b: a > b,
+    "<=": lambda a, b: a <= b,
+    "<": lambda a, b: a < b,
+}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``parent`` must take one of ``values``, or satisfy every ``(operator, bound)`` test."""
+
+    parent: str
+    values: tuple = ()
+    tests: tuple[tuple[str, float], ...] = ()
+
+    def holds(self, value: Any) -> bool:
+        if self.values:
+            return value in self.values
+        return all(_COMPARISONS[op](value, bound) for op, bound in self.tests)
 
 
 @dataclass(frozen=True)
@@ -45,28 +72,35 @@ class Variable:
     max: float | None = None
     options: tuple[str, ...] = ()
     scale: str = "linear"
+    conditions: tuple[Condition, ...] = ()
 
     @property
     def width(self) -> int:
         """Encoded columns per element."""
         return len(self.options) if self.type == "ENUM" else 1
 
+    def _bounds(self) -> tuple[float, float]:
+        # An INT owns the interval [k - 0.5, k + 0.5], so every integer gets the same share of
+        # the cube (uniform designs stay uniform, the end points are not under-sampled).
+        pad = 0.5 if self.type == "INT" else 0.0
+        return float(self.min) - pad, float(self.max) + pad
+
     def _to_unit(self, value: np.ndarray) -> np.ndarray:
-        lo, hi, v = float(self.min), float(self.max), np.asarray(value, dtype=float)
+        (lo, hi), v = self._bounds(), np.asarray(value, dtype=float)
         if self.scale == "log":
             lo, hi, v = math.log(lo), math.log(hi), np.log(v)
         return (v - lo) / (hi - lo)
 
     def _from_unit(self, u: np.ndarray) -> np.ndarray:
-        lo, hi = float(self.min), float(self.max)
+        lo, hi = self._bounds()
         u = np.clip(u, 0.0, 1.0)
         if self.scale == "log":
             v = np.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
         else:
             v = lo + u * (hi - lo)
         if self.type == "INT":
-            v = np.clip(np.rint(v), lo, hi).astype(np.int64)
-        return np.clip(v, lo, hi) if self.type == "FLOAT" else v
+            return np.clip(np.rint(v), self.min, self.max).astype(np.int64)
+        return np.clip(v, self.min, self.max)
 
 
 def _number(path: str, value: Any) -> float:
@@ -77,8 +111,38 @@ def _number(path: str, value: Any) -> float:
     return float(value)
 
 
+def _parse_conditions(path: str, when: Any) -> tuple[Condition, ...]:
+    """``{"parent": value | [values] | {"op": bound, ...}, ...}``; all must hold."""
+    if not isinstance(when, Mapping) or not when:
+        raise ConfigError(path, f"must be an object mapping a parent variable to its values (got {when!r})")
+    conditions = []
+    for parent, rule in when.items():
+        cpath = f"{path}.{parent}"
+        if isinstance(rule, Mapping):
+            if not rule:
+                raise ConfigError(cpath, "needs at least one comparison")
+            tests = []
+            for op, bound in rule.items():
+                if op not in _COMPARISONS:
+                    raise ConfigError(f"{cpath}.{op}", f"unknown comparison; use one of {', '.join(_COMPARISONS)}")
+                tests.append((op, _number(f"{cpath}.{op}", bound)))
+            conditions.append(Condition(parent, tests=tuple(tests)))
+            continue
+        values = rule if isinstance(rule, list) else [rule]
+        if not values:
+            raise ConfigError(cpath, "needs at least one value")
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                raise ConfigError(cpath, f"values must be strings or numbers (got {v!r})")
+        conditions.append(Condition(parent, values=tuple(values)))
+    return tuple(conditions)
+
+
 def parse_variable(name: str, spec: Any) -> Variable:
-    """Validate one ``variables.<name>`` entry; raise :class:`ConfigError` naming the key."""
+    """Validate one ``variables.<name>`` entry; raise :class:`ConfigError` naming the key.
+
+    Parents named in ``when`` are checked by :class:`Space`, which sees all variables.
+    """
     path = f"variables.{name}"
     if not isinstance(spec, Mapping):
         raise ConfigError(path, f"must be an object with a 'type' (got {type(spec).__name__})")
@@ -94,6 +158,7 @@ def parse_variable(name: str, spec: Any) -> Variable:
         raise ConfigError(f"{path}.size", f"must be a positive integer (got {size!r})")
     if size > MAX_SIZE:
         raise ConfigError(f"{path}.size", f"must be at most {MAX_SIZE} (got {size})")
+    conditions = _parse_conditions(f"{path}.when", spec["when"]) if "when" in spec else ()
     if vtype == "ENUM":
         for key in ("min", "max", "scale"):
             if key in spec:
@@ -107,7 +172,7 @@ def parse_variable(name: str, spec: Any) -> Variable:
         if len(set(options)) != len(options):
             dup = next(o for o in options if options.count(o) > 1)
             raise ConfigError(f"{path}.options", f"duplicate option {dup!r}")
-        return Variable(name, vtype, size, options=tuple(options))
+        return Variable(name, vtype, size, options=tuple(options), conditions=conditions)
     if "options" in spec:
         raise ConfigError(f"{path}.options", f"only allowed for an ENUM (this is a {vtype})")
     for key in ("min", "max"):
@@ -125,7 +190,7 @@ def parse_variable(name: str, spec: Any) -> Variable:
         raise ConfigError(f"{path}.scale", f"must be 'linear' or 'log' (got {scale!r})")
     if scale == "log" and lo <= 0:
         raise ConfigError(f"{path}.min", f"must be > 0 for a log scale (got {spec['min']!r})")
-    return Variable(name, vtype, size, min=lo, max=hi, scale=scale)
+    return Variable(name, vtype, size, min=lo, max=hi, scale=scale, conditions=conditions)
 
 
 class Space:
@@ -134,19 +199,60 @@ class Space:
     Attributes
     ----------
     variables : list of Variable, in config order.
-    dim : int, number of encoded columns.
+    dim : int, number of encoded columns (value columns plus one indicator per conditional
+        variable).
     """
 
     def __init__(self, variables: Sequence[Variable]):
         if not variables:
             raise ConfigError("variables", "must declare at least one variable")
         self.variables = list(variables)
+        self._by_name = {v.name: v for v in self.variables}
         self._slices: dict[str, slice] = {}
+        self._indicator: dict[str, int] = {}
         start = 0
         for var in self.variables:
             self._slices[var.name] = slice(start, start + var.size * var.width)
             start += var.size * var.width
+            if var.conditions:
+                self._indicator[var.name] = start
+                start += 1
         self.dim = start
+        self._order = self._check_conditions()
+
+    def _check_conditions(self) -> list[Variable]:
+        """Validate parents and return the variables with every parent before its children."""
+        for var in self.variables:
+            for cond in var.conditions:
+                path = f"variables.{var.name}.when.{cond.parent}"
+                parent = self._by_name.get(cond.parent)
+                if parent is None:
+                    raise ConfigError(path, "unknown variable" + did_you_mean(cond.parent, self._by_name))
+                if parent.type == "FLOAT" or parent.size != 1:
+                    raise ConfigError(path, "a condition's parent must be an ENUM or INT of size 1")
+                for v in cond.values:
+                    ok = v in parent.options if parent.type == "ENUM" else (
+                        not isinstance(v, str) and v == int(v) and parent.min <= v <= parent.max)
+                    if not ok:
+                        raise ConfigError(path, f"{v!r} is not a possible value of {parent.name}")
+        order: list[Variable] = []
+        state: dict[str, str] = {}
+
+        def visit(var: Variable, chain: list[str]) -> None:
+            if state.get(var.name) == "done":
+                return
+            if state.get(var.name) == "visiting":
+                cycle = " -> ".join(chain[chain.index(var.name):] + [var.name])
+                raise ConfigError(f"variables.{var.name}.when", f"conditions form a cycle ({cycle})")
+            state[var.name] = "visiting"
+            for cond in var.conditions:
+                visit(self._by_name[cond.parent], chain + [var.name])
+            state[var.name] = "done"
+            order.append(var)
+
+        for var in self.variables:
+            visit(var, [])
+        return order
 
     @classmethod
     def from_config(cls, variables: Any) -> "Space":
@@ -164,38 +270,76 @@ class Space:
     def names(self) -> list[str]:
         return [v.name for v in self.variables]
 
+    @property
+    def is_conditional(self) -> bool:
+        return bool(self._indicator)
+
+    def active_names(self, params: Mapping[str, Any]) -> list[str]:
+        """Names of the variables that are active for these params (parents read from params)."""
+        active: set[str] = set()
+        for var in self._order:
+            if all(c.parent in active and c.holds(_scalar(params[c.parent])) for c in var.conditions):
+                active.add(var.name)
+        return [v.name for v in self.variables if v.name in active]
+
+    def value_columns(self, name: str) -> slice:
+        """Encoded columns holding the value of variable ``name``."""
+        return self._slices[name]
+
+    def active_mask(self, X: np.ndarray) -> np.ndarray:
+        """Boolean (n, dim): True where a column is relevant for that row.
+
+        Value columns of inactive variables are False; indicator columns are always True.
+        """
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        mask = np.ones(X.shape, dtype=bool)
+        for name, col in self._indicator.items():
+            mask[:, self._slices[name]] = X[:, [col]] > 0.5
+        return mask
+
     # ---- params <-> unit cube -------------------------------------------------------------
 
     def encode(self, params_list: Sequence[Mapping[str, Any]]) -> np.ndarray:
         """Encode params (wrapper or JSON form) into an array of shape (n, dim) in [0, 1]."""
         out = np.zeros((len(params_list), self.dim))
         for row, params in enumerate(params_list):
-            self.validate(params)
+            active = set(self.validate(params))
             for var in self.variables:
                 cols = out[row, self._slices[var.name]]
+                if var.name in self._indicator:
+                    out[row, self._indicator[var.name]] = float(var.name in active)
+                if var.name not in active:
+                    cols[:] = 0.0 if var.type == "ENUM" else NEUTRAL
+                    continue
                 value = params[var.name]
                 if var.type == "ENUM":
                     block = cols.reshape(var.size, var.width)
-                    for i, opt in enumerate(value):
+                    for i, opt in enumerate([value] if isinstance(value, str) else value):
                         block[i, var.options.index(opt)] = 1.0
                 else:
                     cols[:] = var._to_unit(np.asarray(value, dtype=float))
         return out
 
     def decode(self, X: np.ndarray) -> list[dict[str, Any]]:
-        """Decode rows of shape (n, dim) into params in wrapper form (nearest valid point)."""
+        """Decode rows of shape (n, dim) into params in wrapper form (nearest valid point).
+
+        Only active variables appear; indicator columns are ignored (activity follows from the
+        decoded parents), so any row of the cube decodes to a valid point.
+        """
         X = np.atleast_2d(np.asarray(X, dtype=float))
         result = []
         for x in X:
             params: dict[str, Any] = {}
-            for var in self.variables:
+            for var in self._order:
+                if not all(c.parent in params and c.holds(_scalar(params[c.parent])) for c in var.conditions):
+                    continue
                 cols = x[self._slices[var.name]]
                 if var.type == "ENUM":
                     block = cols.reshape(var.size, var.width)
                     params[var.name] = [var.options[int(i)] for i in block.argmax(axis=1)]
                 else:
                     params[var.name] = var._from_unit(cols)
-            result.append(params)
+            result.append({name: params[name] for name in self.names if name in params})
         return result
 
     def project(self, X: np.ndarray) -> np.ndarray:
@@ -212,15 +356,24 @@ class Space:
 
     # ---- params forms and validation ------------------------------------------------------
 
-    def validate(self, params: Mapping[str, Any]) -> None:
-        """Raise :class:`ConfigError` (path ``params.<name>``) unless params is a valid point."""
+    def validate(self, params: Mapping[str, Any]) -> list[str]:
+        """Raise :class:`ConfigError` (path ``params.<name>``) unless params is a valid point.
+
+        Exactly the active variables must be present. Returns their names.
+        """
         if not isinstance(params, Mapping):
             raise ConfigError("params", f"must be an object (got {type(params).__name__})")
         for key in params:
             if key not in self._slices:
                 raise ConfigError(f"params.{key}", "unknown variable" + did_you_mean(str(key), self.names))
-        for var in self.variables:
+        active: list[str] = []
+        for var in self._order:
             path = f"params.{var.name}"
+            is_active = all(c.parent in active and c.holds(_scalar(params[c.parent])) for c in var.conditions)
+            if not is_active:
+                if var.name in params and params[var.name] is not None:
+                    raise ConfigError(path, "given but inactive under its condition ('when')")
+                continue
             if var.name not in params:
                 raise ConfigError(path, "missing")
             value = params[var.name]
@@ -232,7 +385,7 @@ class Space:
                 raise ConfigError(path, f"must be a list of {var.size} value(s) (got {value!r})")
             for v in value:
                 if var.type == "ENUM":
-                    if v not in var.options:
+                    if not isinstance(v, str) or v not in var.options:
                         raise ConfigError(path, f"{v!r} is not one of {list(var.options)}")
                     continue
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -241,11 +394,15 @@ class Space:
                     raise ConfigError(path, f"must hold integers (got {v!r})")
                 if not var.min <= v <= var.max:
                     raise ConfigError(path, f"{v!r} is outside [{var.min:g}, {var.max:g}]")
+            active.append(var.name)
+        return [name for name in self.names if name in active]
 
     def to_json(self, params: Mapping[str, Any]) -> dict[str, list]:
-        """Params (either form) as plain JSON lists: floats for FLOAT, ints for INT, str for ENUM."""
+        """Active params (either form) as plain JSON lists: floats, ints or strings."""
         out: dict[str, list] = {}
         for var in self.variables:
+            if params.get(var.name) is None:
+                continue
             value = params[var.name]
             if var.type == "ENUM":
                 out[var.name] = [value] if isinstance(value, str) else list(value)
@@ -255,10 +412,17 @@ class Space:
         return out
 
     def to_wrapper(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Params (either form) as Spearmint's wrapper receives them."""
+        """Active params (either form) as Spearmint's wrapper receives them."""
         json_form = self.to_json(params)
         return {
             var.name: list(json_form[var.name]) if var.type == "ENUM"
             else np.asarray(json_form[var.name], dtype=np.int64 if var.type == "INT" else float)
-            for var in self.variables
+            for var in self.variables if var.name in json_form
         }
+
+
+def _scalar(value: Any) -> Any:
+    """The single element of a size-1 parent value in either params form."""
+    if isinstance(value, str):
+        return value
+    return np.asarray(value).reshape(-1)[0].item()
