@@ -93,6 +93,9 @@ class Driver(abc.ABC):
     """
 
     name: ClassVar[str]
+    # Seconds the daemon waits for a result file after the scheduler says a job ended: on a
+    # shared filesystem the job's last write can reach the daemon's node late.
+    result_grace_s: ClassVar[float] = 30.0
     options: ClassVar[Mapping[str, str]] = {
         "time-limit": "wall time per job: seconds, or [D-]HH:MM:SS",
     }

@@ -16,6 +16,7 @@
             output/000042.out|.err       the job's own stdout and stderr
             results/000042.json          written by the job itself (the runner)
             scripts/000042.sh            job scripts of batch drivers, kept for the user to read
+            requests/cancel-*.json       requests of ``spearmint-nn cancel`` to a running daemon
             model/                       surrogate weights for warm starts (torch, weights_only)
             results.csv, best.json       summaries, rewritten atomically
             daemon.log
@@ -46,7 +47,7 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
 Result file (``results/<id>.json``), written atomically by the runner:
 
     id, status ("ok" | "error"), values ({task: float}) or error (one line), traceback,
-    started, ended, host
+    started, ended, host; failure: the short kind of an error ("exception", "nan", ...)
 """
 from __future__ import annotations
 
@@ -76,6 +77,7 @@ class ExperimentPaths:
         self.output = self.state / "output"
         self.results = self.state / "results"
         self.scripts = self.state / "scripts"
+        self.requests = self.state / "requests"
         self.model = self.state / "model"
         self.results_csv = self.state / "results.csv"
         self.best_json = self.state / "best.json"

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import qmc
 
 from .errors import ConfigError, did_you_mean
 
@@ -350,6 +349,8 @@ class Space:
         """A scrambled Sobol design of n projected points, shape (n, dim)."""
         if n <= 0:
             return np.zeros((0, self.dim))
+        from scipy.stats import qmc  # imported here: scipy.stats costs every job ~1 s of start-up
+
         sampler = qmc.Sobol(d=self.dim, scramble=True, seed=seed)
         m = max(0, math.ceil(math.log2(n)))
         return self.project(sampler.random_base2(m)[:n])

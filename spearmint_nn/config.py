@@ -1,0 +1,349 @@
+"""Loading and validating an experiment's ``config.json`` into an :class:`ExperimentConfig`.
+
+Spearmint's keys are read as Spearmint writes them (``language``, ``main-file``,
+``experiment-name``, ``likelihood``, ``variables``, ``tasks``, ``max-concurrent``,
+``max-finished-jobs``, ``polling-time``); our own keys sit beside them. Every key is declared
+once in :data:`KEYS` (default, parser, one-line description); adding a key is one line there.
+A key whose :attr:`Key.optimizer_kwarg` is set is passed to the :class:`~spearmint_nn.optimizer.Optimizer`
+by :func:`optimizer_options`.
+
+Every problem raises :class:`~spearmint_nn.errors.ConfigError` ``("key.path", "problem")``
+before anything is written to the experiment folder.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .errors import ConfigError, did_you_mean
+from .layout import ExperimentPaths
+from .space import Space
+
+LANGUAGES = ("PYTHON", "SHELL")
+LIKELIHOODS = ("NOISELESS", "GAUSSIAN")
+TASK_TYPES = ("OBJECTIVE", "CONSTRAINT")
+MODELS = ("dngo", "gp", "sobol", "auto")
+ACQUISITIONS = ("ei", "pi", "lcb")
+DEFAULT_TASK_NAME = "main"  # Spearmint's name for the single objective when no tasks are given
+_TASK_KEYS = ("type", "likelihood")
+
+
+# ---- value parsers: (key path, raw JSON value) -> parsed value ------------------------------
+
+def _choice(*choices: str, upper: bool = True) -> Callable[[str, Any], str]:
+    def parse(path: str, value: Any) -> str:
+        norm = value.upper() if upper and isinstance(value, str) else (
+            value.lower() if isinstance(value, str) else value)
+        if norm not in choices:
+            shown = value if isinstance(value, str) else repr(value)
+            hint = did_you_mean(str(norm), choices) if isinstance(value, str) else ""
+            raise ConfigError(path, f"must be one of {', '.join(choices)} (got {shown!r}){hint}")
+        return norm
+    return parse
+
+
+def _int(minimum: int, optional: bool = False) -> Callable[[str, Any], int | None]:
+    def parse(path: str, value: Any) -> int | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(path, f"must be an integer (got {value!r})")
+        if value < minimum:
+            raise ConfigError(path, f"must be >= {minimum} (got {value})")
+        return value
+    return parse
+
+
+def _positive_number(path: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(path, f"must be a finite number of seconds (got {value!r})")
+    if value <= 0:
+        raise ConfigError(path, f"must be > 0 (got {value!r})")
+    return float(value)
+
+
+def _string(path: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(path, f"must be a non-empty string (got {value!r})")
+    return value
+
+
+def _optional_string(path: str, value: Any) -> str | None:
+    return None if value is None else _string(path, value)
+
+
+def _seed(path: str, value: Any) -> int | None:
+    return _int(0, optional=True)(path, value)
+
+
+def _command(path: str, value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise ConfigError(path, "must be a list of arguments such as [\"bash\", \"run.sh\"], not one string")
+    if not isinstance(value, list) or not value:
+        raise ConfigError(path, f"must be a non-empty list of strings (got {value!r})")
+    for i, arg in enumerate(value):
+        if not isinstance(arg, str) or not arg:
+            raise ConfigError(f"{path}[{i}]", f"must be a non-empty string (got {arg!r})")
+    return list(value)
+
+
+def _object(path: str, value: Any) -> Any:
+    return value  # parsed by a dedicated function below (variables, tasks, driver)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One top-level config key: its default, its parser and a one-line description."""
+
+    default: Any
+    parse: Callable[[str, Any], Any]
+    doc: str
+    optimizer_kwarg: str | None = None  # passed to Optimizer(...) under this name
+
+
+KEYS: dict[str, Key] = {
+    # Spearmint's own keys
+    "language": Key("PYTHON", _choice(*LANGUAGES), "PYTHON (a main(job_id, params) wrapper) or SHELL (runs `command`)"),
+    "main-file": Key(None, _optional_string, "the wrapper module in the experiment folder, with or without .py (PYTHON)"),
+    "experiment-name": Key(None, _optional_string, "a name for logs and reports (default: the folder name)"),
+    "likelihood": Key("GAUSSIAN", _choice(*LIKELIHOODS), "noise model of every task without its own: NOISELESS or GAUSSIAN"),
+    "variables": Key(None, _object, "the search space: name -> {type FLOAT|INT|ENUM, size, min, max, options, scale}"),
+    "tasks": Key(None, _object, "name -> {type OBJECTIVE|CONSTRAINT, likelihood}; default one objective named 'main'"),
+    "max-concurrent": Key(1, _int(1), "jobs in flight at once"),
+    "max-finished-jobs": Key(None, _int(1, optional=True), "stop after this many finished jobs (null: never)"),
+    "polling-time": Key(3.0, _positive_number, "seconds between two polls of the driver"),
+    # our keys
+    "driver": Key({"name": "local"}, _object, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
+    "command": Key(None, _command, "argument list run for a SHELL wrapper; the params file path is appended"),
+    "model": Key("dngo", _choice(*MODELS, upper=False), "surrogate: dngo, gp, sobol (no model) or auto", "model"),
+    "acquisition": Key("ei", _choice(*ACQUISITIONS, upper=False), "acquisition function: ei (expected improvement), pi or lcb", "acquisition"),
+    "initial-design": Key(None, _int(1, optional=True), "Sobol points before the model is used (default: encoded dimension + 1)", "initial_design"),
+    "seed": Key(None, _seed, "seed of every random choice (null: fresh randomness)", "seed"),
+    "fantasies": Key(10, _int(1), "fantasised outcomes per pending job when proposing in parallel", "fantasies"),
+    "torch-threads": Key(1, _int(1), "torch threads of the daemon (a login node is shared)", "torch_threads"),
+}
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """One entry of ``tasks``."""
+
+    name: str
+    type: str          # OBJECTIVE | CONSTRAINT
+    likelihood: str    # NOISELESS | GAUSSIAN
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A validated config.json.
+
+    ``values`` holds every key of :data:`KEYS` after parsing (defaults filled in), by its JSON
+    name; the attributes below are the ones the daemon and runner use by name.
+    """
+
+    paths: ExperimentPaths
+    values: Mapping[str, Any]
+    space: Space
+    tasks: dict[str, TaskConfig]
+    main_file: Path | None
+    driver_name: str
+    driver_options: dict[str, Any]
+    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def experiment_dir(self) -> Path:
+        return self.paths.experiment
+
+    @property
+    def name(self) -> str:
+        return self.values["experiment-name"] or self.paths.experiment.name
+
+    @property
+    def language(self) -> str:
+        return self.values["language"]
+
+    @property
+    def variables(self) -> Mapping[str, Any]:
+        return self.values["variables"]
+
+    @property
+    def objective(self) -> str:
+        """Name of the one OBJECTIVE task."""
+        return next(t.name for t in self.tasks.values() if t.type == "OBJECTIVE")
+
+    @property
+    def constraints(self) -> list[str]:
+        return [t.name for t in self.tasks.values() if t.type == "CONSTRAINT"]
+
+    @property
+    def max_concurrent(self) -> int:
+        return self.values["max-concurrent"]
+
+    @property
+    def max_finished_jobs(self) -> int | None:
+        return self.values["max-finished-jobs"]
+
+    @property
+    def polling_time(self) -> float:
+        return self.values["polling-time"]
+
+    @property
+    def command(self) -> list[str] | None:
+        return self.values["command"]
+
+
+# ---- reading the file -------------------------------------------------------------------------
+
+class _Pairs(list):
+    """A JSON object as its list of (key, value) pairs, so duplicate keys can be reported."""
+
+
+def _objects(value: Any, path: str) -> Any:
+    """Turn :class:`_Pairs` into dicts, raising on a duplicate key (with its full path)."""
+    if isinstance(value, _Pairs):
+        out: dict[str, Any] = {}
+        for key, item in value:
+            sub = f"{path}.{key}" if path else key
+            if key in out:
+                raise ConfigError(sub, "duplicate key (JSON objects must not repeat a key)")
+            out[key] = _objects(item, sub)
+        return out
+    if isinstance(value, list):
+        return [_objects(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    return value
+
+
+def read_json_strict(path: Path, label: str) -> Any:
+    """Parse a UTF-8 JSON file; duplicate keys, bad bytes and bad syntax raise ConfigError(label...)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(label, f"not found ({path})") from None
+    except OSError as exc:
+        raise ConfigError(label, f"cannot be read ({exc.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(label, f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+    try:
+        parsed = json.loads(text, object_pairs_hook=_Pairs)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(label, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return _objects(parsed, "")
+
+
+def load_config(experiment_dir: str | Path, driver_override: str | None = None,
+                check_driver: bool = True) -> ExperimentConfig:
+    """Read and validate ``<experiment_dir>/config.json``; raise ConfigError on the first problem.
+
+    ``driver_override`` replaces ``driver.name`` (the ``--driver`` flag). ``check_driver=False``
+    skips loading the driver plugin (the runner on a compute node does not need it).
+    """
+    experiment = Path(experiment_dir)
+    if not experiment.is_dir():
+        raise ConfigError("experiment", f"no such folder: {experiment}")
+    paths = ExperimentPaths(experiment)
+    raw = read_json_strict(paths.config, "config.json")
+    if not isinstance(raw, dict):
+        raise ConfigError("config.json", f"must hold a JSON object (got {type(raw).__name__})")
+    for key in raw:
+        if key not in KEYS:
+            raise ConfigError(key, "unknown key" + did_you_mean(key, KEYS))
+
+    values: dict[str, Any] = {}
+    for key, spec in KEYS.items():
+        values[key] = spec.parse(key, raw[key]) if key in raw and raw[key] is not None else spec.default
+    if "variables" not in raw:
+        raise ConfigError("variables", "required: the search space, e.g. {\"x\": {\"type\": \"FLOAT\", \"min\": 0, \"max\": 1}}")
+    space = Space.from_config(raw["variables"])
+    if values["initial-design"] is None:
+        values["initial-design"] = space.dim + 1
+    tasks = _parse_tasks(raw.get("tasks"), values["likelihood"])
+    main_file = _parse_wrapper(paths.experiment, values)
+    driver_name, driver_options = _parse_driver(raw.get("driver", KEYS["driver"].default), driver_override, check_driver)
+    values["driver"] = {"name": driver_name, **driver_options}
+    return ExperimentConfig(paths=paths, values=values, space=space, tasks=tasks, main_file=main_file,
+                            driver_name=driver_name, driver_options=driver_options, raw=raw)
+
+
+def _parse_tasks(tasks: Any, default_likelihood: str) -> dict[str, TaskConfig]:
+    if tasks is None:
+        return {DEFAULT_TASK_NAME: TaskConfig(DEFAULT_TASK_NAME, "OBJECTIVE", default_likelihood)}
+    if not isinstance(tasks, dict) or not tasks:
+        raise ConfigError("tasks", f"must be a non-empty object mapping task names to specs (got {tasks!r})")
+    out: dict[str, TaskConfig] = {}
+    for name, spec in tasks.items():
+        path = f"tasks.{name}"
+        if not name.strip():
+            raise ConfigError("tasks", "task names must be non-empty strings")
+        if not isinstance(spec, dict):
+            raise ConfigError(path, f"must be an object with a 'type' (got {spec!r})")
+        for key in spec:
+            if key not in _TASK_KEYS:
+                raise ConfigError(f"{path}.{key}", "unknown key" + did_you_mean(key, _TASK_KEYS))
+        if "type" not in spec:
+            raise ConfigError(f"{path}.type", "required: OBJECTIVE or CONSTRAINT")
+        ttype = _choice(*TASK_TYPES)(f"{path}.type", spec["type"])
+        likelihood = _choice(*LIKELIHOODS)(f"{path}.likelihood", spec.get("likelihood", default_likelihood))
+        out[name] = TaskConfig(name, ttype, likelihood)
+    objectives = [t.name for t in out.values() if t.type == "OBJECTIVE"]
+    if len(objectives) != 1:
+        raise ConfigError("tasks", f"must have exactly one OBJECTIVE task (got {len(objectives)}: {objectives})")
+    return out
+
+
+def _parse_wrapper(experiment: Path, values: dict[str, Any]) -> Path | None:
+    """The wrapper module's path (PYTHON) or None (SHELL, which runs ``command``)."""
+    if values["language"] == "SHELL":
+        if values["command"] is None:
+            raise ConfigError("command", "required for language SHELL: an argument list such as [\"bash\", \"run.sh\"]")
+        if values["main-file"] is not None:
+            raise ConfigError("main-file", "not used with language SHELL (the program is given by 'command')")
+        return None
+    if values["command"] is not None:
+        raise ConfigError("command", "only used with language SHELL (a PYTHON wrapper is given by 'main-file')")
+    name = values["main-file"]
+    if name is None:
+        raise ConfigError("main-file", "required for language PYTHON: the wrapper module, e.g. \"branin.py\"")
+    if not name.endswith(".py"):
+        name += ".py"
+    candidate = experiment / name
+    resolved = candidate.resolve()
+    if not resolved.is_relative_to(experiment.resolve()):
+        raise ConfigError("main-file", f"must be inside the experiment folder (got {values['main-file']!r} -> {resolved})")
+    if not resolved.is_file():
+        raise ConfigError("main-file", f"no such file: {candidate}")
+    return resolved
+
+
+def _parse_driver(spec: Any, override: str | None, check_driver: bool) -> tuple[str, dict[str, Any]]:
+    if isinstance(spec, str):
+        spec = {"name": spec}
+    if not isinstance(spec, dict):
+        raise ConfigError("driver", f"must be an object such as {{\"name\": \"local\"}} (got {spec!r})")
+    name = override if override is not None else spec.get("name", "local")
+    if not isinstance(name, str) or not name:
+        raise ConfigError("driver.name", f"must be a driver name such as \"local\" (got {name!r})")
+    options = {k: v for k, v in spec.items() if k != "name"}
+    if check_driver:
+        from spearmint_nn.drivers.base import driver_class  # loads plugins only when needed
+        driver_class(name).validate_options(options)
+    return name, options
+
+
+def optimizer_options(config: ExperimentConfig) -> dict[str, Any]:
+    """Keyword arguments for ``Optimizer(config.variables, **optimizer_options(config))``."""
+    options = {spec.optimizer_kwarg: config.values[key] for key, spec in KEYS.items() if spec.optimizer_kwarg}
+    options["tasks"] = {t.name: t.type for t in config.tasks.values()}
+    options["likelihoods"] = {t.name: t.likelihood for t in config.tasks.values()}
+    return options

@@ -1,0 +1,661 @@
+"""The experiment daemon: proposes jobs, hands them to a driver, records what they return.
+
+One main thread owns the store (it alone writes ``jobs/``). It sleeps until something happens:
+a watchdog event in ``results/``, ``jobs/pending/`` or ``requests/`` (the fast path on one
+machine), the periodic driver poll every ``polling-time`` seconds (what guarantees progress on
+NFS, where inotify misses other machines' writes), a finished proposal, or a signal. Each wake
+handles everything that is ready at once, so ten jobs finishing together are ten records and
+one refit.
+
+Proposals run in a background thread (:class:`Proposer`): ``Optimizer.suggest`` can take
+seconds when the model is refitted, and completions keep being recorded meanwhile. The
+optimizer is touched by that thread only; results reach it through a queue that is drained
+right before each ``suggest``.
+
+Every event is one plain line through :class:`Reporter` (console and ``daemon.log``).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TextIO
+
+from filelock import FileLock, Timeout
+
+from .config import ExperimentConfig, optimizer_options
+from .errors import ConfigError
+from .drivers.base import Driver, JobSpec, PollError, SchedulerState, SubmitError, driver_class
+from .layout import ExperimentPaths
+from .runner import command_for
+from .store import BadValues, Store, atomic_write_json, check_values, read_json
+
+if TYPE_CHECKING:  # the optimizer imports torch: only `run` pays for it, not status/report/cancel
+    from .optimizer import Optimizer
+
+# Failures that say nothing about the point itself: not shown to the optimizer as NaN, and not
+# counted against max-finished-jobs.
+NOT_ABOUT_THE_POINT = frozenset({
+    "submit_rejected", "cancelled", "lost", "node_fail", "bad_params", "bad_config", "bad_wrapper",
+})
+# The failure kind recorded when a job left the scheduler without writing a result file.
+SCHEDULER_FAILURES = {
+    SchedulerState.TIMEOUT: "timeout",
+    SchedulerState.CANCELLED: "cancelled",
+    SchedulerState.OUT_OF_MEMORY: "oom",
+    SchedulerState.NODE_FAIL: "node_fail",
+    SchedulerState.FAILED: "exit_code",
+    SchedulerState.COMPLETED: "no_result",
+    SchedulerState.UNKNOWN: "lost",
+}
+STDERR_TAIL_LINES = 20
+STDERR_TAIL_BYTES = 4000
+SUBMIT_RETRY_S = 30.0          # wait before resubmitting after a transient submit error
+MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the daemon gives up
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+class DaemonBusy(RuntimeError):
+    """Another process holds the experiment's lock."""
+
+
+class DaemonError(RuntimeError):
+    """The daemon cannot go on (e.g. the driver rejects every job)."""
+
+
+def plain(text: Any) -> str:
+    """One line without control characters (safe for a log file and a terminal)."""
+    return _CONTROL_CHARS.sub("?", " ".join(str(text).splitlines()))
+
+
+# ---- reporting -------------------------------------------------------------------------------
+
+class _ConsoleHandler(logging.Handler):
+    """Hands each formatted line to ``reporter.console`` (replaceable, e.g. by a live line)."""
+
+    def __init__(self, reporter: "Reporter"):
+        super().__init__()
+        self._reporter = reporter
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._reporter.console(self.format(record))
+        except Exception:
+            self.handleError(record)
+
+
+class Reporter:
+    """Every line the daemon says: one plain line per event, to the console and ``daemon.log``.
+
+    The ``spearmint_nn`` logger goes through the same handlers, so warnings of the optimizer and
+    models land in the same log. Two hooks for richer consoles: ``console`` is the function
+    that prints one finished line (default: write it to ``stream``), and ``add_listener(fn)``
+    registers ``fn(kind, message, fields)``, called after each event is logged.
+    """
+
+    def __init__(self, log_file: Path | None, stream: TextIO | None = None):
+        self._stream = stream or sys.stderr
+        self.console: Callable[[str], None] = self._write_line
+        self._logger = logging.getLogger("spearmint_nn")
+        self._logger.setLevel(logging.INFO)
+        self._logger.propagate = False
+        formatter = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
+        self._handlers: list[logging.Handler] = [_ConsoleHandler(self)]
+        if log_file is not None:
+            self._handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+        for handler in self._handlers:
+            handler.setFormatter(formatter)
+            self._logger.addHandler(handler)
+        self._listeners: list[Callable[[str, str, Mapping[str, Any]], None]] = []
+
+    def _write_line(self, line: str) -> None:
+        self._stream.write(line + "\n")
+        self._stream.flush()
+
+    def add_listener(self, listener: Callable[[str, str, Mapping[str, Any]], None]) -> None:
+        self._listeners.append(listener)
+
+    def event(self, kind: str, message: str, **fields: Any) -> None:
+        """Log ``"<kind> <message>"``; ``fields`` (job id, value, ...) go to listeners only."""
+        level = logging.WARNING if kind in ("warning", "error") else logging.INFO
+        self._logger.log(level, "%-9s %s", kind, plain(message))
+        for listener in self._listeners:
+            listener(kind, message, fields)
+
+    def close(self) -> None:
+        for handler in self._handlers:
+            self._logger.removeHandler(handler)
+            handler.close()
+
+
+# ---- the optimizer in a background thread ----------------------------------------------------
+
+def make_optimizer(config: ExperimentConfig) -> "Optimizer":
+    """The config's Optimizer; raises ConfigError for options the optimizer rejects."""
+    from .optimizer import Optimizer
+
+    return Optimizer(config.variables, state_dir=config.paths.model, **optimizer_options(config))
+
+
+class Proposer:
+    """Runs ``Optimizer.suggest`` in a thread; one request at a time.
+
+    ``observe`` only queues; the queue is applied right before the next ``suggest``, so any
+    number of results arriving together cost one refit.
+    """
+
+    def __init__(self, optimizer: "Optimizer", reporter: Reporter, wake: threading.Event):
+        self._optimizer, self._reporter, self._wake = optimizer, reporter, wake
+        self._cond = threading.Condition()
+        self._observations: list[tuple[dict, Any, float | None]] = []
+        self._request: tuple[int, list[dict]] | None = None
+        self._result: list[dict] | None = None
+        self._error: BaseException | None = None
+        self._busy = self._closed = False
+        self._thread = threading.Thread(target=self._work, name="proposer", daemon=True)
+        self._thread.start()
+
+    @property
+    def busy(self) -> bool:
+        with self._cond:
+            return self._busy
+
+    def observe(self, params: Mapping[str, Any], value: Any, duration: float | None) -> None:
+        with self._cond:
+            self._observations.append((dict(params), value, duration))
+
+    def request(self, n: int, pending: Sequence[Mapping[str, Any]]) -> None:
+        with self._cond:
+            self._request, self._busy = (n, [dict(p) for p in pending]), True
+            self._cond.notify()
+
+    def take(self) -> list[dict] | None:
+        """The finished proposal, once; re-raises an exception of the optimizer."""
+        with self._cond:
+            if self._error is not None:
+                raise DaemonError(f"the optimizer failed: {type(self._error).__name__}: {self._error}") from self._error
+            result, self._result = self._result, None
+            return result
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while self._request is None and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                (n, pending), self._request = self._request, None
+                observations, self._observations = self._observations, []
+            try:
+                for params, value, duration in observations:
+                    self._optimizer.observe(params, value, duration=duration)
+                fit_before = getattr(self._optimizer, "last_fit_seconds", None)
+                start = time.perf_counter()
+                proposal = self._optimizer.suggest(n, pending=pending)
+                elapsed = time.perf_counter() - start
+                fit = getattr(self._optimizer, "last_fit_seconds", None)
+                refit = f", model refit {fit:.2f} s" if fit is not None and (fit is not fit_before) else ""
+                self._reporter.event("model", f"suggested {n} point(s) in {elapsed:.2f} s from "
+                                     f"{self._optimizer.n_observed} observations ({len(pending)} pending){refit}",
+                                     seconds=elapsed, refit_seconds=fit if refit else None)
+                error = None
+            except BaseException as exc:  # reported by the main thread through take()
+                proposal, error = None, exc
+            with self._cond:
+                self._result, self._error, self._busy = proposal, error, False
+            self._wake.set()
+
+
+# ---- locking ---------------------------------------------------------------------------------
+
+def acquire_lock(paths: ExperimentPaths, command: str) -> FileLock:
+    """Take the experiment's lock at once or raise :class:`DaemonBusy` naming the holder.
+
+    filelock uses ``flock`` here: the kernel drops the lock when its holder dies, so the lock
+    file a killed daemon leaves behind never blocks a restart.
+    """
+    lock = FileLock(str(paths.lock), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise DaemonBusy(f"{paths.experiment} is in use: {holder_description(paths)}") from None
+    atomic_write_json(paths.daemon_info, {"host": socket.gethostname(), "pid": os.getpid(),
+                                          "started": time.time(), "command": command})
+    return lock
+
+
+def holder_description(paths: ExperimentPaths) -> str:
+    info = read_json(paths.daemon_info)
+    if not isinstance(info, dict):
+        return f"another process holds {paths.lock}"
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.get("started", 0)))
+    return (f"'spearmint-nn {info.get('command', 'run')}' on host {info.get('host')} "
+            f"pid {info.get('pid')} holds {paths.lock} (since {since})")
+
+
+# ---- shared by the daemon and the CLI --------------------------------------------------------
+
+def counts_toward_budget(job: Mapping[str, Any]) -> bool:
+    """Whether a job is an evaluation of its point (counted against max-finished-jobs)."""
+    return job["state"] == "complete" or (job["state"] == "failed" and job.get("failure") not in NOT_ABOUT_THE_POINT)
+
+
+def stderr_tail(path: Path) -> str:
+    """The last lines of a job's stderr, as one plain string (empty if none)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - STDERR_TAIL_BYTES))
+            data = handle.read()
+    except OSError:
+        return ""
+    lines = data.decode("utf-8", errors="replace").splitlines()[-STDERR_TAIL_LINES:]
+    return "\n".join(_CONTROL_CHARS.sub("?", line) for line in lines)
+
+
+def cancel_jobs(store: Store, driver: Driver, ids: Iterable[int], reporter: Reporter, why: str) -> list[int]:
+    """Cancel pending and running jobs (one driver call for all running ones); return their ids."""
+    jobs = [store.get(i) for i in ids]
+    jobs = [j for j in jobs if j is not None and j["state"] in ("pending", "running")]
+    running = [j["scheduler_id"] for j in jobs if j["state"] == "running" and j.get("driver") == driver.name]
+    if running:
+        driver.cancel(running)
+    for job in jobs:
+        store.move(job["id"], "failed", failure="cancelled", reason=why, finished=time.time())
+        reporter.event("cancelled", f"job {job['id']} ({job['state']}): {why}", job=job["id"])
+    return [j["id"] for j in jobs]
+
+
+def _params_problem(config: ExperimentConfig, params: Any) -> str | None:
+    """Why params do not fit the config's variables, or None when they do."""
+    try:
+        config.space.validate(params)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def make_driver(config: ExperimentConfig) -> Driver:
+    return driver_class(config.driver_name)(config.driver_options, config.paths.state)
+
+
+def _format_params(params: Mapping[str, Any]) -> str:
+    def one(values: Any) -> str:
+        values = values if isinstance(values, list) else [values]
+        shown = [f"{v:.6g}" if isinstance(v, float) else str(v) for v in values]
+        return shown[0] if len(shown) == 1 else "[" + ", ".join(shown) + "]"
+    return " ".join(f"{name}={one(value)}" for name, value in params.items())
+
+
+# ---- the daemon ------------------------------------------------------------------------------
+
+class Daemon:
+    """``spearmint-nn run``: see the module docstring. Build, then :meth:`run` (returns an exit code)."""
+
+    def __init__(self, config: ExperimentConfig, cancel_on_exit: bool = False, stream: TextIO | None = None,
+                 on_start: Callable[[Reporter, Store], None] | None = None):
+        self.config, self.paths = config, config.paths
+        self.cancel_on_exit = cancel_on_exit
+        self._stream = stream
+        self._on_start = on_start  # called with the reporter and the store, e.g. by a live progress line
+        # Built first: an option the optimizer rejects is a config error, before anything is written.
+        self.optimizer = make_optimizer(config)
+        self.driver = make_driver(config)
+        self.store = Store(self.paths)
+        self.reporter: Reporter | None = None
+        self._proposer: Proposer | None = None
+        self._wake = threading.Event()
+        self._stop_signal: str | None = None
+        self._finished = 0
+        self._ended_seen: dict[int, float] = {}     # job id -> when the driver first said "ended"
+        self._retry_at: dict[int, float] = {}       # job id -> when to retry a transient submit error
+        self._rejects_in_a_row = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def run(self) -> int:
+        self.store.create_dirs()
+        lock = acquire_lock(self.paths, "run")
+        self.reporter = Reporter(self.paths.log, self._stream)
+        if self._on_start is not None:
+            self._on_start(self.reporter, self.store)
+        self._proposer = Proposer(self.optimizer, self.reporter, self._wake)
+        observer = None
+        previous_handlers = {}
+        try:
+            self._load()
+            self._replay()
+            self._resume()
+            observer = self._watch()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous_handlers[sig] = signal.signal(sig, self._on_signal)
+            return self._loop()
+        finally:
+            for sig, handler in previous_handlers.items():
+                signal.signal(sig, handler)
+            if observer is not None:
+                observer.stop()
+            self._proposer.close()
+            self.reporter.close()
+            lock.release()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._stop_signal = signal.Signals(signum).name
+        self._wake.set()
+
+    def _load(self) -> None:
+        config, store = self.config, self.store
+        self.reporter.event("started", f"experiment {config.name} in {self.paths.experiment}: driver {self.driver.name}, "
+                            f"model {config['model']}, max-concurrent {config.max_concurrent}, "
+                            f"max-finished-jobs {config.max_finished_jobs}, pid {os.getpid()}")
+        store.load_all(repair=True)
+        for problem in store.problems:
+            self.reporter.event("warning", problem)
+
+    def _resume(self) -> None:
+        """Finish what a previous daemon left half done, and check jobs it left in flight."""
+        config, store = self.config, self.store
+        for job in store.resume_intakes(config):
+            self._report_new(job)
+        for job in store.jobs("pending"):
+            problem = _params_problem(config, job["params"])
+            if problem is not None:
+                self._fail(job["id"], "bad_params", problem)
+        for job in store.jobs("running"):
+            if job.get("driver") == self.driver.name:
+                self.reporter.event("adopted", f"job {job['id']} running as {self.driver.name} {job['scheduler_id']}",
+                                    job=job["id"])
+            else:
+                self.reporter.event("warning", f"job {job['id']} was submitted with driver {job.get('driver')}, "
+                                    f"not {self.driver.name}: its result is collected when it appears")
+        counts = store.counts()
+        self.reporter.event("state", ", ".join(f"{n} {state}" for state, n in counts.items())
+                            + f"; next job id {store.next_id}")
+
+    def _replay(self) -> None:
+        """Show every finished evaluation to the optimizer (in id order)."""
+        replayed = 0
+        for job in self.store.jobs(("complete", "failed")):
+            if not counts_toward_budget(job):
+                continue
+            self._finished += 1
+            if _params_problem(self.config, job["params"]) is not None:
+                self.reporter.event("warning", f"job {job['id']} does not fit the current variables; not shown to the model")
+                continue
+            self._observe(job)
+            replayed += 1
+        if replayed:
+            self.reporter.event("replayed", f"{replayed} finished job(s) shown to the model")
+
+    def _watch(self) -> Any:
+        """Watchdog observer waking the loop on changes (None if inotify is unavailable)."""
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        wake = self._wake
+
+        class WakeOnChange(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:
+                name = os.path.basename(getattr(event, "dest_path", "") or event.src_path)
+                if not name.startswith("."):  # skip temporary files of atomic writes
+                    wake.set()
+
+        observer = Observer()
+        try:
+            for folder in (self.paths.results, self.paths.job_dir("pending"), self.paths.requests):
+                observer.schedule(WakeOnChange(), str(folder), recursive=False)
+            observer.daemon = True
+            observer.start()
+        except OSError as exc:
+            self.reporter.event("warning", f"file events unavailable ({exc}); relying on polling every "
+                                f"{self.config.polling_time:g} s")
+            return None
+        return observer
+
+    def _loop(self) -> int:
+        next_poll = 0.0
+        while True:
+            changed = self._intake()
+            changed |= self._collect_results()
+            if time.monotonic() >= next_poll:
+                changed |= self._poll_driver()
+                next_poll = time.monotonic() + self.config.polling_time
+            changed |= self._handle_requests()
+            self._take_proposal()
+            if changed:
+                self.store.write_summaries(self.config)
+            if self._stop_signal is not None:
+                return self._shutdown(f"received {self._stop_signal}")
+            if self.config.max_finished_jobs is not None and self._finished >= self.config.max_finished_jobs:
+                return self._shutdown("budget reached")
+            self._submit_pending()
+            self._ask()
+            self._wake.wait(max(0.0, next_poll - time.monotonic()))
+            self._wake.clear()
+
+    def _shutdown(self, why: str) -> int:
+        store = self.store
+        if self._stop_signal is not None and self.cancel_on_exit:
+            ids = [j["id"] for j in store.jobs(("pending", "running"))]
+            cancel_jobs(store, self.driver, ids, self.reporter, "cancelled at daemon exit (--cancel-on-exit)")
+        store.write_summaries(self.config)
+        counts = store.counts()
+        best = store.best(self.config)
+        best_text = f"best {best['value']:.6g} (job {best['id']})" if best else "no complete job yet"
+        left = ""
+        if counts["running"] or counts["pending"]:
+            left = (f"; {counts['running']} running and {counts['pending']} pending job(s) left as they are "
+                    f"(run again to collect them)")
+        self.reporter.event("stopped", f"{why}: {self._finished} finished, {best_text}{left}")
+        return 0
+
+    # -- budget ------------------------------------------------------------------------------
+
+    def _budget_left(self) -> int | None:
+        """Evaluations still to start: max-finished-jobs - finished - in flight (None: no limit)."""
+        if self.config.max_finished_jobs is None:
+            return None
+        counts = self.store.counts()
+        return self.config.max_finished_jobs - self._finished - counts["pending"] - counts["running"]
+
+    def _free_slots(self) -> int:
+        counts = self.store.counts()
+        slots = self.config.max_concurrent - counts["pending"] - counts["running"]
+        budget = self._budget_left()
+        return slots if budget is None else min(slots, budget)
+
+    # -- proposing ---------------------------------------------------------------------------
+
+    def _ask(self) -> None:
+        proposer = self._proposer
+        if proposer.busy or self._stop_signal is not None:
+            return
+        n = self._free_slots()
+        if n > 0:
+            in_flight = [job["params"] for job in self.store.jobs(("pending", "running"))]
+            proposer.request(n, in_flight)
+
+    def _take_proposal(self) -> None:
+        proposal = self._proposer.take()
+        if not proposal or self._stop_signal is not None:
+            return
+        for params in proposal[: max(0, self._free_slots())]:
+            job = self.store.new_job(self.config.space.to_json(params), "optimizer")
+            self._report_new(job)
+
+    def _report_new(self, job: Mapping[str, Any]) -> None:
+        state, source = job["state"], job["source"]
+        if state == "pending":
+            verb = "proposed" if source == "optimizer" else "accepted"
+            self.reporter.event("proposed", f"job {job['id']} ({verb}) {_format_params(job['params'])}", job=job["id"])
+        elif state == "complete":
+            self._finished += 1
+            self.reporter.event("imported", f"job {job['id']} value={job['value']:.6g} {_format_params(job['params'])}",
+                                job=job["id"], value=job["value"])
+            self._observe(job)
+        else:
+            self._after_failure(job)
+
+    def _intake(self) -> bool:
+        """Take in files users dropped into jobs/pending and notice withdrawn pending jobs."""
+        changed = False
+        for job_id in self.store.forget_withdrawn():
+            self.reporter.event("withdrawn", f"job {job_id}: its pending file was deleted", job=job_id)
+        for path in self.store.dropped_files():
+            job = self.store.intake_dropped(path, self.config)
+            self._report_new(job)
+            changed = True
+        return changed
+
+    # -- submitting --------------------------------------------------------------------------
+
+    def _submit_pending(self) -> None:
+        running = self.store.counts()["running"]
+        now = time.monotonic()
+        for job in self.store.jobs("pending"):
+            if running >= self.config.max_concurrent or self._stop_signal is not None:
+                return
+            job_id = job["id"]
+            if self._retry_at.get(job_id, 0.0) > now:
+                continue
+            if self.paths.result_file(job_id).exists() and self._record_result(job_id):
+                continue  # it ran before a crash of the daemon that had just submitted it
+            self._submit(job_id)
+            running = self.store.counts()["running"]
+
+    def _submit(self, job_id: int) -> None:
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{self.config.name}-{job_id}")[:64]
+        spec = JobSpec(job_id=job_id, command=command_for(self.paths.experiment, job_id),
+                       workdir=self.paths.experiment, stdout=self.paths.stdout_file(job_id),
+                       stderr=self.paths.stderr_file(job_id), script_path=self.paths.script_file(job_id),
+                       name=name, wall_time=self.driver.time_limit)
+        try:
+            scheduler_id = self.driver.submit(spec)
+        except SubmitError as exc:
+            if exc.transient:
+                self._retry_at[job_id] = time.monotonic() + SUBMIT_RETRY_S
+                self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); retrying in {SUBMIT_RETRY_S:g} s")
+                return
+            self._fail(job_id, "submit_rejected", str(exc))
+            self._rejects_in_a_row += 1
+            if self._rejects_in_a_row >= MAX_SUBMIT_REJECTS:
+                raise DaemonError(f"the {self.driver.name} driver rejected {self._rejects_in_a_row} jobs in a row; "
+                                  f"last: {exc}") from None
+            return
+        self._rejects_in_a_row = 0
+        self._retry_at.pop(job_id, None)
+        self.store.move(job_id, "running", driver=self.driver.name, scheduler_id=scheduler_id, submitted=time.time())
+        self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {scheduler_id}", job=job_id)
+
+    # -- results -----------------------------------------------------------------------------
+
+    def _collect_results(self) -> bool:
+        changed = False
+        for job_id in sorted(self.store.ids("running")):
+            if self.paths.result_file(job_id).exists():
+                changed |= self._record_result(job_id)
+        return changed
+
+    def _record_result(self, job_id: int) -> bool:
+        """Record the job's result file; False if it is not a readable result (yet)."""
+        result = read_json(self.paths.result_file(job_id))
+        if not isinstance(result, dict) or result.get("id") != job_id or result.get("status") not in ("ok", "error"):
+            return False
+        fields: dict[str, Any] = {k: result[k] for k in ("started", "ended", "host") if k in result}
+        if isinstance(result.get("started"), (int, float)) and isinstance(result.get("ended"), (int, float)):
+            fields["duration"] = result["ended"] - result["started"]
+        self._ended_seen.pop(job_id, None)
+        if result["status"] == "ok":
+            try:
+                values = check_values(result.get("values"), list(self.config.tasks))
+            except BadValues as exc:
+                self._fail(job_id, exc.failure, str(exc), **fields)
+                return True
+            job = self.store.move(job_id, "complete", values=values, value=values[self.config.objective],
+                                  finished=time.time(), **fields)
+            self._finished += 1
+            others = "".join(f" {t}={v:.6g}" for t, v in values.items() if t != self.config.objective)
+            duration = f" in {fields['duration']:.1f} s" if "duration" in fields else ""
+            self.reporter.event("finished", f"job {job_id} value={job['value']:.6g}{others}{duration}",
+                                job=job_id, value=job["value"])
+            self._observe(job)
+            return True
+        self._fail(job_id, str(result.get("failure") or "exception"), str(result.get("error") or "no message"), **fields)
+        return True
+
+    def _poll_driver(self) -> bool:
+        """One driver poll for all running jobs; fail those that ended without a result."""
+        by_sid = {job["scheduler_id"]: job["id"] for job in self.store.jobs("running")
+                  if job.get("driver") == self.driver.name}
+        if not by_sid:
+            return False
+        try:
+            statuses = self.driver.poll(list(by_sid))
+        except PollError as exc:
+            self.reporter.event("warning", f"poll of the {self.driver.name} driver failed ({exc}); trying again later")
+            return False
+        changed = False
+        for sid, status in statuses.items():
+            job_id = by_sid.get(sid)
+            if job_id is None or not status.state.finished:
+                continue
+            if self._record_result(job_id):
+                changed = True
+                continue
+            first_seen = self._ended_seen.setdefault(job_id, time.monotonic())
+            if time.monotonic() - first_seen < self.driver.result_grace_s:
+                continue
+            reason = status.reason or status.state.value
+            if self.paths.result_file(job_id).exists():
+                self._fail(job_id, "bad_result", f"unreadable result file; {reason}")
+            else:
+                self._fail(job_id, SCHEDULER_FAILURES[status.state], reason)
+            changed = True
+        return changed
+
+    def _fail(self, job_id: int, failure: str, reason: str, **fields: Any) -> None:
+        job = self.store.move(job_id, "failed", failure=failure, reason=plain(reason),
+                              stderr_tail=stderr_tail(self.paths.stderr_file(job_id)),
+                              finished=time.time(), **fields)
+        self._ended_seen.pop(job_id, None)
+        self._after_failure(job)
+
+    def _after_failure(self, job: Mapping[str, Any]) -> None:
+        self.reporter.event("failed", f"job {job['id']} {job['failure']}: {job['reason']}",
+                            job=job["id"], failure=job["failure"])
+        if counts_toward_budget(job):
+            self._finished += 1
+            self._observe(job)
+
+    def _observe(self, job: Mapping[str, Any]) -> None:
+        value = job["values"] if job["state"] == "complete" else math.nan
+        self._proposer.observe(job["params"], value, job.get("duration"))
+
+    # -- requests from the CLI ---------------------------------------------------------------
+
+    def _handle_requests(self) -> bool:
+        changed = False
+        for path in sorted(self.paths.requests.glob("cancel-*.json")):
+            request = read_json(path)
+            ids = request.get("ids") if isinstance(request, dict) else None
+            if ids == "all":
+                ids = [j["id"] for j in self.store.jobs(("pending", "running"))]
+            if isinstance(ids, list):
+                ids = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+                changed |= bool(cancel_jobs(self.store, self.driver, ids, self.reporter, "cancelled by the user"))
+            else:
+                self.reporter.event("warning", f"ignored unreadable request {path.name}")
+            path.unlink(missing_ok=True)
+        return changed

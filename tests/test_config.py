@@ -1,0 +1,158 @@
+"""config.json validation: each mistake gives its one named message, exit code 2, and no state."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import BRANIN_VARIABLES, cli, quick_config, write_experiment
+from spearmint_nn import cli as cli_module
+from spearmint_nn.config import KEYS, load_config, optimizer_options
+from spearmint_nn.drivers.base import available_drivers
+
+INSTALLED = ", ".join(sorted(available_drivers()))
+
+
+def _with(**changes):
+    config = quick_config()
+    for key, value in changes.items():
+        key = key.replace("_", "-")
+        if value is DELETE:
+            config.pop(key)
+        else:
+            config[key] = value
+    return json.dumps(config)
+
+
+DELETE = object()
+
+# (case name, config.json text or bytes, expected message with {dir} for the experiment folder)
+BAD_CONFIGS = [
+    ("syntax", '{"language": "PYTHON",}',
+     "config.json: invalid JSON at line 1 column 23: Expecting property name enclosed in double quotes"),
+    ("duplicate key", '{"max-concurrent": 2, "max-concurrent": 3}',
+     "max-concurrent: duplicate key (JSON objects must not repeat a key)"),
+    ("nested duplicate key", '{"variables": {"x": {"type": "FLOAT", "min": 0, "min": 1, "max": 2}}}',
+     "variables.x.min: duplicate key (JSON objects must not repeat a key)"),
+    ("not UTF-8", b'{"experiment-name": "caf\xe9"}',
+     "config.json: is not UTF-8 text (byte 0xe9 at offset 24)"),
+    ("not an object", "[1, 2]", "config.json: must hold a JSON object (got list)"),
+    ("unknown key", _with(max_concurent=3), "max-concurent: unknown key (did you mean 'max-concurrent'?)"),
+    ("no variables", _with(variables=DELETE),
+     'variables: required: the search space, e.g. {{"x": {{"type": "FLOAT", "min": 0, "max": 1}}}}'),
+    ("min above max", _with(variables={"lr": {"type": "FLOAT", "min": 1.0, "max": 0.1}}),
+     "variables.lr.min: must be < max (got 1.0 >= 0.1)"),
+    ("unknown variable key", _with(variables={"lr": {"type": "FLOAT", "min": 0, "max": 1, "sclae": "log"}}),
+     "variables.lr.sclae: unknown key (did you mean 'scale'?)"),
+    ("language", _with(language="MATLAB"), "language: must be one of PYTHON, SHELL (got 'MATLAB')"),
+    ("missing wrapper", _with(**{"main-file": "nothere"}), "main-file: no such file: {dir}/nothere.py"),
+    ("wrapper outside", _with(**{"main-file": "../wrapper.py"}),
+     "main-file: must be inside the experiment folder (got '../wrapper.py' -> {parent}/wrapper.py)"),
+    ("max-concurrent zero", _with(max_concurrent=0), "max-concurrent: must be >= 1 (got 0)"),
+    ("max-finished-jobs text", _with(max_finished_jobs="ten"), "max-finished-jobs: must be an integer (got 'ten')"),
+    ("polling-time text", _with(polling_time="fast"), "polling-time: must be a finite number of seconds (got 'fast')"),
+    ("two objectives", _with(tasks={"a": {"type": "OBJECTIVE"}, "b": {"type": "OBJECTIVE"}}),
+     "tasks: must have exactly one OBJECTIVE task (got 2: ['a', 'b'])"),
+    ("task type typo", _with(tasks={"f": {"type": "OBJECTIVE"}, "c": {"type": "CONSTRIANT"}}),
+     "tasks.c.type: must be one of OBJECTIVE, CONSTRAINT (got 'CONSTRIANT') (did you mean 'CONSTRAINT'?)"),
+    ("likelihood", _with(likelihood="NOISY"), "likelihood: must be one of NOISELESS, GAUSSIAN (got 'NOISY')"),
+    ("driver name", _with(driver={"name": "slrum"}),
+     f"driver.name: no driver named 'slrum' (did you mean 'slurm'?); installed: {INSTALLED}"),
+    ("driver option", _with(driver={"name": "local", "time-limt": 10}),
+     "driver.time-limt: unknown option for the local driver (did you mean 'time-limit'?); valid options: time-limit"),
+    ("driver time-limit", _with(driver={"name": "local", "time-limit": "soon"}),
+     "driver.time-limit: must be seconds or [D-]HH:MM:SS (got 'soon')"),
+    ("model typo", _with(model="dnog"), "model: must be one of dngo, gp, sobol, auto (got 'dnog') (did you mean 'dngo'?)"),
+    ("shell without command", _with(language="SHELL", **{"main-file": DELETE}),
+     'command: required for language SHELL: an argument list such as ["bash", "run.sh"]'),
+    ("command as one string", _with(language="SHELL", command="bash run.sh", **{"main-file": DELETE}),
+     'command: must be a list of arguments such as ["bash", "run.sh"], not one string'),
+    ("seed negative", _with(seed=-1), "seed: must be >= 0 (got -1)"),
+]
+
+
+def _write(folder: Path, text: str | bytes) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "wrapper.py").write_text("def main(job_id, params):\n    return 0.0\n")
+    (folder.parent / "wrapper.py").write_text("def main(job_id, params):\n    return 0.0\n")
+    data = text.encode() if isinstance(text, str) else text
+    (folder / "config.json").write_bytes(data)
+    return folder
+
+
+@pytest.mark.parametrize("name,text,expected", BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
+def test_bad_config_names_key_exits_2_and_writes_nothing(tmp_path, capsys, name, text, expected):
+    folder = _write(tmp_path / "exp", text)
+    before = sorted(p.name for p in folder.iterdir())
+    code = cli_module.main(["run", str(folder)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == "spearmint-nn: " + expected.format(dir=folder.resolve(), parent=tmp_path.resolve()) + "\n"
+    assert sorted(p.name for p in folder.iterdir()) == before
+    assert not (folder / ".spearmint").exists()
+
+
+def test_at_least_fifteen_distinct_mistakes():
+    assert len({message for _, _, message in BAD_CONFIGS}) >= 15
+
+
+def test_wrapper_symlink_escaping_the_folder_is_refused(tmp_path, capsys):
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text("def main(job_id, params):\n    return 1.0\n")
+    folder = write_experiment(tmp_path / "exp", quick_config(**{"main-file": "link.py"}))
+    os.symlink(outside, folder / "link.py")
+    assert cli_module.main(["run", str(folder)]) == 2
+    assert capsys.readouterr().err == (f"spearmint-nn: main-file: must be inside the experiment folder "
+                                       f"(got 'link.py' -> {outside.resolve()})\n")
+    assert not (folder / ".spearmint").exists()
+
+
+def test_missing_config_and_driver_flag_override(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli_module.main(["status", str(empty)]) == 2
+    assert capsys.readouterr().err == f"spearmint-nn: config.json: not found ({empty.resolve()}/config.json)\n"
+    folder = write_experiment(tmp_path / "exp", quick_config(), {"wrapper.py": "def main(j, p):\n    return 1\n"})
+    assert cli_module.main(["run", str(folder), "--driver", "nosuch"]) == 2
+    assert capsys.readouterr().err.startswith("spearmint-nn: driver.name: no driver named 'nosuch'")
+    assert not (folder / ".spearmint").exists()
+
+
+def test_real_process_exit_code_is_2(tmp_path):
+    folder = _write(tmp_path / "exp", _with(max_concurrent=-1))
+    result = cli("run", folder)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "spearmint-nn: max-concurrent: must be >= 1 (got -1)"
+    assert not (folder / ".spearmint").exists()
+
+
+def test_spearmint_config_with_defaults(tmp_path):
+    folder = write_experiment(tmp_path / "exp", {
+        "language": "PYTHON", "main-file": "branin", "experiment-name": "simple",
+        "likelihood": "NOISELESS", "variables": BRANIN_VARIABLES,
+    }, {"branin.py": "def main(job_id, params):\n    return 1.0\n"})
+    config = load_config(folder)
+    assert config.main_file == (folder / "branin.py").resolve()
+    assert config.name == "simple"
+    assert list(config.tasks) == ["main"] and config.objective == "main"
+    assert config.tasks["main"].likelihood == "NOISELESS"
+    assert config.driver_name == "local" and config.driver_options == {}
+    assert config.max_concurrent == 1 and config.max_finished_jobs is None
+    assert config["model"] == "dngo" and config["initial-design"] == 3  # encoded dimension 2, plus one
+    assert config["torch-threads"] == 1
+    options = optimizer_options(config)
+    assert options["model"] == "dngo" and options["tasks"] == {"main": "OBJECTIVE"}
+    assert options["initial_design"] == 3 and options["torch_threads"] == 1
+    assert set(KEYS) >= {"language", "main-file", "max-concurrent", "driver", "model", "seed"}
+
+
+def test_tasks_and_driver_shorthand(tmp_path):
+    folder = write_experiment(tmp_path / "exp", quick_config(
+        tasks={"loss": {"type": "objective"}, "mem": {"type": "CONSTRAINT", "likelihood": "noiseless"}},
+        driver="local"), {"wrapper.py": ""})
+    config = load_config(folder, driver_override="local")
+    assert config.objective == "loss" and config.constraints == ["mem"]
+    assert config.tasks["mem"].likelihood == "NOISELESS" and config.tasks["loss"].likelihood == "GAUSSIAN"
+    assert config.values["driver"] == {"name": "local"}

@@ -1,0 +1,122 @@
+"""The local driver with real processes: exit states, time limit, cancel, adoption after restart."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from spearmint_nn.drivers.base import JobSpec, SchedulerState
+from spearmint_nn.drivers.local import LocalDriver
+
+
+def _spec(tmp_path: Path, script: str, job_id: int = 1) -> JobSpec:
+    return JobSpec(job_id=job_id, command=["bash", "-c", script], workdir=tmp_path,
+                   stdout=tmp_path / f"{job_id}.out", stderr=tmp_path / f"{job_id}.err",
+                   script_path=tmp_path / f"{job_id}.sh", name=f"job-{job_id}")
+
+
+def _wait_end(driver, sid, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = driver.poll([sid])[sid]
+        if status.state.finished:
+            return status
+        time.sleep(0.05)
+    raise AssertionError(f"{sid} still running after {timeout} s")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def _dies(pid: int, timeout=5.0) -> bool:
+    """Whether pid is gone within timeout (a killed process takes a moment to exit)."""
+    deadline = time.monotonic() + timeout
+    while not _gone(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _wait_file(path: Path, timeout=10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text()
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never written")
+
+
+def test_outputs_and_exit_states(tmp_path):
+    driver = LocalDriver({}, tmp_path)
+    ok = driver.submit(_spec(tmp_path, "echo out; echo err >&2", 1))
+    bad = driver.submit(_spec(tmp_path, "exit 3", 2))
+    assert _wait_end(driver, ok).state is SchedulerState.COMPLETED
+    status = _wait_end(driver, bad)
+    assert (status.state, status.exit_code, status.reason) == (SchedulerState.FAILED, 3, "exit status 3")
+    assert (tmp_path / "1.out").read_text() == "out\n" and (tmp_path / "1.err").read_text() == "err\n"
+    pid, start = ok.split(":")
+    assert int(pid) > 0 and int(start) > 0
+
+
+def test_own_session_and_cancel_kills_the_group(tmp_path):
+    driver = LocalDriver({}, tmp_path)
+    sid = driver.submit(_spec(tmp_path, f"sleep 60 & echo $! > {tmp_path}/child; wait"))
+    child = int(_wait_file(tmp_path / "child"))
+    leader = int(sid.split(":")[0])
+    assert os.getpgid(child) == leader and os.getsid(leader) == leader
+    assert driver.poll([sid])[sid].state is SchedulerState.RUNNING
+    driver.cancel([sid])
+    assert driver.poll([sid])[sid].state is SchedulerState.CANCELLED
+    assert _dies(child) and _dies(leader)
+
+
+def test_time_limit_kills_the_group_and_reports_timeout(tmp_path):
+    driver = LocalDriver({"time-limit": 1}, tmp_path)
+    sid = driver.submit(_spec(tmp_path, f"sleep 60 & echo $! > {tmp_path}/child; wait"))
+    child = int(_wait_file(tmp_path / "child"))
+    status = _wait_end(driver, sid)
+    assert status.state is SchedulerState.TIMEOUT and "time limit of 1 s" in status.reason
+    assert _dies(child)
+
+
+def test_restarted_driver_adopts_by_pid_and_start_time(tmp_path):
+    first = LocalDriver({}, tmp_path)
+    sid = first.submit(_spec(tmp_path, f"sleep 1.5"))
+    restarted = LocalDriver({}, tmp_path)  # knows nothing but the id string
+    assert restarted.poll([sid])[sid].state is SchedulerState.RUNNING
+    pid, start = sid.split(":")
+    recycled = f"{pid}:{int(start) - 1}"  # same pid, another process start: not our job
+    assert restarted.poll([recycled])[recycled].state is SchedulerState.UNKNOWN
+    impostor = f"{os.getpid()}:1"
+    assert restarted.poll([impostor])[impostor].state is SchedulerState.UNKNOWN
+    first.poll([sid])  # reap the child once it exits, as the old daemon's parent would
+    status = _wait_end(restarted, sid)
+    assert status.state is SchedulerState.UNKNOWN and status.exit_code is None
+    _wait_end(first, sid)
+
+
+def test_adopted_job_still_gets_its_time_limit(tmp_path):
+    first = LocalDriver({}, tmp_path)
+    sid = first.submit(_spec(tmp_path, "sleep 60"))
+    restarted = LocalDriver({"time-limit": 0.5}, tmp_path)
+    time.sleep(0.6)
+    assert restarted.poll([sid])[sid].state is SchedulerState.TIMEOUT
+    assert first.poll([sid])[sid].state.finished  # the process really died
+
+
+def test_unstartable_command_is_a_permanent_submit_error(tmp_path):
+    from spearmint_nn.drivers.base import SubmitError
+
+    spec = JobSpec(job_id=1, command=[str(tmp_path / "missing")], workdir=tmp_path, stdout=tmp_path / "o",
+                   stderr=tmp_path / "e", script_path=tmp_path / "s", name="x")
+    with pytest.raises(SubmitError) as info:
+        LocalDriver({}, tmp_path).submit(spec)
+    assert not info.value.transient
