@@ -1,0 +1,450 @@
+"""DNGO: a neural-network basis with Bayesian linear regression on top (Snoek et al., 2015).
+
+The basis network (3 x 50 tanh, linear output) is trained to a MAP point estimate; its last hidden
+layer plus a bias feature gives phi(x) (D = width + 1 features). A Bayesian linear regression on
+phi(x) with prior mean
+
+    eta(x) = lambda + (x - c)^T diag(Lambda) (x - c)                                  (eq. 9)
+
+gives the predictive distribution (eqs. 4-7). The hyperparameters
+theta = (log alpha, log beta, lambda, c, Lambda) are integrated out by slice sampling the marginal
+likelihood (eq. 8) times their priors, with S chains run side by side: the S chain states are the
+S hyperparameter samples, and every predictive tensor has S as its leading dimension.
+
+eta is linear in q(x) = [1, x, x^2] (coefficients lambda + sum Lambda c^2, -2 Lambda c, Lambda),
+so the marginal likelihood needs only the sufficient statistics Phi^T Phi, Phi^T q, Phi^T y,
+q^T q, q^T y and y^T y. They are computed once per fit (O(N D^2)); every slice-sampling step then
+costs O(D^3) whatever N is.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from ..sampling import slice_sweep
+from .base import Surrogate
+from .basis import BasisNetwork
+from .blr import BLRPosterior, log_marginal_likelihood
+
+# Hyperparameter priors, on standardised targets and inputs in the unit cube.
+# log alpha (weight precision) and log beta (noise precision): broad Gaussians on the log scale,
+# kept inside bounds where K stays well conditioned in float64.
+LOG_ALPHA_PRIOR = (0.0, 4.0)  # (mean, sd)
+LOG_ALPHA_BOUNDS = (-10.0, 10.0)
+LOG_BETA_PRIOR = (math.log(100.0), 4.0)  # noise sd 0.1 of the data's sd, give or take e^4
+LOG_BETA_BOUNDS = (-4.0, 14.0)
+OFFSET_PRIOR_SD = 1.0  # lambda ~ N(0, 1)
+CENTRE_PRIOR = (0.5, 0.5)  # c_k ~ N(0.5, 0.5^2): the quadratic's centre near the middle of the cube
+HORSESHOE_SCALE = 1.0  # Lambda_kk ~ half-horseshoe(1): a quadratic over the cube spans ~ Lambda / 4
+
+WEIGHTS_FILE = "dngo_weights.pt"
+STATE_FILE = "dngo_state.json"
+
+
+def quadratic_features(X: Tensor) -> Tensor:
+    """q(x) = [1, x, x^2], shape (N, 1 + 2K), so that eta(X) = q(X) @ coefficients."""
+    return torch.cat([torch.ones_like(X[:, :1]), X, X * X], dim=1)
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    """Batched hyperparameter vectors theta (C, 3 + 2K) = [log alpha, log beta, lambda, c, Lambda]."""
+
+    theta: Tensor
+
+    @property
+    def alpha(self) -> Tensor:
+        return torch.exp(self.theta[:, 0])
+
+    @property
+    def beta(self) -> Tensor:
+        return torch.exp(self.theta[:, 1])
+
+    def split(self) -> tuple[Tensor, Tensor, Tensor]:
+        """(lambda (C,), c (C, K), Lambda (C, K))."""
+        K = (self.theta.shape[1] - 3) // 2
+        return self.theta[:, 2], self.theta[:, 3 : 3 + K], self.theta[:, 3 + K :]
+
+    def mean_coefficients(self) -> Tensor:
+        """Coefficients of eta on q(x), shape (C, 1 + 2K)."""
+        offset, centre, scale = self.split()
+        constant = offset + (scale * centre * centre).sum(-1)
+        return torch.cat([constant[:, None], -2.0 * scale * centre, scale], dim=1)
+
+    def log_prior(self) -> Tensor:
+        """Log prior density up to a constant, shape (C,); ``-inf`` outside the support."""
+        log_alpha, log_beta = self.theta[:, 0], self.theta[:, 1]
+        offset, centre, scale = self.split()
+        inside = (
+            (log_alpha >= LOG_ALPHA_BOUNDS[0]) & (log_alpha <= LOG_ALPHA_BOUNDS[1])
+            & (log_beta >= LOG_BETA_BOUNDS[0]) & (log_beta <= LOG_BETA_BOUNDS[1])
+            & (scale > 0).all(-1)
+        )
+        # Horseshoe density approximation log(log(1 + 3 (s / x)^2)) (Carvalho et al., 2009; as in
+        # Spearmint); evaluated on a clamped copy so points outside the support give no NaN.
+        positive = scale.clamp_min(1e-300)
+        horseshoe = torch.log(torch.log1p(3.0 * (HORSESHOE_SCALE / positive) ** 2)).sum(-1)
+        logp = (
+            -0.5 * ((log_alpha - LOG_ALPHA_PRIOR[0]) / LOG_ALPHA_PRIOR[1]) ** 2
+            - 0.5 * ((log_beta - LOG_BETA_PRIOR[0]) / LOG_BETA_PRIOR[1]) ** 2
+            - 0.5 * (offset / OFFSET_PRIOR_SD) ** 2
+            - 0.5 * (((centre - CENTRE_PRIOR[0]) / CENTRE_PRIOR[1]) ** 2).sum(-1)
+            + horseshoe
+        )
+        return torch.where(inside & torch.isfinite(logp), logp, torch.full_like(logp, -math.inf))
+
+    @staticmethod
+    def initial(n_chains: int, n_inputs: int, generator: torch.Generator) -> "Hyperparameters":
+        """Chains started near the priors' centres, jittered so that they are not identical."""
+        jitter = 0.1 * torch.randn(n_chains, 3 + 2 * n_inputs, generator=generator, dtype=torch.float64)
+        base = torch.cat(
+            [
+                torch.tensor([0.0, LOG_BETA_PRIOR[0], 0.0], dtype=torch.float64),
+                torch.full((n_inputs,), CENTRE_PRIOR[0], dtype=torch.float64),
+                torch.full((n_inputs,), 0.1, dtype=torch.float64),
+            ]
+        )
+        theta = base + jitter
+        theta[:, 3 + n_inputs :] = theta[:, 3 + n_inputs :].abs()
+        return Hyperparameters(theta)
+
+
+def slice_widths(n_inputs: int) -> Tensor:
+    """Initial slice bracket widths per coordinate of theta, shape (3 + 2K,)."""
+    return torch.cat(
+        [
+            torch.tensor([1.0, 1.0, 0.5], dtype=torch.float64),
+            torch.full((n_inputs,), 0.25, dtype=torch.float64),
+            torch.full((n_inputs,), 1.0, dtype=torch.float64),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class SufficientStatistics:
+    """Everything eq. 8 needs about (Phi, q, y): Phi (N, D), q = q(X) (N, Q), y (N,)."""
+
+    gram: Tensor  # Phi^T Phi (D, D)
+    phi_q: Tensor  # Phi^T q (D, Q)
+    phi_y: Tensor  # Phi^T y (D,)
+    q_q: Tensor  # q^T q (Q, Q)
+    q_y: Tensor  # q^T y (Q,)
+    yty: Tensor  # y^T y ()
+    n: int
+
+    @staticmethod
+    def of(Phi: Tensor, q: Tensor, y: Tensor) -> "SufficientStatistics":
+        return SufficientStatistics(Phi.T @ Phi, Phi.T @ q, Phi.T @ y, q.T @ q, q.T @ y, y @ y, len(y))
+
+    def residual(self, coefficients: Tensor) -> tuple[Tensor, Tensor]:
+        """Phi^T y~ (C, D) and y~^T y~ (C,) for y~ = y - q @ coefficients, coefficients (C, Q)."""
+        rhs = self.phi_y - coefficients @ self.phi_q.T
+        yty = (
+            self.yty
+            - 2.0 * coefficients @ self.q_y
+            + torch.einsum("cq,qr,cr->c", coefficients, self.q_q, coefficients)
+        )
+        return rhs, yty
+
+    def log_posterior(self, theta: Tensor) -> Tensor:
+        """Unnormalised log posterior of hyperparameters theta (C, P), shape (C,)."""
+        hypers = Hyperparameters(theta)
+        log_prior = hypers.log_prior()
+        # Evaluate the likelihood only at finite-prior points; elsewhere K may not even exist.
+        safe = torch.where(torch.isfinite(log_prior)[:, None], theta, self.fallback(theta))
+        hypers = Hyperparameters(safe)
+        rhs, yty = self.residual(hypers.mean_coefficients())
+        lml = log_marginal_likelihood(self.gram, rhs, yty, self.n, hypers.alpha, hypers.beta)
+        return log_prior + lml
+
+    @staticmethod
+    def fallback(theta: Tensor) -> Tensor:
+        """A harmless in-support stand-in for out-of-support rows (their result is discarded)."""
+        K = (theta.shape[1] - 3) // 2
+        out = torch.zeros_like(theta)
+        out[:, 1] = LOG_BETA_PRIOR[0]
+        out[:, 3 + K :] = 1.0
+        return out
+
+
+class DNGOPosterior(Surrogate):
+    """The predictive distribution of a fitted DNGO, possibly conditioned on fantasies.
+
+    Rows of every returned tensor are (hyperparameter sample, fantasy) pairs, sample-major:
+    row s * F + f. A plain fit has F = 1. The basis network is shared with the DNGO that made
+    this posterior (not copied), so a posterior is valid until that DNGO is fitted again.
+    """
+
+    def __init__(self, net: BasisNetwork, hypers: Hyperparameters, blr: BLRPosterior,
+                 fantasy_values: Tensor | None = None):
+        self.net, self.hypers, self.blr = net, hypers, blr
+        self._coefficients = hypers.mean_coefficients()  # (S, Q)
+        self.fantasy_values = fantasy_values
+
+    @property
+    def n_rows(self) -> int:
+        """S * F, the leading dimension of ``posterior``'s outputs."""
+        return self.blr.rhs.shape[0] * self.blr.n_targets
+
+    def features(self, X: Tensor) -> Tensor:
+        """phi(X) with a bias feature, shape (M, D)."""
+        phi = self.net.features(X)
+        return torch.cat([phi, torch.ones_like(phi[:, :1])], dim=1)
+
+    def prior_mean(self, X: Tensor) -> Tensor:
+        """eta(X) per sample, shape (S, M)."""
+        return self._coefficients @ quadratic_features(X).T
+
+    def fit(self, X: Tensor, y: Tensor) -> None:
+        raise TypeError("a DNGO posterior is conditioned on fixed data; fit the DNGO model instead")
+
+    def posterior(self, X: Tensor, observation_noise: bool = True) -> tuple[Tensor, Tensor]:
+        """Predictive mean and variance at X (M, D), each (S * F, M); differentiable in X.
+
+        The variance is eq. 5's, which includes the noise variance 1/beta: on a deterministic
+        objective, 1/beta is where the basis's misfit goes, and leaving it out makes the intervals
+        overconfident. ``observation_noise=False`` gives the latent phi^T K^{-1} phi alone.
+        """
+        mean, var = self.blr.predict(self.features(X), observation_noise)
+        S, F, M = mean.shape
+        mean = mean + self.prior_mean(X)[:, None, :]
+        return mean.reshape(S * F, M), var[:, None, :].expand(S, F, M).reshape(S * F, M)
+
+    @torch.no_grad()
+    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "DNGOPosterior":
+        """Condition on n_fantasies joint draws of y at X_pending (J, D) per current row.
+
+        Each draw samples the output weights w ~ N(m, K^{-1}) and the noise of every pending point,
+        so fantasies at nearby points agree. Only the Bayesian linear regression is updated
+        (rank-J change of the D x D system); the basis network is shared, not refitted.
+        The drawn values are in ``fantasy_values``, shape (S * F * n_fantasies, J).
+        """
+        Phi = self.features(X_pending)  # (J, D)
+        weights = self.blr.sample_weights(n_fantasies, generator)  # (S, F, n, D)
+        S, F, n, _ = weights.shape
+        noise = torch.randn(S, F, n, len(X_pending), generator=generator, dtype=Phi.dtype)
+        targets = weights @ Phi.T + noise / self.blr.beta.sqrt()[:, None, None, None]
+        targets = targets.reshape(S, F * n, -1)  # y~ at the pending points, (S, F n, J)
+        blr = self.blr.add_rows(Phi, targets)
+        values = targets + self.prior_mean(X_pending)[:, None, :]
+        return DNGOPosterior(self.net, self.hypers, blr, values.reshape(S * F * n, -1))
+
+
+class DNGO(Surrogate):
+    """Deep Networks for Global Optimization: the default surrogate of the objective.
+
+    Parameters
+    ----------
+    n_inputs : K, dimension of the unit cube.
+    seed : seeds network initialisation, mini-batches and the slice sampler.
+    n_samples : S, hyperparameter samples (= slice-sampling chains).
+    width, depth : basis network size (50 and 3 in the paper).
+    weight_decay : L2 penalty on the network's weight matrices, as a prior precision: the training
+        loss is mean squared error + weight_decay * ||W||^2 / N.
+    train_steps : Adam steps for a freshly initialised network.
+    warm_steps : Adam steps when continuing from the previous fit's weights.
+    batch_size : mini-batch size (full batch below it); bounds the cost of a step whatever N is.
+    learning_rate : initial Adam step size, decayed by a cosine schedule within each fit.
+    reinit_every : retrain from a fresh initialisation every this many fits.
+    burn_in : slice-sampling sweeps at the first fit.
+    reburn_in : sweeps after each later refit, continuing the chains.
+    """
+
+    def __init__(
+        self,
+        n_inputs: int,
+        seed: int | None = None,
+        n_samples: int = 10,
+        width: int = 50,
+        depth: int = 3,
+        weight_decay: float = 0.1,
+        train_steps: int = 1000,
+        warm_steps: int = 300,
+        batch_size: int = 128,
+        learning_rate: float = 1e-2,
+        reinit_every: int = 10,
+        burn_in: int = 30,
+        reburn_in: int = 8,
+    ):
+        self.n_inputs, self.n_samples = n_inputs, n_samples
+        self.width, self.depth = width, depth
+        self.weight_decay, self.train_steps, self.warm_steps = weight_decay, train_steps, warm_steps
+        self.batch_size, self.learning_rate, self.reinit_every = batch_size, learning_rate, reinit_every
+        self.burn_in, self.reburn_in = burn_in, reburn_in
+        self.generator = torch.Generator().manual_seed(
+            seed if seed is not None else int(torch.randint(2**62, (1,)).item())
+        )
+        self.net = BasisNetwork(n_inputs, width, depth).to(torch.float64)
+        self.net.requires_grad_(False)
+        self._trained = False
+        self.fits_since_reinit = 0
+        self.last_loss: float | None = None  # per-point training MSE of the last fit
+        self.chains: Tensor | None = None  # (S, P) slice-sampler states
+        self.state: DNGOPosterior | None = None
+
+    # ----------------------------------------------------------------------------- fitting
+
+    def fit(self, X: Tensor, y: Tensor) -> None:
+        """Train the basis (warm-started when possible), then resample the hyperparameters."""
+        X, y = self._check(X, y)
+        self._fit_basis(X, y)
+        with torch.no_grad():
+            features = torch.cat([self.net.features(X), X.new_ones(len(X), 1)], dim=1)
+            stats = SufficientStatistics.of(features, quadratic_features(X), y)
+        first = self.chains is None
+        if first:
+            self.chains = Hyperparameters.initial(self.n_samples, self.n_inputs, self.generator).theta
+        widths = slice_widths(self.n_inputs)
+        for _ in range(self.burn_in if first else self.reburn_in):
+            self.chains, _ = slice_sweep(stats.log_posterior, self.chains, widths, self.generator)
+        hypers = Hyperparameters(self.chains)
+        rhs, _ = stats.residual(hypers.mean_coefficients())
+        blr = BLRPosterior(stats.gram, rhs[:, None, :], hypers.alpha, hypers.beta)
+        self.state = DNGOPosterior(self.net, hypers, blr)
+
+    def _check(self, X: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        X = torch.as_tensor(X, dtype=torch.float64)
+        y = torch.as_tensor(y, dtype=torch.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_inputs or y.shape != (X.shape[0],):
+            raise ValueError(f"DNGO.fit: expected X (N, {self.n_inputs}) and y (N,), got {tuple(X.shape)} and {tuple(y.shape)}")
+        if not (torch.isfinite(X).all() and torch.isfinite(y).all()):
+            raise ValueError("DNGO.fit: X and y must be finite")
+        return X, y
+
+    def _fit_basis(self, X: Tensor, y: Tensor) -> None:
+        """MAP training; fresh every reinit_every fits, or when the warm start fits badly."""
+        fresh = not self._trained or self.fits_since_reinit >= self.reinit_every
+        if not fresh:
+            loss = self._train(X, y, self.warm_steps)
+            # A warm start that fits much worse than the last fit did is stuck in a poor basis:
+            # compare against a fresh network and keep the better one.
+            if self.last_loss is not None and loss > 4.0 * max(self.last_loss, 1e-4):
+                warm = {k: v.clone() for k, v in self.net.state_dict().items()}
+                self._initialise()
+                fresh_loss = self._train(X, y, self.train_steps)
+                if fresh_loss > loss:
+                    self.net.load_state_dict(warm)
+                else:
+                    loss = fresh_loss
+                    self.fits_since_reinit = 0
+        else:
+            self._initialise()
+            loss = self._train(X, y, self.train_steps)
+            self.fits_since_reinit = 0
+        self.fits_since_reinit += 1
+        self.last_loss = loss
+        self._trained = True
+
+    def _initialise(self) -> None:
+        """Glorot-uniform weights (tanh gain) and zero biases, drawn from the model's generator."""
+        for module in self.net.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight, gain=nn.init.calculate_gain("tanh"), generator=self.generator)
+                nn.init.zeros_(module.bias)
+
+    def _train(self, X: Tensor, y: Tensor, steps: int) -> float:
+        """Adam on MSE + weight_decay ||W||^2 / N with a cosine step size; returns the final MSE."""
+        N = len(y)
+        self.net.requires_grad_(True)
+        matrices = [m.weight for m in self.net.modules() if isinstance(m, nn.Linear)]
+        biases = [m.bias for m in self.net.modules() if isinstance(m, nn.Linear)]
+        # Adam's weight_decay adds wd * W to the gradient, the gradient of (wd / 2) ||W||^2.
+        optimiser = torch.optim.Adam(
+            [{"params": matrices, "weight_decay": 2.0 * self.weight_decay / N}, {"params": biases}],
+            lr=self.learning_rate,
+        )
+        batch = min(self.batch_size, N)
+        for step in range(steps):
+            for group in optimiser.param_groups:
+                group["lr"] = self.learning_rate * (0.01 + 0.99 * 0.5 * (1.0 + math.cos(math.pi * step / steps)))
+            rows = torch.randint(N, (batch,), generator=self.generator) if batch < N else slice(None)
+            optimiser.zero_grad(set_to_none=True)
+            ((self.net(X[rows]) - y[rows]) ** 2).mean().backward()
+            optimiser.step()
+        self.net.requires_grad_(False)
+        with torch.no_grad():
+            return float(((self.net(X) - y) ** 2).mean())
+
+    # ----------------------------------------------------------------------------- prediction
+
+    def _fitted(self) -> DNGOPosterior:
+        if self.state is None:
+            raise RuntimeError("DNGO: call fit (or load a saved model) before predicting")
+        return self.state
+
+    def posterior(self, X: Tensor, observation_noise: bool = True) -> tuple[Tensor, Tensor]:
+        """Predictive mean and variance at X (M, D), each (S, M); differentiable in X.
+
+        The variance is eq. 5's, including the noise variance 1/beta (see ``DNGOPosterior.posterior``).
+        """
+        return self._fitted().posterior(X, observation_noise)
+
+    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> DNGOPosterior:
+        """See ``DNGOPosterior.fantasize``; ``posterior`` of the result returns (S * n_fantasies, M)."""
+        return self._fitted().fantasize(X_pending, n_fantasies, generator)
+
+    # ----------------------------------------------------------------------------- persistence
+
+    def save(self, directory: str | os.PathLike) -> None:
+        """Write weights and BLR tensors (torch, loadable with weights_only) and chain state (JSON).
+
+        Each file is written to a temporary name in ``directory`` and renamed into place.
+        """
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        state = self._fitted()
+        tensors = {
+            "net": self.net.state_dict(),
+            "gram": state.blr.gram,
+            "rhs": state.blr.rhs,
+            "generator": self.generator.get_state(),
+        }
+        meta = {
+            "n_inputs": self.n_inputs,
+            "n_samples": self.n_samples,
+            "width": self.width,
+            "depth": self.depth,
+            "fits_since_reinit": self.fits_since_reinit,
+            "last_loss": self.last_loss,
+            "chains": self.chains.tolist(),
+        }
+        _atomic_write(directory / WEIGHTS_FILE, lambda f: torch.save(tensors, f))
+        _atomic_write(directory / STATE_FILE, lambda f: f.write(json.dumps(meta).encode()))
+
+    def load(self, directory: str | os.PathLike) -> None:
+        """Restore a model written by ``save``; the next ``fit`` warm-starts from it."""
+        directory = Path(directory)
+        meta = json.loads((directory / STATE_FILE).read_text())
+        expected = (self.n_inputs, self.width, self.depth, self.n_samples)
+        found = (meta["n_inputs"], meta["width"], meta["depth"], meta["n_samples"])
+        if found != expected:
+            raise ValueError(f"DNGO.load: saved model has (n_inputs, width, depth, n_samples) = {found}, expected {expected}")
+        tensors = torch.load(directory / WEIGHTS_FILE, weights_only=True)
+        self.net.load_state_dict(tensors["net"])
+        self.generator.set_state(tensors["generator"])
+        self.chains = torch.tensor(meta["chains"], dtype=torch.float64)
+        self.fits_since_reinit, self.last_loss = meta["fits_since_reinit"], meta["last_loss"]
+        self._trained = True
+        hypers = Hyperparameters(self.chains)
+        self.state = DNGOPosterior(self.net, hypers, BLRPosterior(tensors["gram"], tensors["rhs"], hypers.alpha, hypers.beta))
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Write via a temporary file in the same folder, fsync, then rename over ``path``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
