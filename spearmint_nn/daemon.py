@@ -34,6 +34,7 @@ from .config import ExperimentConfig, optimizer_options
 from .errors import ConfigError
 from .drivers.base import Driver, JobSpec, PollError, SchedulerState, SubmitError, driver_class
 from .layout import ExperimentPaths
+from .claims import read_claim
 from .runner import command_for
 from .store import BadValues, Store, atomic_write_json, check_values, read_json
 
@@ -57,7 +58,9 @@ SCHEDULER_FAILURES = {
 }
 STDERR_TAIL_LINES = 20
 STDERR_TAIL_BYTES = 4000
-SUBMIT_RETRY_S = 30.0          # wait before resubmitting after a transient submit error
+SUBMIT_RETRY_S = 30.0          # wait before the first resubmission after a transient submit error
+SUBMIT_RETRY_MAX_S = 600.0     # the wait doubles per failed attempt up to this
+MAX_SUBMIT_ATTEMPTS = 6        # transient submit failures of one job before it fails
 MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the daemon gives up
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -269,7 +272,8 @@ def cancel_jobs(store: Store, driver: Driver, ids: Iterable[int], reporter: Repo
     """Cancel pending and running jobs (one driver call for all running ones); return their ids."""
     jobs = [store.get(i) for i in ids]
     jobs = [j for j in jobs if j is not None and j["state"] in ("pending", "running")]
-    running = [j["scheduler_id"] for j in jobs if j["state"] == "running" and j.get("driver") == driver.name]
+    running = [j["scheduler_id"] for j in jobs
+               if j["state"] == "running" and j.get("driver") == driver.name and j.get("scheduler_id") is not None]
     if running:
         driver.cancel(running)
     for job in jobs:
@@ -321,6 +325,7 @@ class Daemon:
         self._finished = 0
         self._ended_seen: dict[int, float] = {}     # job id -> when the driver first said "ended"
         self._retry_at: dict[int, float] = {}       # job id -> when to retry a transient submit error
+        self._submit_failures: dict[int, int] = {}  # job id -> transient submit failures so far
         self._rejects_in_a_row = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -374,7 +379,9 @@ class Daemon:
             if problem is not None:
                 self._fail(job["id"], "bad_params", problem)
         for job in store.jobs("running"):
-            if job.get("driver") == self.driver.name:
+            if job.get("scheduler_id") is None:
+                self._resume_submission(job["id"])
+            elif job.get("driver") == self.driver.name:
                 self.reporter.event("adopted", f"job {job['id']} running as {self.driver.name} {job['scheduler_id']}",
                                     job=job["id"])
             else:
@@ -383,6 +390,23 @@ class Daemon:
         counts = store.counts()
         self.reporter.event("state", ", ".join(f"{n} {state}" for state, n in counts.items())
                             + f"; next job id {store.next_id}")
+
+    def _resume_submission(self, job_id: int) -> None:
+        """A job the previous daemon was submitting when it died: the driver may or may not have
+        started it. Adopt the process that claimed it, or submit it again (a second runner of a
+        claimed job evaluates nothing: see spearmint_nn.claims)."""
+        if self.paths.result_file(job_id).exists():
+            return  # it ran; the loop records the result
+        claim = read_claim(self.paths, job_id)
+        scheduler_id = self.driver.adopt_claim(claim) if claim is not None else None
+        if scheduler_id is not None:
+            self.store.update(job_id, driver=self.driver.name, scheduler_id=scheduler_id, submitted=time.time())
+            self.reporter.event("adopted", f"job {job_id} running as {self.driver.name} {scheduler_id} "
+                                f"(found by its claim)", job=job_id)
+            return
+        self.reporter.event("warning", f"job {job_id} was being submitted when the previous daemon stopped; "
+                            f"submitting it again" + (" (its first run already claimed it)" if claim else ""))
+        self._submit(job_id)
 
     def _replay(self) -> None:
         """Show every finished evaluation to the optimizer (in id order)."""
@@ -541,12 +565,23 @@ class Daemon:
                        workdir=self.paths.experiment, stdout=self.paths.stdout_file(job_id),
                        stderr=self.paths.stderr_file(job_id), script_path=self.paths.script_file(job_id),
                        name=name, wall_time=self.driver.time_limit)
+        # The intent goes to disk first: a daemon killed inside submit() finds the job running
+        # without a scheduler id and resolves it by the job's claim (see _resume_submission).
+        self.store.move(job_id, "running", driver=self.driver.name, scheduler_id=None, submitting=time.time())
         try:
             scheduler_id = self.driver.submit(spec)
         except SubmitError as exc:
+            failures = self._submit_failures[job_id] = self._submit_failures.get(job_id, 0) + 1
+            if exc.transient and failures < MAX_SUBMIT_ATTEMPTS:
+                delay = min(SUBMIT_RETRY_MAX_S, SUBMIT_RETRY_S * 2 ** (failures - 1))
+                self._retry_at[job_id] = time.monotonic() + delay
+                self.store.move(job_id, "pending")
+                self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); retrying in {delay:g} s")
+                return
+            self._submit_failures.pop(job_id, None)
+            self._retry_at.pop(job_id, None)
             if exc.transient:
-                self._retry_at[job_id] = time.monotonic() + SUBMIT_RETRY_S
-                self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); retrying in {SUBMIT_RETRY_S:g} s")
+                self._fail(job_id, "submit_rejected", f"submission failed {failures} times; last: {exc}")
                 return
             self._fail(job_id, "submit_rejected", str(exc))
             self._rejects_in_a_row += 1
@@ -556,7 +591,8 @@ class Daemon:
             return
         self._rejects_in_a_row = 0
         self._retry_at.pop(job_id, None)
-        self.store.move(job_id, "running", driver=self.driver.name, scheduler_id=scheduler_id, submitted=time.time())
+        self._submit_failures.pop(job_id, None)
+        self.store.update(job_id, scheduler_id=scheduler_id, submitted=time.time())
         self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {scheduler_id}", job=job_id)
 
     # -- results -----------------------------------------------------------------------------
@@ -598,7 +634,7 @@ class Daemon:
     def _poll_driver(self) -> bool:
         """One driver poll for all running jobs; fail those that ended without a result."""
         by_sid = {job["scheduler_id"]: job["id"] for job in self.store.jobs("running")
-                  if job.get("driver") == self.driver.name}
+                  if job.get("driver") == self.driver.name and job.get("scheduler_id") is not None}
         if not by_sid:
             return False
         try:
