@@ -1,0 +1,345 @@
+"""What the SLURM and Grid Engine drivers share.
+
+A batch driver writes a job script (kept in the state folder for the user to read), submits it
+with an argument list, and learns every job's state with as few scheduler commands as possible.
+This module holds the parts that do not depend on the scheduler:
+
+- option checks for the resource options both drivers offer (memory, CPUs, GPUs, setup lines,
+  extra arguments, job name prefix);
+- the job script: the user's environment setup lines, exported variables, ``cd`` into the
+  experiment and ``exec`` of the runner command, every word of it quoted with :func:`shlex.quote`;
+- running one scheduler command (an argument list, never a shell string) with a timeout,
+  retrying transient failures with growing delays, and classifying the scheduler's message;
+- the poll loop around a driver's one status query: final states are remembered (the daemon
+  keeps asking about a finished job until its result file shows up), and after a failed query
+  the scheduler is left alone for a growing pause instead of being asked again at once.
+"""
+from __future__ import annotations
+
+import abc
+import logging
+import math
+import os
+import re
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+from spearmint_nn.errors import ConfigError
+
+from .base import Driver, JobSpec, JobStatus, PollError, SchedulerState, SubmitError
+
+log = logging.getLogger(__name__)
+
+SHARED_OPTIONS: Mapping[str, str] = {
+    "account": "account (project) the jobs are charged to",
+    "memory": "memory per job: megabytes as a number, or a string such as '4G' or '500M'",
+    "cpus": "CPU cores per job (a positive integer)",
+    "gpus": "GPUs per job (a non-negative integer)",
+    "setup": "list of shell lines run at the top of the job script (module load, conda activate, ...)",
+    "extra-args": "list of extra arguments passed as they are to the submit command",
+    "name-prefix": "text put in front of every job name (letters, digits, '_', '.', '-')",
+    "result-grace": "seconds to wait for a job's result file after the scheduler says it ended "
+                    "(shared filesystems show files late; default 30)",
+}
+
+_MEMORY = re.compile(r"^[0-9]+[KMGT]?$", re.IGNORECASE)
+_NAME = re.compile(r"^[A-Za-z0-9_.-]*$")
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+# ---- option checks -----------------------------------------------------------------------------
+
+def check_string(path: str, value: Any, pattern: re.Pattern[str] | None = None, hint: str = "") -> str:
+    """A one-line string (no control characters); optionally matching ``pattern``."""
+    if not isinstance(value, str) or not value or _CONTROL.search(value):
+        raise ConfigError(path, f"must be a non-empty one-line string (got {value!r})")
+    if pattern is not None and not pattern.match(value):
+        raise ConfigError(path, f"{hint} (got {value!r})")
+    return value
+
+
+def check_string_list(path: str, value: Any) -> list[str]:
+    """A list of one-line strings."""
+    if not isinstance(value, list):
+        raise ConfigError(path, f"must be a list of strings (got {value!r})")
+    return [check_string(f"{path}[{i}]", item) for i, item in enumerate(value)]
+
+
+def check_int(path: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(path, f"must be an integer >= {minimum} (got {value!r})")
+    return value
+
+
+def memory_value(path: str, value: Any) -> str:
+    """Memory as the schedulers write it: ``'4096M'`` for 4096 (megabytes), ``'4G'`` as is."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return f"{value}M"
+    if isinstance(value, str) and _MEMORY.match(value) and int(value.rstrip("KMGTkmgt")) > 0:
+        return value.upper()
+    raise ConfigError(path, f"must be megabytes (a positive integer) or a string such as '4G' or '500M' (got {value!r})")
+
+
+def check_shared_options(options: Mapping[str, Any]) -> None:
+    """Value checks of :data:`SHARED_OPTIONS` (the keys themselves are checked by the base class)."""
+    if "account" in options:
+        check_string("driver.account", options["account"])
+    if "memory" in options:
+        memory_value("driver.memory", options["memory"])
+    if "cpus" in options:
+        check_int("driver.cpus", options["cpus"], 1)
+    if "setup" in options:
+        check_string_list("driver.setup", options["setup"])
+    if "extra-args" in options:
+        check_string_list("driver.extra-args", options["extra-args"])
+    if "result-grace" in options:
+        grace = options["result-grace"]
+        if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not 0 <= grace < math.inf:
+            raise ConfigError("driver.result-grace", f"must be a number of seconds >= 0 (got {grace!r})")
+    if "name-prefix" in options:
+        check_string("driver.name-prefix", options["name-prefix"], _NAME,
+                     "may only hold letters, digits, '_', '.' and '-'")
+
+
+def clock(seconds: float) -> str:
+    """``[D-]HH:MM:SS`` for a wall time, rounded up to whole seconds (both schedulers read it)."""
+    total = math.ceil(seconds)
+    days, rest = divmod(total, 86400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+# ---- the job script ----------------------------------------------------------------------------
+
+def render_job_script(spec: JobSpec, setup: Sequence[str], submit_argv: Sequence[str]) -> str:
+    """The text of a job script that runs ``spec.command`` in ``spec.workdir``.
+
+    ``setup`` lines are the user's own shell code and go in verbatim (stopping the job at the
+    first one that fails); everything else is quoted. ``submit_argv`` is shown in a comment so
+    the user can see, and repeat, how the script was submitted.
+    """
+    for key in spec.env:
+        if not _ENV_KEY.match(key):
+            raise SubmitError(f"environment variable name {key!r} is not a valid shell name", transient=False)
+    lines = [
+        "#!/bin/bash",
+        f"# spearmint-nn job {spec.job_id}, submitted with:",
+        "#   " + _CONTROL.sub("?", shlex.join(submit_argv)),
+        "",
+    ]
+    if setup:
+        lines += ["# environment setup (driver.setup in config.json); the job stops if a line fails",
+                  "set -e", *setup, "set +e", ""]
+    lines += [f"export {key}={shlex.quote(value)}" for key, value in spec.env.items()]
+    lines += [f"cd {shlex.quote(str(spec.workdir))} || exit 1",
+              "exec " + shlex.join(str(word) for word in spec.command), ""]
+    return "\n".join(lines)
+
+
+def write_file_atomically(path: Path, text: str, mode: int = 0o755) -> None:
+    """Write ``text`` to ``path`` through a temporary file and one rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+# ---- running scheduler commands ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one scheduler command printed."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def message(self) -> str:
+        """The scheduler's own words: stderr (else stdout), joined on one line."""
+        text = self.stderr.strip() or self.stdout.strip()
+        return " ".join(text.split())[:500] or f"exit status {self.returncode}"
+
+
+class CommandError(RuntimeError):
+    """A scheduler command gave no usable answer; ``transient``: asking again may help."""
+
+    def __init__(self, message: str, transient: bool):
+        super().__init__(message)
+        self.transient = transient
+
+
+def run_command(argv: Sequence[str], timeout_s: float) -> CommandResult:
+    """Run ``argv`` (no shell) with a timeout; raise :class:`CommandError` if it cannot answer."""
+    argv = tuple(str(word) for word in argv)
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              errors="replace", timeout=timeout_s)
+    except FileNotFoundError:
+        raise CommandError(f"{argv[0]}: command not found (is the scheduler's client on PATH?)",
+                           transient=False) from None
+    except subprocess.TimeoutExpired:
+        raise CommandError(f"{argv[0]} gave no answer within {timeout_s:g} s", transient=True) from None
+    except OSError as exc:
+        raise CommandError(f"{argv[0]}: {exc.strerror}", transient=False) from None
+    return CommandResult(argv, done.returncode, done.stdout, done.stderr)
+
+
+# ---- the driver base ---------------------------------------------------------------------------
+
+class BatchDriver(Driver):
+    """A driver that submits job scripts to a batch scheduler (see the module docstring).
+
+    Subclasses give the scheduler's commands: :meth:`submit_argv`, :meth:`parse_submit`,
+    :meth:`query` (one status query for many ids, through :meth:`call`) and :meth:`cancel_argv`,
+    plus ``transient_messages``: lower-case fragments of messages that mean "try again later".
+    """
+
+    options: ClassVar[Mapping[str, str]] = {**Driver.options, **SHARED_OPTIONS}
+    transient_messages: ClassVar[tuple[str, ...]] = ()
+    # Messages of the cancel command about jobs that have already ended (not an error).
+    gone_messages: ClassVar[tuple[str, ...]] = ()
+    command_timeout_s: ClassVar[float] = 60.0
+    submit_retry_delays_s: ClassVar[tuple[float, ...]] = (1.0, 4.0, 16.0)
+    query_retry_delays_s: ClassVar[tuple[float, ...]] = (1.0, 4.0)
+    # After a failed poll the scheduler is not asked again for this long, doubling per failure.
+    poll_backoff_s: ClassVar[tuple[float, float]] = (5.0, 120.0)
+
+    def __init__(self, options: Mapping[str, Any], state_dir: Path):
+        super().__init__(options, state_dir)
+        self.setup: list[str] = list(options.get("setup", []))
+        self.extra_args: list[str] = list(options.get("extra-args", []))
+        self.name_prefix: str = options.get("name-prefix", "")
+        self.memory: str | None = memory_value("driver.memory", options["memory"]) if "memory" in options else None
+        self.result_grace_s = float(options.get("result-grace", self.result_grace_s))
+        self._final: dict[str, JobStatus] = {}
+        self._cancelled: set[str] = set()
+        self._poll_failures = 0
+        self._next_poll_at = 0.0
+
+    @classmethod
+    def validate_options(cls, options: Mapping[str, Any]) -> None:
+        super().validate_options(options)
+        check_shared_options(options)
+
+    # -- what subclasses provide
+
+    @abc.abstractmethod
+    def submit_argv(self, spec: JobSpec, name: str, wall_time: float | None) -> list[str]:
+        """The submit command for ``spec.script_path`` (the script is written afterwards)."""
+
+    @abc.abstractmethod
+    def parse_submit(self, result: CommandResult) -> str:
+        """The scheduler id from the submit command's output; :class:`SubmitError` if none."""
+
+    @abc.abstractmethod
+    def query(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
+        """States of these jobs with as few commands as possible; may leave out ids it could not
+        learn this time. Raises :class:`CommandError` when the scheduler gave no answer."""
+
+    @abc.abstractmethod
+    def cancel_argv(self, scheduler_ids: Sequence[str]) -> list[str]:
+        """The command that cancels these jobs."""
+
+    # -- shared machinery
+
+    def job_name(self, spec: JobSpec) -> str:
+        return self.name_prefix + spec.name
+
+    def is_transient(self, result: CommandResult) -> bool:
+        message = result.message.lower()
+        return any(fragment in message for fragment in self.transient_messages)
+
+    def call(self, argv: Sequence[str], delays_s: Sequence[float],
+             accept: Callable[[CommandResult], bool] = lambda r: r.returncode == 0) -> CommandResult:
+        """Run a scheduler command, retrying transient failures after each of ``delays_s``."""
+        for delay in [*delays_s, None]:
+            try:
+                result = run_command(argv, self.command_timeout_s)
+            except CommandError as exc:
+                error = exc
+            else:
+                if accept(result):
+                    return result
+                error = CommandError(f"{argv[0]} failed: {result.message}", self.is_transient(result))
+            if not error.transient or delay is None:
+                raise error
+            log.warning("%s; trying again in %g s", error, delay)
+            time.sleep(delay)
+        raise error  # not reached: the last round raises
+
+    def submit(self, spec: JobSpec) -> str:
+        wall_time = spec.wall_time if spec.wall_time is not None else self.time_limit
+        argv = self.submit_argv(spec, self.job_name(spec), wall_time)
+        try:
+            for path in (spec.stdout, spec.stderr):
+                # a missing output folder makes SGE park the job in an error state forever
+                path.parent.mkdir(parents=True, exist_ok=True)
+            write_file_atomically(spec.script_path, render_job_script(spec, self.setup, argv))
+        except OSError as exc:
+            raise SubmitError(f"cannot write the job script {spec.script_path}: {exc.strerror}", transient=False) from None
+        try:
+            result = self.call(argv, self.submit_retry_delays_s)
+        except CommandError as exc:
+            raise SubmitError(str(exc), exc.transient) from None
+        return self.parse_submit(result)
+
+    def poll(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
+        ids = list(dict.fromkeys(scheduler_ids))
+        known = {sid: self._final[sid] for sid in ids if sid in self._final}
+        asked = [sid for sid in ids if sid not in self._final]
+        if not asked:
+            return known
+        now = time.monotonic()
+        if now < self._next_poll_at:
+            raise PollError(f"the {self.name} scheduler failed to answer {self._poll_failures} time(s) in a row; "
+                            f"next try in {self._next_poll_at - now:.0f} s")
+        try:
+            found = self.query(asked)
+        except CommandError as exc:
+            self._poll_failures += 1
+            base, cap = self.poll_backoff_s
+            self._next_poll_at = now + min(cap, base * 2 ** (self._poll_failures - 1))
+            raise PollError(str(exc)) from None
+        self._poll_failures = 0
+        self._next_poll_at = 0.0
+        for sid, status in found.items():
+            if sid in self._cancelled and status.state is SchedulerState.UNKNOWN:
+                # e.g. Grid Engine keeps no record of a job deleted before it started
+                status = JobStatus(SchedulerState.CANCELLED, None, "cancelled by spearmint-nn")
+            if status.state.finished and status.state is not SchedulerState.UNKNOWN:
+                self._final[sid] = status  # the scheduler may forget it; its answer will not change
+            known[sid] = status
+        return known
+
+    def cancel(self, scheduler_ids: Sequence[str]) -> None:
+        """Cancel these jobs; failures are logged, never raised (the daemon must go on)."""
+        ids = [sid for sid in dict.fromkeys(scheduler_ids) if sid not in self._final]
+        if not ids:
+            return
+        self._cancelled.update(ids)
+        gone = self.gone_messages
+
+        def accept(result: CommandResult) -> bool:
+            return result.returncode == 0 or any(g in result.message.lower() for g in gone)
+        try:
+            self.call(self.cancel_argv(ids), self.query_retry_delays_s, accept)
+        except CommandError as exc:
+            log.warning("could not cancel %s job(s) %s: %s", self.name, " ".join(ids), exc)
+
+
+def exit_code_and_reason(exit_status: int, signal: int) -> tuple[int, str]:
+    """One exit code (128 + signal for a killed job, as a shell reports it) and its words."""
+    if signal:
+        return 128 + signal, f"killed by signal {signal}"
+    return exit_status, f"exit code {exit_status}"

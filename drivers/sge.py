@@ -1,0 +1,223 @@
+"""The Grid Engine driver: ``qsub`` to submit, ``qstat -xml`` then ``qacct`` to poll, ``qdel``.
+
+A poll runs ``qstat -xml`` once (it lists all of the user's queued and running jobs). A job in
+an error state (``Eqw``: typically an output or working folder the execution host cannot
+open) would stay in the queue forever: it counts as failed, with the error reason from one
+``qstat -j`` call for all such jobs, and is deleted with one ``qdel``. Jobs that left the queue
+are looked up with ``qacct -j ID``, which takes one id at a time; a job needs it once, since
+its final state is remembered, and at most ``max_qacct_per_poll`` are asked per poll.
+
+Grid Engine's accounting does not say who killed a job: ``failed 100`` with exit status 137
+is a ``qdel`` or a SIGKILL from the system (e.g. the kernel out of memory), and is reported as
+cancelled with those words.
+
+Jobs get Grid Engine's default environment, not the login shell's: put what they need in the
+``setup`` lines (the runner itself is started by its absolute interpreter path).
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ElementTree
+from typing import Any, ClassVar, Mapping, Sequence
+
+from .base import JobSpec, JobStatus, SchedulerState, SubmitError
+from .batch import (BatchDriver, CommandError, CommandResult, check_int, check_string, clock,
+                    exit_code_and_reason, log)
+
+_JOB_ID = re.compile(r"^([0-9]+)(\.[0-9]+-[0-9]+:[0-9]+)?$")
+_RESOURCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+FAILED_LIMIT = 37   # qacct "failed 37 : qmaster enforced h_rt, h_cpu, or h_vmem limit"
+FAILED_AFTER_JOB = 100  # "failed 100 : assumedly after job": the job was killed by a signal
+
+
+def queue_status(state: str) -> JobStatus:
+    """A job still in ``qstat``, from its state letters (``qw``, ``hqw``, ``r``, ``dr``, ``Eqw``, ...)."""
+    if "E" in state:
+        return JobStatus(SchedulerState.FAILED, None, f"Grid Engine error state {state}")
+    if "d" in state:
+        return JobStatus(SchedulerState.RUNNING, None, f"{state} (being deleted)")
+    if any(letter in state for letter in "rtsST"):
+        return JobStatus(SchedulerState.RUNNING, None, state)
+    return JobStatus(SchedulerState.QUEUED, None, state)
+
+
+def parse_qstat_xml(text: str) -> dict[str, str]:
+    """Job number -> state letters from ``qstat -xml`` (running and pending lists alike)."""
+    root = ElementTree.fromstring(text)
+    states: dict[str, str] = {}
+    for job in root.iter("job_list"):
+        number = (job.findtext("JB_job_number") or "").strip()
+        if number:
+            # array tasks share a number; a running task makes the whole job running
+            states[number] = states.get(number, "") + (job.findtext("state") or "").strip()
+    return states
+
+
+def parse_qacct(text: str) -> dict[str, dict[str, str]]:
+    """``qacct -j`` blocks (separated by ``=====`` lines) as job number -> {key: value}."""
+    records: dict[str, dict[str, str]] = {}
+    for block in re.split(r"^=+\s*$", text, flags=re.MULTILINE):
+        record = {}
+        for line in block.splitlines():
+            key, _, value = line.strip().partition(" ")
+            if key:
+                record[key] = value.strip()
+        if record.get("jobnumber"):
+            records[record["jobnumber"]] = record  # the last record of a number is the newest run
+    return records
+
+
+def qacct_status(record: Mapping[str, str]) -> JobStatus:
+    """The final state of a job from its ``qacct`` record (``failed`` and ``exit_status``)."""
+    code_text, _, failed_why = record.get("failed", "0").partition(":")
+    failed = int(code_text.strip()) if code_text.strip().isdigit() else 0
+    exit_words = record.get("exit_status", "0").split()
+    exit_status = int(exit_words[0]) if exit_words and exit_words[0].isdigit() else 0
+    code, words = exit_code_and_reason(exit_status, 0)
+    failed_text = f"failed {failed} : {failed_why.strip()}"
+    if failed == 0:
+        if exit_status == 0:
+            return JobStatus(SchedulerState.COMPLETED, 0, "")
+        return JobStatus(SchedulerState.FAILED, code, f"Grid Engine: {words}")
+    if failed == FAILED_LIMIT:
+        return JobStatus(SchedulerState.TIMEOUT, code, f"Grid Engine: {failed_text}, {words}")
+    if failed == FAILED_AFTER_JOB and exit_status > 128:
+        return JobStatus(SchedulerState.CANCELLED, code,
+                         f"Grid Engine: killed by signal {exit_status - 128} (deleted with qdel, or killed by "
+                         f"the system, e.g. for memory); {failed_text}")
+    return JobStatus(SchedulerState.FAILED, code, f"Grid Engine: {failed_text}, {words}")
+
+
+def parse_error_reasons(text: str) -> dict[str, str]:
+    """Job number -> first ``error reason`` line of ``qstat -j ID[,ID...]`` output."""
+    reasons: dict[str, str] = {}
+    number = ""
+    for line in text.splitlines():
+        if line.startswith("job_number:"):
+            number = line.split(":", 1)[1].strip()
+        elif line.startswith("error reason") and number and number not in reasons:
+            # "error reason    1:      11/21/2026 10:10:39 [0:15330]: error: can't open ..."
+            reasons[number] = line.split("]:", 1)[-1].strip() if "]:" in line else line.split(":", 1)[1].strip()
+    return reasons
+
+
+class SgeDriver(BatchDriver):
+    """Submits job scripts with ``qsub`` (see the module docstring)."""
+
+    name = "sge"
+    job_id_variable = "JOB_ID"
+    options: ClassVar[Mapping[str, str]] = {
+        **BatchDriver.options,
+        "queue": "queue (qsub -q)",
+        "project": "project (qsub -P)",
+        "account": "account string (qsub -A)",
+        "memory": "memory per slot as Grid Engine counts it: megabytes, or a string such as '4G' "
+                  "(qsub -l <memory-resource>=...)",
+        "memory-resource": "resource that limits memory (default 'h_vmem'; some sites use 'mem_free')",
+        "cpus": "slots per job, taken from the parallel environment (qsub -pe <parallel-environment> N)",
+        "parallel-environment": "parallel environment for cpus > 1 (default 'smp')",
+        "gpus": "GPUs per job (qsub -l <gpu-resource>=N)",
+        "gpu-resource": "consumable resource that counts GPUs (default 'gpu')",
+    }
+    transient_messages = (
+        "unable to contact qmaster", "unable to send message to qmaster", "commlib error",
+        "failed receiving gdi request", "can't connect", "connection refused", "got no connection",
+        "timed out", "timeout", "try later", "qmaster is not alive",
+    )
+    gone_messages = ("does not exist",)
+    max_qacct_per_poll: ClassVar[int] = 20
+
+    @classmethod
+    def validate_options(cls, options: Mapping[str, Any]) -> None:
+        super().validate_options(options)
+        for key in ("queue", "project"):
+            if key in options:
+                check_string(f"driver.{key}", options[key])
+        for key in ("memory-resource", "parallel-environment", "gpu-resource"):
+            if key in options:
+                check_string(f"driver.{key}", options[key], _RESOURCE, "must be a Grid Engine name (letters, digits, _ . -)")
+        if "gpus" in options:
+            check_int("driver.gpus", options["gpus"], 0)
+
+    def job_name(self, spec: JobSpec) -> str:
+        name = super().job_name(spec)
+        return name if name[:1].isalpha() else f"j{name}"  # qsub refuses names that start with a digit
+
+    def submit_argv(self, spec: JobSpec, name: str, wall_time: float | None) -> list[str]:
+        for path in (spec.stdout, spec.stderr, spec.workdir):
+            # qsub reads "host:path" in -o/-e and expands $JOB_ID etc.; such paths cannot be passed
+            if ":" in str(path) or "$" in str(path):
+                raise SubmitError(f"Grid Engine cannot use a path containing ':' or '$': {path}", transient=False)
+        opts = self.config
+        argv = ["qsub", "-terse", "-N", name, "-S", "/bin/bash", "-wd", str(spec.workdir),
+                "-o", str(spec.stdout), "-e", str(spec.stderr)]
+        for key, flag in (("queue", "-q"), ("account", "-A"), ("project", "-P")):
+            if key in opts:
+                argv += [flag, opts[key]]
+        if wall_time is not None:
+            argv += ["-l", f"h_rt={clock(wall_time)}"]
+        if self.memory is not None:
+            argv += ["-l", f"{opts.get('memory-resource', 'h_vmem')}={self.memory}"]
+        if opts.get("cpus", 1) > 1:
+            argv += ["-pe", opts.get("parallel-environment", "smp"), str(opts["cpus"])]
+        if opts.get("gpus", 0) > 0:
+            argv += ["-l", f"{opts.get('gpu-resource', 'gpu')}={opts['gpus']}"]
+        return argv + self.extra_args + [str(spec.script_path)]
+
+    def parse_submit(self, result: CommandResult) -> str:
+        # -terse prints "JOBID" (an array: "JOBID.1-5:1")
+        first = next((line for line in result.stdout.splitlines() if line.strip()), "").strip()
+        match = _JOB_ID.match(first)
+        if match is None:
+            raise SubmitError(f"qsub printed no job id: {result.message}", transient=False)
+        return match.group(1)
+
+    def query(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
+        result = self.call(["qstat", "-xml"], self.query_retry_delays_s)
+        try:
+            in_queue = parse_qstat_xml(result.stdout)
+        except ElementTree.ParseError as exc:
+            raise CommandError(f"qstat -xml printed unreadable XML ({exc})", transient=True) from None
+        found = {sid: queue_status(in_queue[sid]) for sid in scheduler_ids if sid in in_queue}
+        errored = [sid for sid, status in found.items() if status.state is SchedulerState.FAILED]
+        if errored:
+            found.update(self._delete_errored(errored, found))
+        left = [sid for sid in scheduler_ids if sid not in found]
+        for sid in left[:self.max_qacct_per_poll]:
+            status = self._accounting(sid)
+            if status is not None:
+                found[sid] = status
+        return found
+
+    def _delete_errored(self, scheduler_ids: Sequence[str], found: Mapping[str, JobStatus]) -> dict[str, JobStatus]:
+        """Failed statuses for jobs in an error state, with the reason; the jobs are deleted."""
+        try:
+            reasons = parse_error_reasons(self.call(["qstat", "-j", ",".join(scheduler_ids)], ()).stdout)
+        except CommandError:
+            reasons = {}
+        try:
+            self.call(["qdel", *scheduler_ids], self.query_retry_delays_s)
+        except CommandError as exc:
+            log.warning("could not delete Grid Engine job(s) %s in an error state: %s", " ".join(scheduler_ids), exc)
+        return {sid: JobStatus(SchedulerState.FAILED, None,
+                               f"{found[sid].reason}: {reasons.get(sid, 'no reason given')}; deleted from the queue")
+                for sid in scheduler_ids}
+
+    def _accounting(self, scheduler_id: str) -> JobStatus | None:
+        """The final state from qacct; unknown if it has no record; None if it did not answer."""
+        try:
+            result = self.call(["qacct", "-j", scheduler_id], self.query_retry_delays_s,
+                               accept=lambda r: r.returncode == 0 or "not found" in r.message)
+        except CommandError as exc:
+            if exc.transient:
+                log.warning("qacct gave no answer (%s); asking again at the next poll", exc)
+                return None
+            return JobStatus(SchedulerState.UNKNOWN, None, f"not in qstat any more, and qacct failed: {exc}")
+        record = parse_qacct(result.stdout).get(scheduler_id) if result.returncode == 0 else None
+        if record is None:
+            # accounting is written when the job ends; a job deleted before it started has none
+            return JobStatus(SchedulerState.UNKNOWN, None, "neither qstat nor qacct knows this job")
+        return qacct_status(record)
+
+    def cancel_argv(self, scheduler_ids: Sequence[str]) -> list[str]:
+        return ["qdel", *scheduler_ids]

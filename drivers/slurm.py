@@ -1,0 +1,179 @@
+"""The SLURM driver: ``sbatch`` to submit, ``squeue`` then ``sacct`` to poll, ``scancel``.
+
+A poll asks ``squeue`` about all running jobs at once (``-t all`` also lists jobs that ended
+less than ``MinJobAge`` seconds ago, with their exit status). Jobs that ``squeue`` no longer
+knows are looked up with one ``sacct`` call (accounting through slurmdbd); a job neither of
+them knows is reported as unknown, and the daemon declares it lost once the grace period for
+its result file has passed.
+
+Options (``"driver": {"name": "slurm", ...}`` in config.json): see ``SlurmDriver.options``.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Mapping, Sequence
+
+from spearmint_nn.errors import ConfigError
+
+from .base import JobSpec, JobStatus, SchedulerState, SubmitError
+from .batch import (BatchDriver, CommandError, CommandResult, check_int, check_string, clock,
+                    exit_code_and_reason, log)
+
+_QUEUED = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING"}
+_RUNNING = {"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "STAGE_OUT", "SIGNALING"}
+_FINAL = {
+    "COMPLETED": SchedulerState.COMPLETED,
+    "FAILED": SchedulerState.FAILED,
+    "SPECIAL_EXIT": SchedulerState.FAILED,
+    "TIMEOUT": SchedulerState.TIMEOUT,
+    "DEADLINE": SchedulerState.TIMEOUT,
+    "CANCELLED": SchedulerState.CANCELLED,
+    "PREEMPTED": SchedulerState.CANCELLED,
+    "REVOKED": SchedulerState.CANCELLED,
+    "NODE_FAIL": SchedulerState.NODE_FAIL,
+    "BOOT_FAIL": SchedulerState.NODE_FAIL,
+    "OUT_OF_MEMORY": SchedulerState.OUT_OF_MEMORY,
+}
+SQUEUE_FORMAT = "JobID:|,State:|,Reason:|,exit_code:|"
+SACCT_FIELDS = "JobIDRaw,State,ExitCode"
+_JOB_ID = re.compile(r"^[0-9]+(_[0-9]+)?$")
+_GPUS = re.compile(r"^([A-Za-z0-9_.-]+:)?[0-9]+$")
+
+
+def slurm_status(state: str, reason: str, exit_status: int, signal: int) -> JobStatus:
+    """Map one SLURM job state (``squeue``/``sacct`` words) to a :class:`JobStatus`.
+
+    ``reason`` is squeue's reason code ("None" when there is none); ``exit_status``/``signal``
+    are the two halves of SLURM's ``ExitCode`` (``3:0``: exit 3, ``0:9``: killed by signal 9).
+    """
+    state = state.split()[0] if state.strip() else "UNKNOWN"  # sacct: "CANCELLED by 1000"
+    why = f" ({reason})" if reason and reason != "None" else ""
+    if state in _QUEUED:
+        return JobStatus(SchedulerState.QUEUED, None, f"{state}{why}")
+    if state in _RUNNING:
+        return JobStatus(SchedulerState.RUNNING, None, f"{state}{why}")
+    mapped = _FINAL.get(state)
+    if mapped is None:
+        # a state this driver does not know (a newer SLURM): keep waiting, say what it was
+        return JobStatus(SchedulerState.RUNNING, None, f"SLURM state {state}{why}")
+    code, words = exit_code_and_reason(exit_status, signal)
+    if mapped is SchedulerState.COMPLETED:
+        return JobStatus(mapped, code, "")
+    return JobStatus(mapped, code, f"SLURM: {state}{why}, {words}")
+
+
+def parse_squeue(text: str) -> dict[str, JobStatus]:
+    """``squeue -h -O 'JobID:|,State:|,Reason:|,exit_code:|'`` lines; exit_code is a wait status."""
+    statuses = {}
+    for line in text.splitlines():
+        fields = line.split("|")
+        if len(fields) < 4 or not fields[0].strip():
+            continue
+        raw = int(fields[3]) if fields[3].strip().isdigit() else 0
+        statuses[fields[0].strip()] = slurm_status(fields[1].strip(), fields[2].strip(), raw >> 8, raw & 0x7F)
+    return statuses
+
+
+def parse_sacct(text: str) -> dict[str, JobStatus]:
+    """``sacct -n -X -P -o JobIDRaw,State,ExitCode`` lines (ExitCode ``exit:signal``)."""
+    statuses = {}
+    for line in text.splitlines():
+        fields = line.split("|")
+        if len(fields) < 3 or not fields[0].strip():
+            continue
+        exit_status, _, signal = fields[2].partition(":")
+        statuses[fields[0].strip()] = slurm_status(
+            fields[1], "", int(exit_status) if exit_status.isdigit() else 0, int(signal) if signal.isdigit() else 0)
+    return statuses  # a requeued job has several records; the last one is the current one
+
+
+class SlurmDriver(BatchDriver):
+    """Submits job scripts with ``sbatch`` (see the module docstring)."""
+
+    name = "slurm"
+    job_id_variable = "SLURM_JOB_ID"
+    options: ClassVar[Mapping[str, str]] = {
+        **BatchDriver.options,
+        "partition": "partition (sbatch --partition)",
+        "qos": "quality of service (sbatch --qos)",
+        "gpus": "GPUs per job: a count, or 'type:count' such as 'a100:2' (sbatch --gres=gpu:...)",
+    }
+    transient_messages = (
+        "unable to contact slurm controller", "socket timed out", "connection refused",
+        "connection timed out", "resource temporarily unavailable", "temporarily unable to accept job",
+        "slurm_persist_conn_open", "problem talking to the database", "communication connection failure",
+        "zero bytes were transmitted", "try again", "not responding",
+    )
+    gone_messages = ("invalid job id specified", "already completing or completed", "job has already finished")
+
+    @classmethod
+    def validate_options(cls, options: Mapping[str, Any]) -> None:
+        super().validate_options(options)
+        for key in ("partition", "qos"):
+            if key in options:
+                check_string(f"driver.{key}", options[key])
+        gpus = options.get("gpus", 0)
+        if isinstance(gpus, str):
+            check_string("driver.gpus", gpus, _GPUS, "must be a count or 'type:count' such as 'a100:2'")
+        elif isinstance(gpus, bool) or not isinstance(gpus, int):
+            raise ConfigError("driver.gpus", f"must be a count or 'type:count' such as 'a100:2' (got {gpus!r})")
+        else:
+            check_int("driver.gpus", gpus, 0)
+
+    def submit_argv(self, spec: JobSpec, name: str, wall_time: float | None) -> list[str]:
+        opts = self.config
+        # sbatch expands %j, %x, ... in file names; %% is a literal %
+        argv = ["sbatch", "--parsable", "--job-name", name, "--chdir", str(spec.workdir),
+                "--output", str(spec.stdout).replace("%", "%%"),
+                "--error", str(spec.stderr).replace("%", "%%")]
+        for key, flag in (("partition", "--partition"), ("account", "--account"), ("qos", "--qos")):
+            if key in opts:
+                argv += [flag, opts[key]]
+        if wall_time is not None:
+            argv += ["--time", clock(wall_time)]
+        if self.memory is not None:
+            argv += ["--mem", self.memory]
+        if "cpus" in opts:
+            argv += ["--cpus-per-task", str(opts["cpus"])]
+        if opts.get("gpus") not in (None, 0, "0"):
+            argv += ["--gres", f"gpu:{opts['gpus']}"]
+        return argv + self.extra_args + [str(spec.script_path)]
+
+    def parse_submit(self, result: CommandResult) -> str:
+        # --parsable prints "JOBID" or, on a multi-cluster setup, "JOBID;CLUSTER"
+        first = next((line for line in result.stdout.splitlines() if line.strip()), "")
+        job_id = first.split(";")[0].strip()
+        if not _JOB_ID.match(job_id):
+            raise SubmitError(f"sbatch printed no job id: {result.message}", transient=False)
+        return job_id
+
+    def query(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
+        # squeue exits 1 with "Invalid job id specified" only when it knows none of the ids
+        result = self.call(
+            ["squeue", "-h", "-t", "all", "-j", ",".join(scheduler_ids), "-O", SQUEUE_FORMAT],
+            self.query_retry_delays_s,
+            accept=lambda r: r.returncode == 0 or "invalid job id" in r.message.lower())
+        listed = parse_squeue(result.stdout) if result.returncode == 0 else {}
+        found = {sid: listed[sid] for sid in scheduler_ids if sid in listed}
+        gone = [sid for sid in scheduler_ids if sid not in found]
+        if gone:
+            found.update(self._accounting(gone))
+        return found
+
+    def _accounting(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
+        """Final states from sacct of jobs squeue has forgotten; unknown where sacct has none."""
+        try:
+            result = self.call(["sacct", "-n", "-X", "-P", "-j", ",".join(scheduler_ids), "-o", SACCT_FIELDS],
+                               self.query_retry_delays_s)
+        except CommandError as exc:
+            if exc.transient:
+                log.warning("sacct gave no answer (%s); asking again at the next poll", exc)
+                return {}  # left out: still running as far as the daemon knows
+            why = f"not known to squeue any more, and sacct failed: {exc}"
+            return {sid: JobStatus(SchedulerState.UNKNOWN, None, why) for sid in scheduler_ids}
+        found = parse_sacct(result.stdout)
+        return {sid: found.get(sid) or JobStatus(SchedulerState.UNKNOWN, None, "neither squeue nor sacct knows this job")
+                for sid in scheduler_ids}
+
+    def cancel_argv(self, scheduler_ids: Sequence[str]) -> list[str]:
+        return ["scancel", *scheduler_ids]
