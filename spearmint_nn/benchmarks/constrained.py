@@ -1,0 +1,110 @@
+"""Constrained benchmark: Gramacy et al.'s toy problem, constrained DNGO against random search.
+
+The problem (Gramacy et al. 2016, "Modeling an augmented Lagrangian for blackbox constrained
+optimization", also Spearmint's ``examples/toy``) on [0, 1]^2:
+
+    minimise  x1 + x2
+    s.t.      c1 = 1.5 - x1 - 2 x2 - 0.5 sin(2 pi (x1^2 - 2 x2)) <= 0
+              c2 = x1^2 + x2^2 - 1.5 <= 0
+
+Best feasible value 0.5998 at (0.1954, 0.4044). Constraint values are passed in Spearmint's
+convention (>= 0 satisfied), i.e. as -c1 and -c2, both NOISELESS. The feasible region is
+disconnected and about 32% of the square.
+
+For each seed and arm the best feasible value after every evaluation is recorded; the table
+gives its mean and standard error over seeds at a few budgets, and the number of seeds whose
+best was feasible at all.
+
+    python -m spearmint_nn.benchmarks.constrained [--seeds 10] [--evaluations 50] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import torch
+
+from spearmint_nn.optimizer import Optimizer
+
+VARIABLES = {"x1": {"type": "FLOAT", "min": 0.0, "max": 1.0}, "x2": {"type": "FLOAT", "min": 0.0, "max": 1.0}}
+TASKS = {"f": "OBJECTIVE", "c1": "CONSTRAINT", "c2": "CONSTRAINT"}
+LIKELIHOODS = {"f": "NOISELESS", "c1": "NOISELESS", "c2": "NOISELESS"}
+OPTIMUM = 0.5998
+ARMS = {"dngo constrained EI": "dngo", "random search (Sobol)": "sobol"}
+
+
+def gramacy_toy(x1: float, x2: float) -> dict[str, float]:
+    """{task: value} with constraints as Spearmint expects them (>= 0 satisfied)."""
+    c1 = 1.5 - x1 - 2.0 * x2 - 0.5 * math.sin(2 * math.pi * (x1**2 - 2.0 * x2))
+    c2 = x1**2 + x2**2 - 1.5
+    return {"f": x1 + x2, "c1": -c1, "c2": -c2}
+
+
+def best_feasible_trace(model: str, seed: int, evaluations: int) -> list[float]:
+    """Best feasible objective after each evaluation (NaN until one is feasible), length ``evaluations``."""
+    torch.set_num_threads(1)
+    optimizer = Optimizer(VARIABLES, model=model, seed=seed, tasks=TASKS, likelihoods=LIKELIHOODS)
+    trace, best = [], math.nan
+    for _ in range(evaluations):
+        params = optimizer.suggest(1)[0]
+        values = gramacy_toy(float(params["x1"][0]), float(params["x2"][0]))
+        optimizer.observe(params, values)
+        if values["c1"] >= 0 and values["c2"] >= 0 and not values["f"] >= best:
+            best = values["f"]
+        trace.append(best)
+    return trace
+
+
+def summarise(traces: np.ndarray, budgets: list[int]) -> list[dict[str, float]]:
+    """Per budget: mean and standard error of the best feasible value over seeds, and feasible count."""
+    rows = []
+    for budget in budgets:
+        column = traces[:, budget - 1]
+        found = column[np.isfinite(column)]
+        rows.append({
+            "evaluations": budget,
+            "feasible_seeds": int(found.size),
+            "mean": float(found.mean()) if found.size else math.nan,
+            "stderr": float(found.std(ddof=1) / math.sqrt(found.size)) if found.size > 1 else math.nan,
+        })
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--evaluations", type=int, default=50)
+    parser.add_argument("--workers", type=int, default=1, help="processes running seeds side by side")
+    parser.add_argument("--json", help="write the traces and the table to this file")
+    args = parser.parse_args(argv)
+
+    budgets = sorted({b for b in (10, 20, 30, 50, 100, args.evaluations) if b <= args.evaluations})
+    results = {}
+    start = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        for arm, model in ARMS.items():
+            traces = list(pool.map(best_feasible_trace, [model] * args.seeds, range(args.seeds),
+                                   [args.evaluations] * args.seeds))
+            results[arm] = {"traces": traces, "table": summarise(np.asarray(traces), budgets)}
+
+    print(f"Gramacy toy (optimum {OPTIMUM}), best feasible value, mean +- s.e. over {args.seeds} seeds"
+          f" [seeds with a feasible point]; {time.perf_counter() - start:.0f} s")
+    print(f"{'evaluations':>11} | " + " | ".join(f"{arm:>28}" for arm in ARMS))
+    for i, budget in enumerate(budgets):
+        cells = []
+        for arm in ARMS:
+            row = results[arm]["table"][i]
+            cells.append(f"{row['mean']:.4f} +- {row['stderr']:.4f} [{row['feasible_seeds']:>2}]")
+        print(f"{budget:>11} | " + " | ".join(f"{c:>28}" for c in cells))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"problem": "gramacy_toy", "optimum": OPTIMUM, "seeds": args.seeds,
+                       "evaluations": args.evaluations, "results": results}, handle, indent=1, allow_nan=True)
+
+
+if __name__ == "__main__":
+    main()

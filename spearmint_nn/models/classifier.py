@@ -1,0 +1,352 @@
+"""The constraint network: P(feasible | x) from a DNGO basis with a Laplace-approximated output layer.
+
+Snoek et al. (2015), section 3.2: the same basis architecture as the objective model (tanh
+``BasisNetwork``) carries a Bayesian logistic regression on its last hidden layer, and the output
+weights are integrated out (eq. 10) under a Laplace approximation of their posterior.
+
+Model, with phi~(x) = [phi(x), 1] the basis plus a bias column (P = width + 1 entries) and
+theta the output weights:
+
+    c_n | x_n, theta  ~  Bernoulli(sigmoid(k * phi~(x_n) . theta))
+    theta             ~  N(0, I / alpha)
+    hidden weights    ~  N(0, I / hidden_precision)        (their MAP only; not integrated)
+
+* ``k = 1`` for noisy constraints (the logistic likelihood of the paper).
+* Noiseless constraints (Spearmint's ``"likelihood": "NOISELESS"``) get the paper's step
+  likelihood, approximated by a steep logistic, ``k = NOISELESS_SLOPE``, for the MAP. A step
+  has no curvature, and a steep logistic's curvature k^2 p (1 - p) vanishes wherever the net
+  separates the classes, so an exact Laplace approximation would keep the prior's width at the
+  observations: a point seen to fail ten times would still look 20% feasible. For noiseless
+  constraints the Laplace precision therefore uses the logistic's curvature on its decision
+  boundary, k^2 / 4 (its maximum; the Jaakkola-Jordan bound at xi = 0), for every
+  observation: the posterior tightens with every label, as it must when labels carry no noise,
+  and P(feasible) goes to 0 around observed failures. Noisy constraints use the exact Hessian.
+
+Fitting: the whole network is trained to the MAP with Adam (full batch); then the output weights
+alone are polished with Newton's method, a convex problem given the basis, so the Laplace
+approximation is centred on a true mode of p(theta | D, basis). Its precision is the Hessian of
+the negative log posterior there,
+
+    H = Phi~^T diag(r) Phi~ + alpha I,   r = k^2 p (1 - p) (noisy) or k^2 / 4 (noiseless),
+                                         p = sigmoid(k Phi~ theta_MAP),
+
+kept as its Cholesky factor (no explicit inverse). The predictive probability is MacKay's probit
+approximation of the integral over theta,
+
+    mu(x) = phi~(x) . theta_MAP,   s2(x) = phi~(x)^T H^{-1} phi~(x),
+    P(feasible | x) = sigmoid(k mu / sqrt(1 + pi k^2 s2 / 8)),
+
+differentiable in x through the basis.
+
+One class absent:
+
+* every observation feasible: there is no evidence of any infeasible region, so no network is
+  trained and ``probability`` is exactly 1 (multiplying EI by a learned near-constant would only
+  add noise and cost a refit per completion);
+* every observation infeasible: a basis trained on one class collapses to a constant (the cheapest
+  way to say "always infeasible"), which would leave "maximise P(feasible) until a feasible point
+  is found" without direction. So until both classes have been seen the basis is a random,
+  untrained network (``RANDOM_BASIS_SCALE``) and only the output weights get their MAP and
+  Laplace posterior; the first fit with both classes trains a fresh network. The mean logit
+  is then nearly constant, but the posterior variance grows away from the failures, so the
+  probit-moderated P(feasible) is lowest around them and rises towards unexplored regions.
+
+Pending jobs (section 3.3, issue 5): ``fantasize`` draws joint feasibility labels at pending
+points from the Laplace posterior and conditions the output weights on each draw by one Newton
+step from theta_MAP. The step's Hessian does not depend on the drawn labels, so all fantasies
+share one rank-J updated Cholesky factor; the basis is not retrained.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from .basis import BasisNetwork
+
+NOISELESS_SLOPE = 5.0
+"""Logit slope standing in for the step likelihood of noiseless constraints."""
+
+RANDOM_BASIS_SCALE = 3.0
+"""Multiplies the default first-layer initialisation of the untrained basis used while every
+observation is infeasible. On the unit cube the default gives nearly linear, globally correlated
+features; sharper ones vary across the cube, so the Laplace variance can tell explored from
+unexplored regions. (Training starts from the default initialisation, which trains better.)"""
+
+_STATE_FILE = "classifier.pt"
+
+
+def _with_bias(features: Tensor) -> Tensor:
+    """phi (..., N, W) -> phi~ (..., N, W + 1) with a trailing column of ones."""
+    return torch.cat([features, torch.ones_like(features[..., :1])], dim=-1)
+
+
+def _probit_probability(mean: Tensor, var: Tensor, slope: float) -> Tensor:
+    """MacKay's approximation of E[sigmoid(slope * z)] for z ~ N(mean, var); same shape as mean."""
+    return torch.sigmoid(slope * mean / torch.sqrt(1.0 + math.pi * slope**2 * var / 8.0))
+
+
+def _predictive_variance(phi: Tensor, chol: Tensor) -> Tensor:
+    """phi~^T H^{-1} phi~ for rows phi (M, P) and the Cholesky factor L of H (P, P); shape (M,)."""
+    v = torch.linalg.solve_triangular(chol, phi.T, upper=False)
+    return (v * v).sum(0)
+
+
+class ConstraintClassifier:
+    """P(feasible | x) on the unit cube, for one constraint.
+
+    Parameters
+    ----------
+    n_inputs : D, the encoded input dimension.
+    seed : seeds the network initialisation and the training, so a fit is reproducible.
+    noiseless : step likelihood (a steep logistic, see the module docstring) instead of the logistic.
+    alpha : prior precision of the output weights theta (bias included).
+    hidden_precision : Gaussian prior precision (weight decay) of the hidden layers.
+    """
+
+    def __init__(
+        self,
+        n_inputs: int,
+        seed: int | None = None,
+        noiseless: bool = False,
+        alpha: float = 1.0,
+        hidden_precision: float = 1e-2,
+        width: int = 50,
+        depth: int = 3,
+    ):
+        self.n_inputs = n_inputs
+        self.seed = seed
+        self.noiseless = noiseless
+        self.slope = NOISELESS_SLOPE if noiseless else 1.0
+        self.alpha = alpha
+        self.hidden_precision = hidden_precision
+        self.width, self.depth = width, depth
+        self.net: BasisNetwork | None = None
+        self.theta: Tensor | None = None  # (P,) MAP output weights, bias last
+        self.chol: Tensor | None = None  # (P, P) lower Cholesky factor of the Laplace precision H
+        self.basis_trained = False  # False until both classes have been seen
+
+    # ----------------------------------------------------------------------------- fitting
+
+    @property
+    def trivial(self) -> bool:
+        """True while no infeasible observation exists: P(feasible) is then exactly 1."""
+        return self.net is None or self.theta is None
+
+    def fit(self, X: Tensor, feasible: Tensor, epochs: int | None = None) -> None:
+        """Fit to inputs X (N, D) in [0, 1] and labels ``feasible`` (N,) bool.
+
+        Warm start: a refit continues from the previous network (``epochs`` defaults to 300 then,
+        1500 for the first training) instead of a new random initialisation, so refitting after
+        every completion stays cheap.
+        """
+        X = torch.as_tensor(X, dtype=torch.float64)
+        feasible = torch.as_tensor(feasible, dtype=torch.bool)
+        if X.ndim != 2 or X.shape[1] != self.n_inputs or feasible.shape != X.shape[:1]:
+            raise ValueError(f"expected X (N, {self.n_inputs}) and feasible (N,); got {tuple(X.shape)}, {tuple(feasible.shape)}")
+        if bool(feasible.all()):
+            self.net, self.theta, self.chol, self.basis_trained = None, None, None, False
+            return
+        labels = feasible.to(torch.float64)
+        if not bool(feasible.any()):
+            if self.net is None:
+                self.net = self._new_network(random_basis=True)
+        else:
+            if not self.basis_trained:
+                self.net = self._new_network(random_basis=False)
+            if epochs is None:
+                epochs = 300 if self.basis_trained else 1500
+            self._train_network(X, labels, epochs)
+            self.basis_trained = True
+        with torch.no_grad():
+            phi = _with_bias(self.net.features(X))
+            self.theta, self.chol = self._newton_map(phi, labels, self._output_weights())
+
+    def _new_network(self, random_basis: bool) -> BasisNetwork:
+        """A freshly initialised network; ``random_basis``: sharpened to serve untrained."""
+        with torch.random.fork_rng():
+            if self.seed is not None:
+                torch.manual_seed(self.seed)
+            net = BasisNetwork(self.n_inputs, self.width, self.depth).double()
+        if random_basis:
+            with torch.no_grad():
+                net.hidden[0].weight.mul_(RANDOM_BASIS_SCALE)
+                net.hidden[0].bias.mul_(RANDOM_BASIS_SCALE)
+        return net
+
+    def _output_weights(self) -> Tensor:
+        """The network's current output layer as theta (P,), bias last."""
+        out = self.net.output
+        return torch.cat([out.weight.detach().reshape(-1), out.bias.detach()])
+
+    def _negative_log_posterior(self, logits: Tensor, labels: Tensor) -> Tensor:
+        """Bernoulli negative log likelihood of logits (N,) for labels (N,) in {0, 1}, summed."""
+        return torch.nn.functional.binary_cross_entropy_with_logits(self.slope * logits, labels, reduction="sum")
+
+    def _train_network(self, X: Tensor, labels: Tensor, epochs: int) -> None:
+        """Full-batch Adam on the negative log posterior of all weights, divided by N."""
+        net = self.net
+        hidden = [p for name, p in net.named_parameters() if name.startswith("hidden") and name.endswith("weight")]
+        optimiser = torch.optim.Adam(net.parameters(), lr=1e-2)
+        n = X.shape[0]
+        for _ in range(epochs):
+            optimiser.zero_grad()
+            loss = self._negative_log_posterior(net(X), labels)
+            loss = loss + 0.5 * self.alpha * (net.output.weight.square().sum() + net.output.bias.square().sum())
+            loss = loss + 0.5 * self.hidden_precision * sum(w.square().sum() for w in hidden)
+            (loss / n).backward()
+            optimiser.step()
+
+    def _newton_map(self, phi: Tensor, labels: Tensor, theta: Tensor, max_iter: int = 50) -> tuple[Tensor, Tensor]:
+        """MAP of theta given the basis rows phi (N, P), by damped Newton; returns (theta, chol(H))."""
+        eye = torch.eye(phi.shape[1], dtype=phi.dtype)
+
+        def objective(t: Tensor) -> Tensor:
+            return self._negative_log_posterior(phi @ t, labels) + 0.5 * self.alpha * t.dot(t)
+
+        value = objective(theta)
+        for _ in range(max_iter):
+            p = torch.sigmoid(self.slope * (phi @ theta))
+            grad = -self.slope * phi.T @ (labels - p) + self.alpha * theta
+            hessian = self.slope**2 * (phi.T * (p * (1 - p))) @ phi + self.alpha * eye
+            chol = torch.linalg.cholesky(hessian)
+            step = torch.cholesky_solve(grad[:, None], chol).squeeze(1)
+            decrement = float(grad.dot(step))
+            if decrement < 1e-20:
+                break
+            size = 1.0
+            while size > 1e-8:
+                candidate = theta - size * step
+                candidate_value = objective(candidate)
+                if candidate_value <= value:
+                    break
+                size *= 0.5
+            else:
+                break
+            theta, value = candidate, candidate_value
+        p = torch.sigmoid(self.slope * (phi @ theta))
+        precision = (phi.T * self._curvature(p)) @ phi + self.alpha * eye
+        return theta, torch.linalg.cholesky(precision)
+
+    def _curvature(self, p: Tensor) -> Tensor:
+        """Per-observation curvature of the negative log likelihood in the logit, same shape as p.
+
+        Logistic: k^2 p (1 - p), the exact Hessian. Step (noiseless): k^2 / 4, see the module
+        docstring; a step has no curvature, and the logistic's own vanishes wherever the net
+        separates the classes, which would leave the prior's width at the observations.
+        """
+        if self.noiseless:
+            return torch.full_like(p, self.slope**2 / 4.0)
+        return self.slope**2 * p * (1 - p)
+
+    # ---------------------------------------------------------------------------- predicting
+
+    def features(self, X: Tensor) -> Tensor:
+        """phi~(X): basis plus bias column, shape (M, P); differentiable in X."""
+        return _with_bias(self.net.features(X))
+
+    def latent(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        """Posterior mean and variance of the logit phi~(x) . theta, each (M,)."""
+        phi = self.features(X)
+        return phi @ self.theta, _predictive_variance(phi, self.chol)
+
+    def probability(self, X: Tensor) -> Tensor:
+        """P(feasible | X) for X (M, D), shape (M,); differentiable in X."""
+        X = torch.as_tensor(X, dtype=torch.float64)
+        if self.trivial:
+            return torch.ones(X.shape[0], dtype=torch.float64)
+        mean, var = self.latent(X)
+        return _probit_probability(mean, var, self.slope)
+
+    def laplace_covariance(self) -> Tensor:
+        """Posterior covariance H^{-1} of theta, (P, P); for inspection and tests, not prediction."""
+        return torch.cholesky_inverse(self.chol)
+
+    # ---------------------------------------------------------------------------- fantasies
+
+    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "FantasizedClassifier":
+        """Condition on F = n_fantasies joint label draws at pending points X_pending (J, D).
+
+        Labels are drawn jointly: theta_f ~ N(theta_MAP, H^{-1}), c_fj ~ Bernoulli(sigmoid(k phi~_j .
+        theta_f)). Each fantasy's output weights are then one Newton step from theta_MAP on the
+        augmented data (the old data's gradient vanishes at the MAP):
+
+            H' = H + Phi_p^T diag(r_p) Phi_p,   theta_f = theta_MAP + H'^{-1} k Phi_p^T (c_f - p_p)
+
+        with p_p = sigmoid(k Phi_p theta_MAP) and r_p the curvature of ``fit``; H' is shared by
+        all fantasies.
+        """
+        X_pending = torch.as_tensor(X_pending, dtype=torch.float64)
+        if self.trivial:
+            return FantasizedClassifier(self, None, None)
+        if X_pending.shape[0] == 0:
+            return FantasizedClassifier(self, self.theta.expand(n_fantasies, -1), self.chol)
+        with torch.no_grad():
+            phi_p = self.features(X_pending)  # (J, P)
+            normal = torch.randn(self.theta.shape[0], n_fantasies, generator=generator, dtype=torch.float64)
+            draws = self.theta[:, None] + torch.linalg.solve_triangular(self.chol.T, normal, upper=True)  # (P, F)
+            p_draw = torch.sigmoid(self.slope * (phi_p @ draws)).T  # (F, J)
+            labels = torch.bernoulli(p_draw, generator=generator)
+            p_map = torch.sigmoid(self.slope * (phi_p @ self.theta))  # (J,)
+            precision = self.chol @ self.chol.T + (phi_p.T * self._curvature(p_map)) @ phi_p
+            chol = torch.linalg.cholesky(precision)
+            grad = self.slope * (labels - p_map) @ phi_p  # (F, P)
+            theta = self.theta + torch.cholesky_solve(grad.T, chol).T
+        return FantasizedClassifier(self, theta, chol)
+
+    # ---------------------------------------------------------------------------- persistence
+
+    def save(self, directory: str | Path) -> None:
+        """Write the fitted state to ``directory/classifier.pt`` (tensors only; load with weights_only)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        state = {
+            "config": torch.tensor([self.n_inputs, self.width, self.depth, int(self.noiseless), int(self.basis_trained)]),
+            "alpha": torch.tensor([self.alpha, self.hidden_precision], dtype=torch.float64),
+        }
+        if not self.trivial:
+            state["net"] = self.net.state_dict()
+            state["theta"], state["chol"] = self.theta, self.chol
+        tmp = directory / (_STATE_FILE + ".tmp")
+        torch.save(state, tmp)
+        tmp.replace(directory / _STATE_FILE)
+
+    @classmethod
+    def load(cls, directory: str | Path, seed: int | None = None) -> "ConstraintClassifier":
+        """Rebuild a classifier written by ``save``; a later ``fit`` warm-starts from it."""
+        state = torch.load(Path(directory) / _STATE_FILE, weights_only=True)
+        n_inputs, width, depth, noiseless, basis_trained = (int(v) for v in state["config"])
+        alpha, hidden_precision = (float(v) for v in state["alpha"])
+        model = cls(n_inputs, seed=seed, noiseless=bool(noiseless), alpha=alpha,
+                    hidden_precision=hidden_precision, width=width, depth=depth)
+        model.basis_trained = bool(basis_trained)
+        if "net" in state:
+            model.net = BasisNetwork(n_inputs, width, depth).double()
+            model.net.load_state_dict(state["net"])
+            model.theta, model.chol = state["theta"], state["chol"]
+        return model
+
+
+class FantasizedClassifier:
+    """A ConstraintClassifier conditioned on F fantasy label sets; ``probability`` is (F, M)."""
+
+    def __init__(self, base: ConstraintClassifier, theta: Tensor | None, chol: Tensor | None):
+        self.base = base
+        self.theta = theta  # (F, P), None when the base is trivial
+        self.chol = chol  # (P, P), shared by the fantasies
+        self.n_fantasies = 0 if theta is None else theta.shape[0]
+
+    def probability(self, X: Tensor) -> Tensor:
+        """P(feasible | X, fantasy f) for X (M, D), shape (F, M); differentiable in X.
+
+        A trivial base (no infeasible observation) returns shape (1, M) of ones, broadcastable
+        against any number of fantasies.
+        """
+        X = torch.as_tensor(X, dtype=torch.float64)
+        if self.theta is None:
+            return torch.ones(1, X.shape[0], dtype=torch.float64)
+        phi = self.base.features(X)
+        var = _predictive_variance(phi, self.chol)
+        return _probit_probability(self.theta @ phi.T, var, self.base.slope)
