@@ -7,16 +7,57 @@ Usable on its own, without a daemon or files::
         params = opt.suggest(1)[0]
         opt.observe(params, f(params["x"][0]))
 
-The daemon uses exactly this class.
+The daemon uses exactly this class. One suggestion goes:
+
+1. While fewer than ``initial_design`` points are finished or pending, the next unused point of
+   a scrambled Sobol sequence (``model="sobol"`` never leaves this stage: random search).
+2. Otherwise the surrogate is refitted if observations arrived since the last fit (one refit
+   however many arrived), on the finite objective values standardised to mean 0, variance 1.
+   One classifier per CONSTRAINT task, plus one for "the job succeeded" once a failure has
+   been seen, is refitted the same way (:mod:`spearmint_nn.models.classifier`).
+3. Pending jobs (and the earlier points of the same batch) are fantasised
+   (:func:`~spearmint_nn.acquisition.condition_on_pending`), and the acquisition (integrated
+   EI by default, times P(feasible)) is maximised by :func:`~spearmint_nn.optimize.maximize`.
 """
 from __future__ import annotations
 
+import logging
 import math
+import time
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import torch
+from scipy.stats import qmc
 
+from .acquisition import ACQUISITIONS, condition_on_pending, make_acquisition
+from .errors import ConfigError
+from .models import MODELS, make_model
+from .models.classifier import ConstraintClassifier
+from .optimize import MAX_ENUMERATED, enumerate_space, maximize, point_key, space_size
 from .space import Space
+
+log = logging.getLogger(__name__)
+
+RANDOM_SEARCH = "sobol"
+DEFAULT_TASK = "main"
+SUCCESS = "success"  # the implicit constraint "the job returned a finite objective"
+DEFAULT_FANTASIES = 10
+
+
+def default_initial_design(dim: int) -> int:
+    """Sobol points before the model takes over: D + 1, the smallest set spanning a D-simplex.
+
+    A model-based proposal is worth more than a space-filling one as soon as the model has
+    something to extrapolate from; with integrated hyperparameters the posterior stays wide
+    where data are missing, so exploration continues through EI rather than a long design.
+    """
+    return max(2, dim + 1)
+
+
+def _torch_rows(rows: Sequence[np.ndarray] | np.ndarray, dim: int) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(rows, dtype=float).reshape(-1, dim), dtype=torch.float64)
 
 
 class Optimizer:
@@ -25,40 +66,272 @@ class Optimizer:
     Parameters
     ----------
     variables : the ``variables`` object of a config.json (name -> spec).
-    model : surrogate name ("sobol" until the model-based choosers are wired in).
-    seed : seed for every random choice, so a run is reproducible.
+    model : surrogate name from :data:`spearmint_nn.models.MODELS` ("dngo"), or "sobol" for
+        Sobol random search without a model.
+    seed : seed of every random choice, so a run is reproducible given the same calls.
+    acquisition : name from :data:`spearmint_nn.acquisition.ACQUISITIONS` ("ei", "pi", "lcb").
+    acquisition_options : keyword options of the acquisition (e.g. ``{"kappa": 2.0}`` for lcb).
+    initial_design : Sobol points before the model is used (default :func:`default_initial_design`).
+    fantasies : fantasised outcome sets of the pending jobs (default 10).
+    tasks : Spearmint's tasks as name -> "OBJECTIVE" | "CONSTRAINT" (default: one objective
+        "main"). A constraint value >= 0 means satisfied.
+    likelihoods : task name -> "NOISELESS" | "GAUSSIAN"; a NOISELESS constraint gets the step
+        likelihood classifier.
+    state_dir : folder where models keep their weights for warm starts across restarts.
+    n_candidates : Sobol screening candidates of the acquisition optimiser (default from D).
+    torch_threads : if given, ``torch.set_num_threads`` for this process.
+    model_options : keyword options of the model factory (e.g. ``{"n_samples": 10}``).
     """
 
-    def __init__(self, variables: Mapping[str, Any], model: str = "sobol", seed: int | None = None):
+    def __init__(
+        self,
+        variables: Mapping[str, Any],
+        model: str = "dngo",
+        seed: int | None = None,
+        *,
+        acquisition: str = "ei",
+        acquisition_options: Mapping[str, Any] | None = None,
+        initial_design: int | None = None,
+        fantasies: int = DEFAULT_FANTASIES,
+        tasks: Mapping[str, str] | None = None,
+        likelihoods: Mapping[str, str] | None = None,
+        state_dir: str | Path | None = None,
+        n_candidates: int | None = None,
+        torch_threads: int | None = None,
+        model_options: Mapping[str, Any] | None = None,
+    ):
         self.space = Space.from_config(variables)
-        self.model = model
-        self.seed = seed
+        if model != RANDOM_SEARCH and model not in MODELS:
+            raise ConfigError("model", f"unknown model {model!r}; known: {sorted(MODELS) + [RANDOM_SEARCH]}")
+        if acquisition not in ACQUISITIONS:
+            raise ConfigError("acquisition", f"unknown acquisition {acquisition!r}; known: {sorted(ACQUISITIONS)}")
+        if fantasies < 1:
+            raise ConfigError("fantasies", f"must be >= 1 (got {fantasies})")
+        self.model_name, self.seed = model, seed
+        self.acquisition_name = acquisition
+        self.acquisition_options = dict(acquisition_options or {})
+        self.initial_design = default_initial_design(self.space.dim) if initial_design is None else int(initial_design)
+        self.fantasies = int(fantasies)
+        self.tasks = dict(tasks) if tasks else {DEFAULT_TASK: "OBJECTIVE"}
+        objectives = [name for name, kind in self.tasks.items() if kind.upper() == "OBJECTIVE"]
+        if len(objectives) != 1:
+            raise ConfigError("tasks", f"must have exactly one OBJECTIVE task (got {objectives})")
+        self.objective = objectives[0]
+        self.constraints = [name for name, kind in self.tasks.items() if kind.upper() == "CONSTRAINT"]
+        self.likelihoods = {name: str(v).upper() for name, v in (likelihoods or {}).items()}
+        self.state_dir = Path(state_dir) if state_dir is not None else None
+        self.n_candidates = n_candidates
+        self.model_options = dict(model_options or {})
+        if torch_threads is not None:
+            torch.set_num_threads(int(torch_threads))
+
+        self._rng = np.random.default_rng(seed)
         self._X: list[np.ndarray] = []
-        self._values: list[Any] = []
-        self._sobol_drawn = 0
+        self._objective: list[float] = []  # NaN where the job failed
+        self._constraint_values: dict[str, list[float]] = {name: [] for name in self.constraints}
+        self._durations: list[float] = []  # seconds, NaN where unknown
+        self._sobol = qmc.Sobol(d=self.space.dim, scramble=True, seed=self._seed_draw())
+        self._sobol_buffer: list[np.ndarray] = []
+        self._model = None
+        self._classifiers: dict[str, ConstraintClassifier] = {}
+        self._fitted_n = 0
+        self._y_mean, self._y_std = 0.0, 1.0
+        self.last_fit_seconds: float | None = None
+        self.last_suggest_seconds: float | None = None
 
-    def suggest(self, n: int = 1, pending: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
-        """Return n params dicts (wrapper form) to evaluate next, avoiding observed and pending points."""
-        taken = {tuple(row) for row in self._X}
-        if pending:
-            taken |= {tuple(row) for row in self.space.encode(pending)}
-        out: list[dict[str, Any]] = []
-        while len(out) < n:
-            batch = self.space.sobol(self._sobol_drawn + n + 1, seed=self.seed)[self._sobol_drawn:]
-            for row in batch:
-                self._sobol_drawn += 1
-                if tuple(row) not in taken:
-                    taken.add(tuple(row))
-                    out.append(self.space.decode(row[None])[0])
-                    if len(out) == n:
-                        break
-        return out
+    # ------------------------------------------------------------------------------- tell
 
-    def observe(self, params: Mapping[str, Any], value: float | Mapping[str, float]) -> None:
-        """Record the result of evaluating params: a number, a dict task -> number, or NaN for a failure."""
-        self._X.append(self.space.encode([params])[0])
-        self._values.append(value)
+    def observe(
+        self, params: Mapping[str, Any], value: Any, duration: float | None = None
+    ) -> None:
+        """Record the result of evaluating params.
+
+        ``value`` is a number, a dict task -> number (Spearmint's ``tasks``), or NaN/None for a
+        failure; an infinite or missing objective is a failure too. ``duration`` is the job's
+        run time in seconds, if known.
+        """
+        row = self.space.encode([params])[0]
+        if isinstance(value, Mapping):
+            unknown = set(value) - set(self.tasks)
+            if unknown:
+                raise ValueError(f"result names unknown task(s) {sorted(unknown)}; tasks are {sorted(self.tasks)}")
+            objective = value.get(self.objective)
+            constraints = {name: value.get(name) for name in self.constraints}
+        else:
+            objective, constraints = value, {name: None for name in self.constraints}
+        self._X.append(row)
+        self._objective.append(_finite_or_nan(objective, self.objective))
+        for name in self.constraints:
+            self._constraint_values[name].append(_finite_or_nan(constraints[name], name))
+        self._durations.append(math.nan if duration is None else float(duration))
 
     @property
     def n_observed(self) -> int:
         return len(self._X)
+
+    def feasible_mask(self) -> np.ndarray:
+        """Boolean (N,): the job succeeded and every constraint value is >= 0."""
+        ok = np.isfinite(np.asarray(self._objective, dtype=float))
+        for name in self.constraints:
+            with np.errstate(invalid="ignore"):
+                ok &= np.asarray(self._constraint_values[name], dtype=float) >= 0
+        return ok
+
+    @property
+    def incumbent(self) -> tuple[dict[str, Any], float] | None:
+        """(params in wrapper form, objective) of the best feasible observation, or None."""
+        feasible = np.flatnonzero(self.feasible_mask())
+        if feasible.size == 0:
+            return None
+        best = feasible[np.argmin(np.asarray(self._objective)[feasible])]
+        return self.space.decode(self._X[best][None])[0], float(self._objective[best])
+
+    # -------------------------------------------------------------------------------- ask
+
+    def suggest(self, n: int = 1, pending: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+        """Return n params dicts (wrapper form) to evaluate next.
+
+        Points are chosen one after another, each treating ``pending`` and the earlier points
+        of this batch as running jobs, so a batch spreads out. A proposal never repeats a
+        finished, failed or pending point unless every point of a finite space is taken
+        (then a warning is logged).
+        """
+        start = time.perf_counter()
+        taken = [row for row in self._X]
+        if pending:
+            taken += list(self.space.encode(list(pending)))
+        chosen: list[np.ndarray] = []
+        for _ in range(n):
+            avoid = np.asarray(taken + chosen, dtype=float).reshape(-1, self.space.dim)
+            if self.model_name == RANDOM_SEARCH or len(avoid) < self.initial_design:
+                x = self._next_sobol(avoid)
+            else:
+                x = self._model_proposal(avoid, len(taken) - self.n_observed + len(chosen))
+            chosen.append(x)
+        self.last_suggest_seconds = time.perf_counter() - start
+        return self.space.decode(np.asarray(chosen))
+
+    # ----------------------------------------------------------------------------- stages
+
+    def _seed_draw(self) -> int:
+        return int(self._rng.integers(2**31))
+
+    def _next_sobol(self, avoid: np.ndarray) -> np.ndarray:
+        """The next Sobol point not in avoid; in a finite space, an unused point once Sobol stalls."""
+        keys = {point_key(row) for row in avoid}
+        size = space_size(self.space)
+        for _ in range(int(min(4 * size, 1024)) if math.isfinite(size) else 1024):
+            if not self._sobol_buffer:
+                # Draw so the total stays a power of two, which keeps Sobol's balance properties.
+                block = max(16, self._sobol.num_generated)
+                self._sobol_buffer = list(self.space.project(self._sobol.random(block))[::-1])
+            x = self._sobol_buffer.pop()
+            if point_key(x) not in keys:
+                return x
+        if size <= MAX_ENUMERATED:
+            every = enumerate_space(self.space)
+            unused = [row for row in every if point_key(row) not in keys]
+            if unused:
+                return unused[int(self._rng.integers(len(unused)))]
+        log.warning("search space exhausted: every valid point has been tried; repeating one")
+        return avoid[int(self._rng.integers(len(avoid)))]
+
+    def _model_proposal(self, avoid: np.ndarray, n_pending: int) -> np.ndarray:
+        """Maximise the acquisition; ``avoid``'s last n_pending rows are the pending points."""
+        self._refit_if_needed()
+        objective = np.asarray(self._objective, dtype=float)
+        finite = np.isfinite(objective)
+        feasible = self.feasible_mask()
+        generator = torch.Generator().manual_seed(self._seed_draw())
+        X_pending = _torch_rows(avoid[len(avoid) - n_pending:], self.space.dim)
+        feasibility = [
+            c.fantasize(X_pending, self.fantasies, generator) if n_pending else c
+            for c in self._classifiers.values() if not c.trivial
+        ]
+        model, best, anchors = None, None, None
+        if self._model is not None and feasible.any():
+            best_index = np.flatnonzero(feasible)[np.argmin(objective[feasible])]
+            best_value = (objective[best_index] - self._y_mean) / self._y_std
+            model, best = condition_on_pending(self._model, best_value, X_pending, self.fantasies, generator)
+            anchors = self._X[best_index][None]
+        elif self._model is not None and not feasibility:
+            # No feasible point yet and nothing learned about feasibility: improve on the best
+            # finite value, the only signal there is.
+            best_value = (np.min(objective[finite]) - self._y_mean) / self._y_std
+            model, best = condition_on_pending(self._model, best_value, X_pending, self.fantasies, generator)
+        elif not feasibility:
+            return self._next_sobol(avoid)  # fewer than two finite values and no failure model
+        acquisition = make_acquisition(self.acquisition_name, model, best, feasibility, **self.acquisition_options)
+        proposal = maximize(
+            acquisition, self.space, avoid=avoid, anchors=anchors,
+            n_candidates=self.n_candidates, seed=self._seed_draw(),
+        )
+        if proposal.repeat:
+            log.warning("search space exhausted: every valid point has been tried; repeating the best one")
+        return proposal.x
+
+    def _refit_if_needed(self) -> None:
+        """Refit the surrogate and classifiers once if observations arrived since the last fit."""
+        if self._fitted_n == self.n_observed:
+            return
+        start = time.perf_counter()
+        X = _torch_rows(self._X, self.space.dim)
+        objective = np.asarray(self._objective, dtype=float)
+        finite = np.isfinite(objective)
+        if finite.sum() >= 2:
+            y = objective[finite]
+            self._y_mean = float(y.mean())
+            self._y_std = float(y.std()) if y.std() > 1e-12 else 1.0
+            if self._model is None:
+                self._model = self._restore("objective", make_model(
+                    self.model_name, self.space.dim, seed=self.seed, **self.model_options))
+            self._model.fit(X[torch.as_tensor(finite)], torch.as_tensor((y - self._y_mean) / self._y_std))
+            self._save("objective", self._model)
+        labels = {name: np.asarray(v, dtype=float) for name, v in self._constraint_values.items()}
+        if not finite.all() or SUCCESS in self._classifiers:
+            labels[SUCCESS] = np.where(finite, 1.0, -1.0)
+        for name, values in labels.items():
+            known = np.isfinite(values)
+            if not known.any():
+                continue
+            if name not in self._classifiers:
+                noiseless = self.likelihoods.get(name, "NOISELESS" if name == SUCCESS else "GAUSSIAN") == "NOISELESS"
+                self._classifiers[name] = self._restore(
+                    f"constraint-{name}", ConstraintClassifier(self.space.dim, seed=self.seed, noiseless=noiseless))
+            self._classifiers[name].fit(X[torch.as_tensor(known)], torch.as_tensor(values[known] >= 0))
+            self._save(f"constraint-{name}", self._classifiers[name])
+        self._fitted_n = self.n_observed
+        self.last_fit_seconds = time.perf_counter() - start
+
+    def _restore(self, name: str, fresh: Any) -> Any:
+        """The model saved under state_dir/name if one loads cleanly, else ``fresh``.
+
+        ``load`` may restore in place (returning None) or return a new model.
+        """
+        folder = self.state_dir / name if self.state_dir is not None else None
+        if folder is None or not folder.is_dir() or not hasattr(fresh, "load"):
+            return fresh
+        try:
+            restored = fresh.load(folder)
+        except (OSError, RuntimeError, KeyError, ValueError) as exc:
+            log.warning("ignoring saved %s model in %s (%s); starting afresh", name, folder, exc)
+            return fresh
+        restored = fresh if restored is None else restored
+        if getattr(restored, "n_inputs", self.space.dim) != self.space.dim:
+            log.warning("saved %s model in %s is for another search space; starting afresh", name, folder)
+            return fresh
+        return restored
+
+    def _save(self, name: str, model: Any) -> None:
+        if self.state_dir is not None and hasattr(model, "save"):
+            model.save(self.state_dir / name)
+
+
+def _finite_or_nan(value: Any, task: str) -> float:
+    """A task value as float; None, NaN and +-inf become NaN (a failure / unknown)."""
+    if value is None:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise ValueError(f"task {task!r}: expected a number, got {value!r}")
+    value = float(value)
+    return value if math.isfinite(value) else math.nan

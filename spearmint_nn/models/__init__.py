@@ -1,0 +1,44 @@
+"""Surrogate models by name: the config's ``model`` key -> a factory.
+
+A factory is called as ``factory(n_inputs=D, seed=seed, **options)`` and returns a
+:class:`~spearmint_nn.models.base.Surrogate`. Model modules are imported only when their model
+is asked for, so a model with heavy or optional dependencies costs nothing to the others.
+Adding a model is one entry in :data:`MODELS`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .base import Surrogate
+
+ModelFactory = Callable[..., Surrogate]
+
+
+def _dngo(n_inputs: int, seed: int | None = None, **options: Any) -> Surrogate:
+    from .dngo import DNGO
+
+    return DNGO(n_inputs=n_inputs, seed=seed, **options)
+
+
+def _gp(n_inputs: int, seed: int | None = None, **options: Any) -> Surrogate:
+    from .gp import GP
+
+    return GP(n_inputs=n_inputs, seed=seed, **options)
+
+
+def _gp_without_warping(n_inputs: int, seed: int | None = None, **options: Any) -> Surrogate:
+    return _gp(n_inputs=n_inputs, seed=seed, **{**options, "warping": False})
+
+
+MODELS: dict[str, ModelFactory] = {
+    "dngo": _dngo,
+    "gp": _gp,
+    "gp-nowarp": _gp_without_warping,
+}
+
+
+def make_model(name: str, n_inputs: int, seed: int | None = None, **options: Any) -> Surrogate:
+    """A fresh, unfitted surrogate of the named kind over a D = n_inputs dimensional unit cube."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; known: {sorted(MODELS)}")
+    return MODELS[name](n_inputs=n_inputs, seed=seed, **options)

@@ -1,0 +1,224 @@
+"""Maximising an acquisition over the search space.
+
+Two stages (the usual recipe of Spearmint and its successors):
+
+1. *Global screening*: score a large scrambled Sobol set of candidates, plus Gaussian
+   perturbations of "anchor" points (the incumbent: good points tend to sit near the best one
+   found so far), all projected onto valid points (INT rounded, ENUM one-hot).
+2. *Local refinement*: L-BFGS-B within the unit cube from the best few candidates, with
+   gradients from torch autograd. All starts are refined together as one separable problem, so
+   each iteration is a single batched acquisition call. Only the FLOAT and INT columns move;
+   ENUM columns keep the start's one-hot choice. Refined points are projected and scored
+   again, so the proposal is the best *valid* point seen, never an unrounded one.
+
+A proposal never repeats an avoided point (finished, failed or pending jobs), compared after
+projection. A finite space (INT and ENUM only) whose points are all taken is *exhausted*: then,
+and only then, the best point is returned with ``repeat=True``.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.optimize import minimize
+from scipy.stats import qmc
+
+from .acquisition import Acquisition
+from .space import Space
+
+MAX_ENUMERATED = 100_000  # finite spaces up to this size are listed exhaustively when needed
+_KEY_DECIMALS = 9
+_NEIGHBOURHOOD_SCALES = (0.003, 0.01, 0.03, 0.1)
+_LOCAL_PER_START = 64  # neighbours scored around each refined point  # encoded rows equal to this many decimals are the same point
+
+
+@dataclass
+class Proposal:
+    """The chosen point: encoded row x (D,), its acquisition value, and whether it repeats one."""
+
+    x: np.ndarray
+    value: float
+    repeat: bool = False
+
+
+def default_n_candidates(dim: int) -> int:
+    """Sobol candidates for a space of ``dim`` encoded columns: 2000 + 500 per column, at most 10000."""
+    return min(10_000, 2000 + 500 * dim)
+
+
+def point_key(row: np.ndarray) -> tuple:
+    """Hashable identity of an encoded point, robust to encode/decode round-off."""
+    return tuple(np.round(np.asarray(row, dtype=float), _KEY_DECIMALS) + 0.0)
+
+
+def continuous_columns(space: Space) -> np.ndarray:
+    """Boolean mask (dim,) of the FLOAT and INT columns, the ones gradient refinement may move."""
+    mask = []
+    for var in space.variables:
+        mask += [var.type != "ENUM"] * (var.size * var.width)
+    return np.asarray(mask, dtype=bool)
+
+
+def space_size(space: Space) -> float:
+    """Number of distinct valid points; ``math.inf`` when any FLOAT is present."""
+    size = 1
+    for var in space.variables:
+        if var.type == "FLOAT":
+            return math.inf
+        choices = len(var.options) if var.type == "ENUM" else int(var.max) - int(var.min) + 1
+        size *= choices**var.size
+    return size
+
+
+def enumerate_space(space: Space) -> np.ndarray:
+    """Every valid point of a finite space, encoded, shape (space_size, dim)."""
+    per_element = []
+    for var in space.variables:
+        if var.type == "ENUM":
+            values = [list(var.options)] * var.size
+        else:
+            values = [list(range(int(var.min), int(var.max) + 1))] * var.size
+        per_element.append((var, values))
+    columns = [v for _, values in per_element for v in values]
+    params = []
+    for combo in itertools.product(*columns):
+        point, i = {}, 0
+        for var, values in per_element:
+            point[var.name] = list(combo[i : i + len(values)])
+            i += len(values)
+        params.append(point)
+    return space.encode(params)
+
+
+def project(space: Space, X: np.ndarray) -> np.ndarray:
+    """Snap rows (M, dim) onto valid points; a cube of FLOATs only needs clipping (the fast path
+    matters: the screening set is projected on every suggestion)."""
+    if all(var.type == "FLOAT" for var in space.variables):
+        return np.clip(X, 0.0, 1.0)
+    return space.project(X)
+
+
+def _score(acquisition: Acquisition, X: np.ndarray, chunk: int = 4096) -> np.ndarray:
+    """Acquisition values at rows of X (M, dim), without gradients, in chunks to bound memory."""
+    out = np.empty(X.shape[0])
+    with torch.no_grad():
+        for start in range(0, X.shape[0], chunk):
+            block = torch.as_tensor(X[start : start + chunk], dtype=torch.float64)
+            out[start : start + chunk] = acquisition(block).numpy()
+    return np.where(np.isfinite(out), out, -np.inf)
+
+
+def _refine(
+    acquisition: Acquisition, starts: np.ndarray, free: np.ndarray, maxiter: int
+) -> np.ndarray:
+    """L-BFGS-B from each row of starts (K, dim) over the free columns, all starts at once."""
+    K = starts.shape[0]
+    fixed = torch.as_tensor(starts, dtype=torch.float64)
+    free_idx = torch.as_tensor(np.flatnonzero(free))
+
+    def negative_total(flat: np.ndarray) -> tuple[float, np.ndarray]:
+        z = torch.as_tensor(flat.reshape(K, -1), dtype=torch.float64).requires_grad_(True)
+        X = fixed.clone()
+        X[:, free_idx] = z
+        values = acquisition(X)
+        # Starts are independent, so the sum's gradient w.r.t. each start is its own gradient.
+        total = -torch.where(torch.isfinite(values), values, torch.zeros_like(values)).sum()
+        (grad,) = torch.autograd.grad(total, z)
+        return float(total.detach()), grad.numpy().ravel()
+
+    x0 = starts[:, free].ravel()
+    result = minimize(
+        negative_total, x0, jac=True, method="L-BFGS-B",
+        bounds=[(0.0, 1.0)] * x0.size, options={"maxiter": maxiter},
+    )
+    refined = starts.copy()
+    refined[:, free] = result.x.reshape(K, -1)
+    return refined
+
+
+def _neighbours(space: Space, centres: np.ndarray, per_centre: int, rng: np.random.Generator) -> np.ndarray:
+    """Projected Gaussian perturbations of each centre (C, dim), at scales from "next door"
+    (a neighbouring INT value, a nearby FLOAT) to "same region"; shape (C * per_centre, dim)."""
+    scales = rng.choice(_NEIGHBOURHOOD_SCALES, size=(len(centres), per_centre, 1))
+    steps = scales * rng.standard_normal((len(centres), per_centre, space.dim))
+    return project(space, np.clip(centres[:, None, :] + steps, 0.0, 1.0).reshape(-1, space.dim))
+
+
+def _unavoided(X: np.ndarray, avoid: set) -> np.ndarray:
+    """Boolean mask of the rows of X whose keys are not in avoid."""
+    return np.fromiter((point_key(row) not in avoid for row in X), dtype=bool, count=X.shape[0])
+
+
+def maximize(
+    acquisition: Acquisition,
+    space: Space,
+    *,
+    avoid: np.ndarray | None = None,
+    anchors: np.ndarray | None = None,
+    n_candidates: int | None = None,
+    n_starts: int = 5,
+    maxiter: int = 100,
+    seed: int | None = None,
+) -> Proposal:
+    """The valid point of the space with the highest acquisition value that is not in ``avoid``.
+
+    Parameters
+    ----------
+    acquisition : the score to maximise.
+    space : the search space (defines projection and the continuous columns).
+    avoid : encoded points (K, dim) not to propose again (finished, failed and pending jobs).
+    anchors : encoded points (A, dim) whose neighbourhoods are searched too (the incumbent).
+    n_candidates : Sobol screening set size; :func:`default_n_candidates` when None.
+    n_starts : how many of the best distinct candidates gradient refinement starts from.
+    maxiter : L-BFGS-B iterations.
+    seed : seed of the Sobol scrambling and of the anchor perturbations.
+    """
+    rng = np.random.default_rng(seed)
+    avoid_keys = {point_key(row) for row in (avoid if avoid is not None else np.zeros((0, space.dim)))}
+    n_candidates = n_candidates or default_n_candidates(space.dim)
+    size = space_size(space)
+
+    if size <= MAX_ENUMERATED and size <= n_candidates:
+        candidates = enumerate_space(space)  # small finite space: score every point
+    else:
+        m = math.ceil(math.log2(n_candidates))
+        sobol = qmc.Sobol(d=space.dim, scramble=True, seed=rng).random_base2(m)[:n_candidates]
+        parts = [project(space, sobol)]
+        if anchors is not None and len(anchors):
+            # A quarter of the budget goes to the anchors' neighbourhoods.
+            per_anchor = max(1, n_candidates // (4 * len(anchors)))
+            parts.append(_neighbours(space, np.atleast_2d(anchors), per_anchor, rng))
+        candidates = np.unique(np.concatenate(parts), axis=0)
+
+    fresh = _unavoided(candidates, avoid_keys)
+    if not fresh.any() and size <= MAX_ENUMERATED:
+        candidates = enumerate_space(space)
+        fresh = _unavoided(candidates, avoid_keys)
+    if not fresh.any():
+        # Every valid point has been tried (or, in a huge finite space, every candidate drawn):
+        # the best known point is the honest answer, flagged as a repeat.
+        values = _score(acquisition, candidates)
+        best = int(np.argmax(values))
+        return Proposal(candidates[best], float(values[best]), repeat=True)
+
+    candidates = candidates[fresh]
+    values = _score(acquisition, candidates)
+    order = np.argsort(-values)
+    pool_X, pool_v = [candidates[order[: n_starts]]], [values[order[: n_starts]]]
+
+    free = continuous_columns(space)
+    if free.any() and n_starts > 0:
+        refined = project(space, _refine(acquisition, candidates[order[:n_starts]], free, maxiter))
+        # Where the refined optimum projects onto a taken point (a rounded INT, a pending job),
+        # the best free point is usually one of its neighbours.
+        local = np.concatenate([refined, _neighbours(space, refined, _LOCAL_PER_START, rng)])
+        local = local[_unavoided(local, avoid_keys)]
+        if len(local):
+            pool_X.append(local)
+            pool_v.append(_score(acquisition, local))
+    pool_X_all, pool_v_all = np.concatenate(pool_X), np.concatenate(pool_v)
+    best = int(np.argmax(pool_v_all))
+    return Proposal(pool_X_all[best], float(pool_v_all[best]))

@@ -1,0 +1,94 @@
+"""Acquisition maximisation: refinement finds continuous optima, proposals are valid projected
+points, never repeats of avoided points, and exhausted finite spaces are reported."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from spearmint_nn.acquisition import Acquisition
+from spearmint_nn.optimize import (
+    continuous_columns,
+    enumerate_space,
+    maximize,
+    point_key,
+    space_size,
+)
+from spearmint_nn.space import Space
+
+torch.set_num_threads(1)
+
+
+class Bowl(Acquisition):
+    """-(squared distance to a target), maximal at the target (an encoded row)."""
+
+    def __init__(self, target):
+        self.target = torch.as_tensor(target, dtype=torch.float64)
+
+    def __call__(self, X):
+        return -((X - self.target) ** 2).sum(dim=1)
+
+
+MIXED = {
+    "lr": {"type": "FLOAT", "min": 1e-4, "max": 1.0, "scale": "log"},
+    "layers": {"type": "INT", "min": 1, "max": 4},
+    "act": {"type": "ENUM", "options": ["relu", "tanh", "gelu"]},
+    "w": {"type": "FLOAT", "min": -1, "max": 1, "size": 2},
+}
+
+
+def test_refinement_reaches_a_continuous_optimum_the_candidates_miss():
+    space = Space.from_config({"x": {"type": "FLOAT", "min": 0, "max": 1, "size": 3}})
+    target = np.array([0.123456, 0.654321, 0.999])
+    proposal = maximize(Bowl(target), space, n_candidates=64, seed=0)
+    assert np.abs(proposal.x - target).max() < 1e-5
+    assert not proposal.repeat
+
+
+def test_proposals_in_a_mixed_space_are_valid_and_avoid_taken_points():
+    space = Space.from_config(MIXED)
+    # The unconstrained optimum is an invalid point (INT between values, two ENUM columns on).
+    target = np.array([0.3, 0.5, 1.0, 1.0, 0.0, 0.2, 0.8])
+    first = maximize(Bowl(target), space, n_candidates=512, seed=1)
+    assert np.array_equal(space.project(first.x[None])[0], first.x)
+    space.validate(space.decode(first.x[None])[0])
+    second = maximize(Bowl(target), space, avoid=first.x[None], n_candidates=512, seed=1)
+    assert point_key(second.x) != point_key(first.x)
+    assert np.array_equal(space.project(second.x[None])[0], second.x)
+    assert continuous_columns(space).tolist() == [True, True, False, False, False, True, True]
+
+
+def test_anchor_neighbourhood_finds_a_narrow_peak_next_to_the_incumbent():
+    space = Space.from_config({"x": {"type": "FLOAT", "min": 0, "max": 1, "size": 6}})
+    incumbent = np.full(6, 0.37)
+
+    class Spike(Acquisition):
+        def __call__(self, X):
+            return torch.exp(-((X - torch.as_tensor(incumbent + 0.004)) ** 2).sum(1) / 1e-5)
+
+    proposal = maximize(Spike(), space, anchors=incumbent[None], n_candidates=256, seed=2)
+    assert np.abs(proposal.x - (incumbent + 0.004)).max() < 1e-3
+
+
+def test_small_finite_space_offers_the_last_free_point_then_reports_exhaustion():
+    space = Space.from_config({"n": {"type": "INT", "min": 0, "max": 3}, "c": {"type": "ENUM", "options": ["a", "b"]}})
+    every = enumerate_space(space)
+    assert space_size(space) == 8 and len({point_key(r) for r in every}) == 8
+    target = every[0]
+    last = maximize(Bowl(target), space, avoid=every[1:], seed=0)
+    assert point_key(last.x) == point_key(every[0]) and not last.repeat
+    last = maximize(Bowl(target), space, avoid=np.delete(every, 5, axis=0), seed=0)
+    assert point_key(last.x) == point_key(every[5]) and not last.repeat
+    exhausted = maximize(Bowl(target), space, avoid=every, seed=0)
+    assert exhausted.repeat and point_key(exhausted.x) == point_key(target)
+
+
+def test_large_integer_space_never_repeats_avoided_points():
+    space = Space.from_config({"a": {"type": "INT", "min": 0, "max": 40}, "b": {"type": "INT", "min": 0, "max": 40}})
+    target = space.encode([{"a": [20], "b": [20]}])[0]
+    avoid = np.zeros((0, 2))
+    for _ in range(6):
+        p = maximize(Bowl(target), space, avoid=avoid, n_candidates=256, seed=3)
+        assert point_key(p.x) not in {point_key(r) for r in avoid} and not p.repeat
+        avoid = np.vstack([avoid, p.x])
+    # The six best valid points are the centre and its nearest lattice neighbours.
+    assert np.abs(avoid - target).max() <= 1.5 / 40
