@@ -126,6 +126,19 @@ class Driver(abc.ABC):
                     f"valid options: {valid}",
                 )
 
+    # The environment variable in which the scheduler gives a job its own id (e.g. SLURM_JOB_ID).
+    job_id_variable: ClassVar[str | None] = None
+
+    def adopt_claim(self, claim: Mapping[str, Any]) -> str | None:
+        """The scheduler id of the process that claimed a job (``claims/<id>.json``, schema in
+        :mod:`spearmint_nn.layout`), or None if this driver cannot tell it from the claim.
+
+        A daemon killed between ``submit`` and recording its answer uses this on restart.
+        """
+        ids = claim.get("scheduler_ids")
+        value = ids.get(self.job_id_variable) if isinstance(ids, dict) and self.job_id_variable else None
+        return value if isinstance(value, str) and value else None
+
     @abc.abstractmethod
     def submit(self, spec: JobSpec) -> str:
         """Start the job; return the scheduler's id for it. Raise :class:`SubmitError`."""

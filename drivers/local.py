@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -78,6 +79,13 @@ class LocalDriver(Driver):
         scheduler_id = f"{proc.pid}:{stat[1] if stat else 0}"
         self._children[scheduler_id] = proc
         return scheduler_id
+
+    def adopt_claim(self, claim: Mapping[str, Any]) -> str | None:
+        """``"<pid>:<start time>"`` of a runner that claimed its job on this host."""
+        pid, start = claim.get("pid"), claim.get("start_ticks")
+        if claim.get("host") != socket.gethostname() or not isinstance(pid, int) or not isinstance(start, int):
+            return None
+        return f"{pid}:{start}"
 
     def _alive(self, scheduler_id: str) -> bool:
         pid, start = _parse_id(scheduler_id)

@@ -105,6 +105,7 @@ class SgeDriver(BatchDriver):
     """Submits job scripts with ``qsub`` (see the module docstring)."""
 
     name = "sge"
+    job_id_variable = "JOB_ID"  # read back from a job's claim (Driver.adopt_claim)
     job_id_variable = "JOB_ID"
     options: ClassVar[Mapping[str, str]] = {
         **BatchDriver.options,

@@ -91,6 +91,7 @@ class SlurmDriver(BatchDriver):
     """Submits job scripts with ``sbatch`` (see the module docstring)."""
 
     name = "slurm"
+    job_id_variable = "SLURM_JOB_ID"  # read back from a job's claim (Driver.adopt_claim)
     job_id_variable = "SLURM_JOB_ID"
     options: ClassVar[Mapping[str, str]] = {
         **BatchDriver.options,

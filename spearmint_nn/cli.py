@@ -283,5 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     except (DaemonBusy, DaemonError) as exc:
         print(f"spearmint-nn: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a full disk, a read-only state folder: one line, not a traceback
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"spearmint-nn: cannot go on: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:  # before the daemon's own handler is installed
         return 130

@@ -78,7 +78,10 @@ def _optional_string(path: str, value: Any) -> str | None:
 
 
 def _seed(path: str, value: Any) -> int | None:
-    return _int(0, optional=True)(path, value)
+    seed = _int(0, optional=True)(path, value)
+    if seed is not None and seed >= 2**63:  # torch generators take signed 64-bit seeds
+        raise ConfigError(path, f"must be < 2**63 (got {seed})")
+    return seed
 
 
 def _command(path: str, value: Any) -> list[str] | None:
@@ -239,7 +242,12 @@ def read_json_strict(path: Path, label: str) -> Any:
         parsed = json.loads(text, object_pairs_hook=_Pairs)
     except json.JSONDecodeError as exc:
         raise ConfigError(label, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    return _objects(parsed, "")
+    except RecursionError:
+        raise ConfigError(label, "is nested too deeply to be read") from None
+    try:
+        return _objects(parsed, "")
+    except RecursionError:
+        raise ConfigError(label, "is nested too deeply to be read") from None
 
 
 def load_config(experiment_dir: str | Path, driver_override: str | None = None,

@@ -63,6 +63,13 @@ SUBMIT_RETRY_MAX_S = 600.0     # the wait doubles per failed attempt up to this
 MAX_SUBMIT_ATTEMPTS = 6        # transient submit failures of one job before it fails
 MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the daemon gives up
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Rewriting results.csv and best.json, or the progress line, is O(finished jobs): each may take at
+# most this share of the daemon's time (see TimeShare).
+SUMMARY_TIME_SHARE = 0.1
+# Points asked of the optimizer at once. A model proposes them one after another (~1 s each), so
+# 800 free slots asked in one call would start no job for minutes; in chunks the first jobs start
+# after a few seconds, and each later chunk treats the earlier ones as pending all the same.
+PROPOSAL_CHUNK = 10
 
 
 class DaemonBusy(RuntimeError):
@@ -221,6 +228,60 @@ class Proposer:
             self._wake.set()
 
 
+# ---- summaries ------------------------------------------------------------------------------
+
+class TimeShare:
+    """Rate-limits a repeated task whose cost grows with the experiment (O(finished jobs)).
+
+    After a run that took t seconds the next one is due ``(1 / share - 1) * t`` later, so the
+    task takes at most ``share`` of the time however large the experiment grows: with a few
+    hundred jobs that is every event (a run takes milliseconds); with 10,000 jobs, about once a
+    second.
+    """
+
+    def __init__(self, share: float = SUMMARY_TIME_SHARE):
+        self.share = share
+        self._next_at = 0.0  # time.monotonic() before which the task waits
+
+    def seconds_until_due(self) -> float:
+        return max(0.0, self._next_at - time.monotonic())
+
+    def run(self, task: Callable[[], Any]) -> None:
+        start = time.monotonic()
+        task()
+        end = time.monotonic()
+        self._next_at = end + (end - start) * (1.0 / self.share - 1.0)
+
+
+class SummaryWriter:
+    """Rewrites ``results.csv`` and ``best.json`` after changes, rate-limited by :class:`TimeShare`.
+
+    A rewrite reads every finished job of the index, so rewriting on every event would make a
+    run of N jobs cost O(N^2). A change marks the summaries stale; a stale summary is rewritten
+    when its :class:`TimeShare` allows. :meth:`write` (used at exit) is unconditional.
+    """
+
+    def __init__(self, store: Store, config: ExperimentConfig):
+        self._store, self._config = store, config
+        self._stale = False
+        self._limit = TimeShare()
+
+    def mark_stale(self) -> None:
+        self._stale = True
+
+    def seconds_until_due(self) -> float | None:
+        """How long until a stale summary is due (0 if now), or None when up to date."""
+        return self._limit.seconds_until_due() if self._stale else None
+
+    def write_if_due(self) -> None:
+        if self.seconds_until_due() == 0.0:
+            self.write()
+
+    def write(self) -> None:
+        self._limit.run(lambda: self._store.write_summaries(self._config))
+        self._stale = False
+
+
 # ---- locking ---------------------------------------------------------------------------------
 
 def acquire_lock(paths: ExperimentPaths, command: str) -> FileLock:
@@ -272,8 +333,16 @@ def cancel_jobs(store: Store, driver: Driver, ids: Iterable[int], reporter: Repo
     """Cancel pending and running jobs (one driver call for all running ones); return their ids."""
     jobs = [store.get(i) for i in ids]
     jobs = [j for j in jobs if j is not None and j["state"] in ("pending", "running")]
-    running = [j["scheduler_id"] for j in jobs
-               if j["state"] == "running" and j.get("driver") == driver.name and j.get("scheduler_id") is not None]
+    running = []
+    for job in jobs:
+        if job["state"] != "running" or job.get("driver") != driver.name:
+            continue
+        scheduler_id = job.get("scheduler_id")
+        if scheduler_id is None:  # a daemon died while submitting it: its claim may name the process
+            claim = read_claim(store.paths, job["id"])
+            scheduler_id = driver.adopt_claim(claim) if claim is not None else None
+        if scheduler_id is not None:
+            running.append(scheduler_id)
     if running:
         driver.cancel(running)
     for job in jobs:
@@ -318,6 +387,7 @@ class Daemon:
         self.optimizer = make_optimizer(config)
         self.driver = make_driver(config)
         self.store = Store(self.paths)
+        self.summaries = SummaryWriter(self.store, config)
         self.reporter: Reporter | None = None
         self._proposer: Proposer | None = None
         self._wake = threading.Event()
@@ -450,6 +520,7 @@ class Daemon:
 
     def _loop(self) -> int:
         next_poll = 0.0
+        self.summaries.mark_stale()  # a killed daemon may have left them behind the job files
         while True:
             changed = self._intake()
             changed |= self._collect_results()
@@ -459,14 +530,17 @@ class Daemon:
             changed |= self._handle_requests()
             self._take_proposal()
             if changed:
-                self.store.write_summaries(self.config)
+                self.summaries.mark_stale()
+            self.summaries.write_if_due()
             if self._stop_signal is not None:
                 return self._shutdown(f"received {self._stop_signal}")
             if self.config.max_finished_jobs is not None and self._finished >= self.config.max_finished_jobs:
                 return self._shutdown("budget reached")
             self._submit_pending()
             self._ask()
-            self._wake.wait(max(0.0, next_poll - time.monotonic()))
+            timeout = max(0.0, next_poll - time.monotonic())
+            summary_due = self.summaries.seconds_until_due()
+            self._wake.wait(timeout if summary_due is None else min(timeout, summary_due))
             self._wake.clear()
 
     def _shutdown(self, why: str) -> int:
@@ -474,7 +548,7 @@ class Daemon:
         if self._stop_signal is not None and self.cancel_on_exit:
             ids = [j["id"] for j in store.jobs(("pending", "running"))]
             cancel_jobs(store, self.driver, ids, self.reporter, "cancelled at daemon exit (--cancel-on-exit)")
-        store.write_summaries(self.config)
+        self.summaries.write()
         counts = store.counts()
         best = store.best(self.config)
         best_text = f"best {best['value']:.6g} (job {best['id']})" if best else "no complete job yet"
@@ -506,7 +580,7 @@ class Daemon:
         proposer = self._proposer
         if proposer.busy or self._stop_signal is not None:
             return
-        n = self._free_slots()
+        n = min(self._free_slots(), PROPOSAL_CHUNK)
         if n > 0:
             in_flight = [job["params"] for job in self.store.jobs(("pending", "running"))]
             proposer.request(n, in_flight)

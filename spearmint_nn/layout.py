@@ -15,6 +15,8 @@
             jobs/failed/000042.json      params, reason, tail of stderr
             output/000042.out|.err       the job's own stdout and stderr
             results/000042.json          written by the job itself (the runner)
+            claims/000042.json           the runner's claim on job 42 (host, pid, start time),
+                                         created once with an atomic link: one evaluation per id
             scripts/000042.sh            job scripts of batch drivers, kept for the user to read
             requests/cancel-*.json       requests of ``spearmint-nn cancel`` to a running daemon
             model/                       surrogate weights for warm starts (torch, weights_only)
@@ -22,8 +24,15 @@
             daemon.log
 
 The daemon is the only writer of ``jobs/``, ``inputs/`` and the summaries; a job is the only
-writer of its own ``results/`` and ``output/`` files. That split keeps the folder consistent
-when either side dies.
+writer of its own ``results/``, ``claims/`` and ``output/`` files. That split keeps the folder
+consistent when either side dies.
+
+Submission is two writes around the driver call: the job moves to ``running`` with
+``scheduler_id`` null and ``submitting`` set (the intent) *before* the driver is asked, and the
+scheduler's id is added after. A daemon killed in between finds a running job without an id on
+restart: it adopts the process named by the job's claim when the driver can (see
+``Driver.adopt_claim``), and otherwise submits it again, which is safe because a runner that
+finds the job already claimed never evaluates it (it waits for the holder and exits).
 
 Job file (``jobs/<state>/<id>.json``), JSON object:
 
@@ -33,7 +42,8 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
     source        "optimizer" | "user" (a params file dropped into jobs/pending) | "import"
     created       unix time the job was proposed
     submitted     unix time the driver accepted it (running and later)
-    driver        driver name; scheduler_id: the driver's opaque id string
+    driver        driver name; scheduler_id: the driver's opaque id string (null while submitting)
+    submitting    unix time the daemon decided to submit (running; see "Submission" above)
     finished      unix time the daemon recorded the outcome (complete / failed)
     started, ended, host  from the runner's result file, when there is one
     duration      seconds the wrapper ran (ended - started), when known
@@ -43,6 +53,11 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
                   "nan", "bad_result", "exit_code", "timeout", "cancelled", "lost", "oom",
                   "node_fail", "submit_rejected"
     stderr_tail   last lines of the job's stderr (failed)
+
+Claim file (``claims/<id>.json``), created once by the runner before it evaluates anything:
+
+    host, pid, start_ticks (field 22 of /proc/<pid>/stat), claimed (unix time),
+    scheduler_ids ({environment variable: value} for variables ending in JOB_ID or JOBID)
 
 Result file (``results/<id>.json``), written atomically by the runner:
 
@@ -76,6 +91,7 @@ class ExperimentPaths:
         self.jobs = self.state / "jobs"
         self.output = self.state / "output"
         self.results = self.state / "results"
+        self.claims = self.state / "claims"
         self.scripts = self.state / "scripts"
         self.requests = self.state / "requests"
         self.model = self.state / "model"
@@ -94,6 +110,9 @@ class ExperimentPaths:
 
     def result_file(self, job_id: int) -> Path:
         return self.results / job_file_name(job_id)
+
+    def claim_file(self, job_id: int) -> Path:
+        return self.claims / job_file_name(job_id)
 
     def stdout_file(self, job_id: int) -> Path:
         return self.output / f"{job_id:06d}.out"

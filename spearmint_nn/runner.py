@@ -3,7 +3,9 @@
 Every driver starts this same command (with ``sys.executable``, so a cluster job uses the
 daemon's interpreter). It reads ``config.json`` and ``.spearmint/inputs/<id>.json``, evaluates
 the wrapper, and writes ``.spearmint/results/<id>.json`` atomically (schema in
-:mod:`spearmint_nn.layout`; ``failure`` adds the short kind of a failure). The exit code is 0
+:mod:`spearmint_nn.layout`; ``failure`` adds the short kind of a failure). Before anything else
+it claims the job (:mod:`spearmint_nn.claims`); a second runner of the same job evaluates
+nothing, waits for the first and exits with 0 if its result file exists. The exit code is 0
 when the job produced values and non-zero otherwise; the result file, not the exit code, is
 what the daemon records.
 
@@ -33,6 +35,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from .claims import take_claim, wait_for_holder
 from .config import ExperimentConfig, load_config
 from .errors import ConfigError
 from .layout import ExperimentPaths
@@ -81,9 +84,16 @@ def run_python(config: ExperimentConfig, job_id: int, params_json: dict[str, Any
 
 def parse_result_text(text: str) -> Any:
     """A command-line wrapper's result text as a JSON value (number, NaN or object)."""
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        repeated = sorted({key for key in keys if keys.count(key) > 1})
+        if repeated:
+            raise JobFailure("bad_result", f"result repeats the key(s) {repeated}: which value counts is ambiguous")
+        return dict(pairs)
+
     try:
-        return json.loads(text)
-    except ValueError:
+        return json.loads(text, object_pairs_hook=no_duplicates)
+    except (ValueError, RecursionError):
         raise JobFailure("bad_result", f"result {_one_line(text, 80)!r} is not a JSON number or object") from None
 
 
@@ -121,6 +131,9 @@ def run_command(config: ExperimentConfig, job_id: int, params_file: Path, result
 def run_job(experiment_dir: str | Path, job_id: int) -> int:
     """Evaluate one job and write its result file; return the process exit code."""
     paths = ExperimentPaths(experiment_dir)
+    holder = take_claim(paths, job_id)
+    if holder is not None:  # started twice (see spearmint_nn.claims): never evaluate twice
+        return 0 if wait_for_holder(paths, job_id, holder) else 1
     started = time.time()
     result: dict[str, Any] = {"id": job_id, "host": socket.gethostname(), "started": started}
     exit_code = 0

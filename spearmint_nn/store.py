@@ -14,6 +14,9 @@ Files and invariants (schema in :mod:`spearmint_nn.layout`):
 * every write is atomic (:func:`atomic_write_bytes`: temporary file in the same folder, flush,
   fsync, ``os.replace``, fsync of the folder), so a reader sees the old or the new file, never
   half of one;
+* a ``running`` job whose ``scheduler_id`` is null is a submission the daemon started but may
+  not have finished; a restarted daemon resolves it through the job's claim (``claims/<id>.json``,
+  see :mod:`spearmint_nn.layout` and :mod:`spearmint_nn.claims`);
 * a state change writes the new file first and removes the old one second. A crash in between
   leaves the job in two folders; :meth:`Store.load_all` (``repair=True``) keeps the later state
   (pending < running < complete/failed) and deletes the other file.
@@ -26,8 +29,8 @@ move is resolved by the same "later state wins" rule. A job process writes only 
 ``results/<id>.json`` and ``output/<id>.*``, which the daemon reads and never writes.
 
 The index is loaded once; after that the daemon only touches the files of jobs that change, so
-events cost O(1) file operations whatever the number of finished jobs (the CSV summary, rewritten
-once per batch of events, is the only O(n) write).
+events cost O(1) file operations whatever the number of finished jobs. The CSV summary is the
+only O(n) write; the daemon rate-limits it by its own cost (``daemon.SummaryWriter``).
 """
 from __future__ import annotations
 
@@ -89,6 +92,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as exc:  # e.g. a full disk: name the file the error is about
+        tmp.unlink(missing_ok=True)
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -122,7 +130,10 @@ def _as_number(value: Any) -> float | None:
     if isinstance(value, (bool, np.bool_)):
         return None
     if isinstance(value, numbers.Real):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond float range: recorded as infinite, i.e. a failure
+            return math.inf if value > 0 else -math.inf
     if isinstance(value, np.ndarray) and value.size == 1 and np.issubdtype(value.dtype, np.number):
         return float(value.reshape(()))
     return None
@@ -317,7 +328,8 @@ class Store:
 
     def forget_withdrawn(self) -> list[int]:
         """Drop from the index the pending jobs whose file the user deleted; return their ids."""
-        gone = [i for i in self._by_state["pending"] if not self.paths.job_file("pending", i).exists()]
+        present = set(os.listdir(self.paths.job_dir("pending")))  # one listing, not a stat per job
+        gone = [i for i in self._by_state["pending"] if self.paths.job_file("pending", i).name not in present]
         for job_id in gone:
             self._by_state["pending"].discard(job_id)
             del self._jobs[job_id]
