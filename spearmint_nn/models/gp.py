@@ -1,0 +1,510 @@
+"""The Spearmint Gaussian process (Snoek et al. 2012) with input warping (Snoek et al. 2014).
+
+Model: y = f(x) + eps with f ~ GP(m, amp2 * Matérn52(w(x), w(x') / lengthscales)), eps ~ N(0, noise),
+w the per-input Beta CDF warping (``warping.py``), optionally the arc embedding of conditional
+inputs (``kernels.py``). The hyperparameters are integrated out by slice sampling C chains side by
+side (``sampling.slice_sweep``): a burn-in the first time, then a few sweeps per fit continuing the
+chains, and the final state of each chain is one of the S = C posterior samples. Everything
+downstream (Cholesky factors, posteriors, fantasies) is batched over those samples.
+
+Sampled coordinates (one row of the (C, P) state) and their priors, as in Spearmint:
+
+    mean          constant mean              N(0, 1)          (targets are standardised)
+    log amp2      signal variance            log-normal: log amp2 ~ N(0, 1)
+    log noise     noise variance             horseshoe(scale 0.1) on noise, noise in [1e-12, 10]
+    log l_d       ARD length scales          top-hat: l_d uniform on [1e-3, 10]
+    log alpha_d,  Beta-CDF warp shapes       log-normal, variance 0.75, |log| <= 3  (warping)
+    log beta_d
+    rho_c         arc angles                 uniform on [1e-3, 1]                  (conditional)
+
+Scale parameters are sampled in log coordinates (the densities include the Jacobian), which lets
+one bracket width suit values across decades.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from ..sampling import slice_sweep
+from .base import Surrogate
+from .kernels import Conditional, embed, matern52, matern52_cov, squared_distances
+from .warping import LOG_SHAPE_BOUND, log_shape_prior, warp, warping_summary
+
+# Fixed noise variance for a NOISELESS likelihood: jitter for stability, not a model of noise.
+NOISELESS_JITTER = 1e-10
+HORSESHOE_SCALE = 0.1
+# Deterministic objectives need a noise floor far below the precision sought: a regret of 1e-3 on
+# Branin is 2e-5 in standardised units.
+LOG_NOISE_BOUNDS = (math.log(1e-12), math.log(10.0))
+LOG_LENGTHSCALE_BOUNDS = (math.log(1e-3), math.log(10.0))
+RHO_BOUNDS = (1e-3, 1.0)
+STATE_FILE = "gp.json"
+WARPINGS_FILE = "warpings.json"
+
+
+class GPCapacityError(ValueError):
+    """More observations than an exact GP handles in reasonable time."""
+
+
+class CholeskyError(RuntimeError):
+    """A covariance matrix stayed indefinite after the largest jitter."""
+
+
+def robust_cholesky(K: Tensor, max_tries: int = 7) -> tuple[Tensor, Tensor, Tensor]:
+    """Batched Cholesky factor of K (S, n, n) with jitter escalation per batch element.
+
+    A failed element is retried with jitter = mean(diag K) * 1e-10, 1e-9, ... (max_tries steps).
+    Returns (L, jitter, ok): L (S, n, n) lower with L L^T = K + jitter I, jitter (S,), ok (S,) bool;
+    where ok is False, L is not a valid factor.
+    """
+    L, info = torch.linalg.cholesky_ex(K)
+    jitter = K.new_zeros(K.shape[:-2])
+    ok = (info == 0) & torch.isfinite(torch.diagonal(L, dim1=-2, dim2=-1)).all(-1)
+    if ok.all():
+        return L, jitter, ok
+    scale = torch.diagonal(K, dim1=-2, dim2=-1).mean(-1).abs().clamp_min(1e-12)
+    eye = torch.eye(K.shape[-1], dtype=K.dtype)
+    for attempt in range(max_tries):
+        bad = ~ok
+        if not bad.any():
+            break
+        jitter = torch.where(bad, scale * 10.0 ** (attempt - 10), jitter)
+        L_bad, info_bad = torch.linalg.cholesky_ex(K[bad] + jitter[bad, None, None] * eye)
+        L[bad] = L_bad
+        ok[bad] = (info_bad == 0) & torch.isfinite(torch.diagonal(L_bad, dim1=-2, dim2=-1)).all(-1)
+    return L, jitter, ok
+
+
+@dataclass(frozen=True)
+class HyperLayout:
+    """Where each hyperparameter sits in a sampled state vector of length ``size``."""
+
+    n_dims: int
+    warping: bool
+    noiseless: bool
+    n_arc: int
+
+    @property
+    def log_noise(self) -> int | None:
+        return None if self.noiseless else 2
+
+    @property
+    def log_lengthscales(self) -> slice:
+        start = 2 if self.noiseless else 3
+        return slice(start, start + self.n_dims)
+
+    @property
+    def log_alpha(self) -> slice | None:
+        end = self.log_lengthscales.stop
+        return slice(end, end + self.n_dims) if self.warping else None
+
+    @property
+    def log_beta(self) -> slice | None:
+        end = self.log_lengthscales.stop + self.n_dims
+        return slice(end, end + self.n_dims) if self.warping else None
+
+    @property
+    def rho(self) -> slice:
+        start = self.log_lengthscales.stop + (2 * self.n_dims if self.warping else 0)
+        return slice(start, start + self.n_arc)
+
+    @property
+    def size(self) -> int:
+        return self.rho.stop
+
+    def widths(self) -> Tensor:
+        """Initial slice bracket widths per coordinate, shape (size,)."""
+        w = torch.ones(self.size, dtype=torch.float64)
+        if self.warping:
+            w[self.log_alpha] = 0.5
+            w[self.log_beta] = 0.5
+        w[self.rho] = 0.25
+        return w
+
+    def pack(
+        self,
+        mean: float = 0.0,
+        amp2: float = 1.0,
+        noise: float = 1e-3,
+        lengthscales: Tensor | float = 0.5,
+        alpha: Tensor | float = 1.0,
+        beta: Tensor | float = 1.0,
+        rho: Tensor | float = 0.5,
+    ) -> Tensor:
+        """One state vector (size,) from natural-unit values (noise ignored when noiseless)."""
+        theta = torch.zeros(self.size, dtype=torch.float64)
+        theta[0] = mean
+        theta[1] = math.log(amp2)
+        if self.log_noise is not None:
+            theta[self.log_noise] = math.log(noise)
+        theta[self.log_lengthscales] = torch.log(torch.as_tensor(lengthscales, dtype=torch.float64))
+        if self.warping:
+            theta[self.log_alpha] = torch.log(torch.as_tensor(alpha, dtype=torch.float64))
+            theta[self.log_beta] = torch.log(torch.as_tensor(beta, dtype=torch.float64))
+        theta[self.rho] = torch.as_tensor(rho, dtype=torch.float64)
+        return theta
+
+
+@dataclass
+class Hypers:
+    """Hyperparameters of S samples in natural units where that is what the kernel uses."""
+
+    mean: Tensor  # (S,)
+    amp2: Tensor  # (S,)
+    noise: Tensor  # (S,) noise variance (the fixed jitter when noiseless)
+    log_lengthscales: Tensor  # (S, D)
+    log_alpha: Tensor | None  # (S, D)
+    log_beta: Tensor | None  # (S, D)
+    rho: Tensor  # (S, n_arc)
+
+    @classmethod
+    def unpack(cls, theta: Tensor, layout: HyperLayout) -> "Hypers":
+        """From states (S, size), clamped into the support so that kernels stay finite."""
+        noise = (
+            torch.full_like(theta[:, 0], NOISELESS_JITTER)
+            if layout.log_noise is None
+            else torch.exp(theta[:, layout.log_noise].clamp(*LOG_NOISE_BOUNDS))
+        )
+        shape = (lambda s: theta[:, s].clamp(-LOG_SHAPE_BOUND, LOG_SHAPE_BOUND)) if layout.warping else (lambda s: None)
+        return cls(
+            mean=theta[:, 0],
+            amp2=torch.exp(theta[:, 1].clamp(-20.0, 20.0)),
+            noise=noise,
+            log_lengthscales=theta[:, layout.log_lengthscales].clamp(*LOG_LENGTHSCALE_BOUNDS),
+            log_alpha=shape(layout.log_alpha),
+            log_beta=shape(layout.log_beta),
+            rho=theta[:, layout.rho].clamp(*RHO_BOUNDS),
+        )
+
+
+def log_prior(theta: Tensor, layout: HyperLayout) -> Tensor:
+    """Log prior density of states (C, size) in the sampled coordinates; -inf outside the support."""
+    logp = -0.5 * theta[:, 0] ** 2 - 0.5 * theta[:, 1] ** 2
+    inside = torch.ones_like(logp, dtype=torch.bool)
+    if layout.log_noise is not None:
+        u = theta[:, layout.log_noise]
+        # Horseshoe on the noise variance, approximated as log(1 + 3 (scale / noise)^2), times the
+        # Jacobian noise of the log transform.
+        logp = logp + torch.log(torch.log1p(3.0 * HORSESHOE_SCALE**2 * torch.exp(-2.0 * u))) + u
+        inside &= (u >= LOG_NOISE_BOUNDS[0]) & (u <= LOG_NOISE_BOUNDS[1])
+    u = theta[:, layout.log_lengthscales]
+    # Top-hat on the length scale is density proportional to l in log coordinates.
+    logp = logp + u.sum(-1)
+    inside &= ((u >= LOG_LENGTHSCALE_BOUNDS[0]) & (u <= LOG_LENGTHSCALE_BOUNDS[1])).all(-1)
+    if layout.warping:
+        logp = logp + log_shape_prior(theta[:, layout.log_alpha]) + log_shape_prior(theta[:, layout.log_beta])
+    rho = theta[:, layout.rho]
+    inside &= ((rho >= RHO_BOUNDS[0]) & (rho <= RHO_BOUNDS[1])).all(-1)
+    return torch.where(inside, logp, torch.full_like(logp, -math.inf))
+
+
+@dataclass
+class _Conditioned:
+    """A GP conditioned on data: S hyperparameter samples times F target vectors per sample."""
+
+    hypers: Hypers
+    X: Tensor  # (n, D)
+    Y: Tensor  # (S, F, n)
+    embedded: Tensor  # (S, n, E)
+    L: Tensor  # (S, n, n) Cholesky factor of K + noise I
+    alpha: Tensor  # (S, n, F) = (K + noise I)^-1 (Y - mean)
+
+
+class _TrainingCorrelation:
+    """Memo of the training inputs' correlation matrix during one fit, (C, N, N).
+
+    A slice-sampling sweep moves one coordinate at a time. While it moves the mean, amplitude or
+    noise the correlation is unchanged, and while it moves a length scale or an arc angle the
+    warped inputs are; recomputing neither saves most of the cost of a sweep. The kernel-shape
+    coordinates (length scales, warp shapes, arc angles) are the tail of the state vector.
+    """
+
+    def __init__(self, gp: "GP", X: Tensor, layout: HyperLayout):
+        self.gp, self.X = gp, X
+        self.shape_coords = slice(layout.log_lengthscales.start, layout.size)
+        self.warp_coords = slice(layout.log_lengthscales.stop, layout.rho.start)
+        self._shape_key: Tensor | None = None
+        self._warp_key: Tensor | None = None
+        self._W: Tensor | None = None
+        self._R: Tensor | None = None
+
+    @staticmethod
+    def _same(key: Tensor | None, value: Tensor) -> bool:
+        return key is not None and key.shape == value.shape and torch.equal(key, value)
+
+    def __call__(self, theta: Tensor, h: Hypers) -> Tensor:
+        shape_key = theta[:, self.shape_coords]
+        if self._same(self._shape_key, shape_key):
+            return self._R
+        warp_key = theta[:, self.warp_coords]
+        if not self._same(self._warp_key, warp_key):
+            self._W = self.gp._warp(self.X, h)
+            self._warp_key = warp_key.clone()
+        self._R = self.gp._correlation(self.X, h, self._W)
+        self._shape_key = shape_key.clone()
+        return self._R
+
+
+class GP(Surrogate):
+    """Spearmint's GP: ARD Matérn 5/2, slice-sampled hyperparameters, optional Beta-CDF warping.
+
+    Parameters
+    ----------
+    n_inputs : D, if known in advance (checked against the data).
+    warping : warp every input through a sampled Beta CDF (on by default).
+    noiseless : fixed tiny noise (``NOISELESS_JITTER``) instead of a sampled noise variance.
+    n_samples : S, the number of slice-sampling chains run side by side; each contributes its
+        current state as one posterior sample.
+    burn_in : sweeps on the first fit (and after the input dimension changes).
+    sweeps_per_fit : sweeps on every later fit, continuing the chains.
+    conditional : arc-kernel treatment of inputs that are only active under a condition.
+    max_observations : fit refuses more observations than this (exact GPs cost O(N^3)).
+    seed : seed of the sampler's random stream (fantasies use the generator they are given).
+    """
+
+    def __init__(
+        self,
+        n_inputs: int | None = None,
+        warping: bool = True,
+        noiseless: bool = False,
+        n_samples: int = 10,
+        burn_in: int = 20,
+        sweeps_per_fit: int = 2,
+        conditional: Conditional | None = None,
+        max_observations: int = 3000,
+        seed: int | None = None,
+    ):
+        self.n_inputs = n_inputs
+        self.warping = warping
+        self.noiseless = noiseless
+        self.n_samples = n_samples
+        self.burn_in = burn_in
+        self.sweeps_per_fit = sweeps_per_fit
+        self.conditional = conditional
+        self.max_observations = max_observations
+        self.generator = torch.Generator()
+        self.generator.manual_seed(seed if seed is not None else torch.seed())
+        self.layout: HyperLayout | None = None
+        self.chains: Tensor | None = None  # (C, P) current sampler states
+        self._data: _Conditioned | None = None
+        self._n_observed = 0
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X: Tensor, y: Tensor) -> None:
+        """Sample hyperparameters given X (N, D) in [0, 1] and standardised y (N,); N >= 1."""
+        X = torch.as_tensor(X, dtype=torch.float64)
+        y = torch.as_tensor(y, dtype=torch.float64).reshape(-1)
+        N, D = X.shape
+        if self.n_inputs is not None and D != self.n_inputs:
+            raise ValueError(f"GP built for {self.n_inputs} inputs got X with {D} columns")
+        if N > self.max_observations:
+            raise GPCapacityError(
+                f"the GP model got {N} observations, more than its limit of {self.max_observations}: "
+                f"an exact GP costs O(N^3) per hyperparameter sample and per slice-sampling step, so it "
+                f"would take hours per suggestion; use the DNGO model (\"model\": \"dngo\"), which scales "
+                f"linearly in N"
+            )
+        layout = self.layout_for(D)
+        sweeps = self.sweeps_per_fit
+        if self.chains is None or self.layout != layout:
+            self.layout = layout
+            self.chains = self._initial_chains(y)
+            sweeps += self.burn_in
+
+        correlation = _TrainingCorrelation(self, X, layout)
+
+        def log_density(theta: Tensor) -> Tensor:
+            return log_prior(theta, layout) + self._log_likelihood(theta, X, y, layout, correlation)
+
+        if not torch.isfinite(log_density(self.chains)).all():
+            # New data can make an old state impossible (e.g. a far-off outlier under tiny noise).
+            self.chains = self._initial_chains(y)
+            sweeps = self.sweeps_per_fit + self.burn_in
+        theta = self.chains
+        for _ in range(sweeps):
+            theta, _ = slice_sweep(log_density, theta, layout.widths(), self.generator)
+        self.chains = theta
+        self._n_observed = N
+        self._data = self._condition(Hypers.unpack(theta, layout), X, y.expand(self.n_samples, 1, N))
+
+    def _initial_chains(self, y: Tensor) -> Tensor:
+        """Chains dispersed around the identity warp, moderate length scales and small noise."""
+        theta = self.layout.pack(mean=float(y.mean()) if y.numel() else 0.0, amp2=1.0, noise=1e-3, lengthscales=0.5)
+        spread = 0.1 * torch.randn(self.n_samples, self.layout.size, generator=self.generator, dtype=torch.float64)
+        spread[:, self.layout.rho] = 0.0
+        return theta + spread
+
+    def layout_for(self, n_dims: int) -> HyperLayout:
+        """The state-vector layout of this model's hyperparameters for D = n_dims inputs."""
+        return HyperLayout(n_dims, self.warping, self.noiseless, len(self.conditional.dims) if self.conditional else 0)
+
+    def log_marginal_likelihood(self, theta: Tensor, X: Tensor, y: Tensor) -> Tensor:
+        """log p(y | X, theta) = log N(y; mean, K + noise I) for states theta (C, size) -> (C,).
+
+        -inf where no Cholesky factor exists even with jitter.
+        """
+        X = torch.as_tensor(X, dtype=torch.float64)
+        return self._log_likelihood(theta, X, torch.as_tensor(y, dtype=torch.float64), self.layout_for(X.shape[1]))
+
+    def _log_likelihood(
+        self, theta: Tensor, X: Tensor, y: Tensor, layout: HyperLayout, correlation: "_TrainingCorrelation | None" = None
+    ) -> Tensor:
+        h = Hypers.unpack(theta, layout)
+        R = correlation(theta, h) if correlation is not None else self._correlation(X, h)
+        eye = torch.eye(len(X), dtype=X.dtype)
+        L, _, ok = robust_cholesky(h.amp2[:, None, None] * R + h.noise[:, None, None] * eye)
+        L = torch.where(ok[:, None, None], L, eye)
+        r = (y[None, :] - h.mean[:, None])[..., None]
+        z = torch.linalg.solve_triangular(L, r, upper=False)[..., 0]
+        half_logdet = torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
+        ll = -0.5 * (z**2).sum(-1) - half_logdet - 0.5 * len(X) * math.log(2 * math.pi)
+        return torch.where(ok & torch.isfinite(ll), ll, torch.full_like(ll, -math.inf))
+
+    def _warp(self, X: Tensor, h: Hypers) -> Tensor:
+        """Warped inputs, (S, N, D) with warping, else X itself (N, D)."""
+        return warp(X, h.log_alpha, h.log_beta) if self.warping else X
+
+    def _embed(self, X: Tensor, h: Hypers, W: Tensor | None = None) -> Tensor:
+        """Warped, length-scaled (and arc-embedded) inputs of X (N, D): (S, N, E)."""
+        W = self._warp(X, h) if W is None else W
+        active = self.conditional.active(X.detach()) if self.conditional else None
+        return embed(W, h.log_lengthscales, self.conditional, active, h.rho)
+
+    def _correlation(self, X: Tensor, h: Hypers, W: Tensor | None = None) -> Tensor:
+        """Matérn correlation (unit amplitude) of X with itself, (S, N, N)."""
+        E = self._embed(X, h, W)
+        return matern52(squared_distances(E, E))
+
+    @torch.no_grad()
+    def _condition(self, h: Hypers, X: Tensor, Y: Tensor) -> _Conditioned:
+        """Factorise the training covariance of every sample for targets Y (S, F, n)."""
+        E = self._embed(X, h)
+        K = matern52_cov(E, E, h.amp2) + h.noise[:, None, None] * torch.eye(len(X), dtype=X.dtype)
+        L, _, ok = robust_cholesky(K)
+        if not ok.all():
+            raise CholeskyError(f"GP covariance not positive definite for {int((~ok).sum())} samples after jitter")
+        alpha = torch.cholesky_solve((Y - h.mean[:, None, None]).transpose(1, 2), L)
+        return _Conditioned(h, X, Y, E, L, alpha)
+
+    # ---------------------------------------------------------------- prediction
+    def _require_fit(self) -> _Conditioned:
+        if self._data is None:
+            raise RuntimeError("GP.posterior called before fit")
+        return self._data
+
+    def posterior(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        """Mean and variance of f at X (M, D), each (S * F, M) with F = 1 unless fantasised."""
+        d = self._require_fit()
+        h = d.hypers
+        S, F, _ = d.Y.shape
+        Ks = matern52_cov(d.embedded, self._embed(X, h), h.amp2)  # (S, n, M)
+        mean = h.mean[:, None, None] + torch.einsum("snf,snm->sfm", d.alpha, Ks)
+        V = torch.linalg.solve_triangular(d.L, Ks, upper=False)
+        var = (h.amp2[:, None] - (V**2).sum(1)).clamp_min(1e-12)
+        M = Ks.shape[-1]
+        return mean.reshape(S * F, M), var[:, None, :].expand(S, F, M).reshape(S * F, M)
+
+    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "GP":
+        """A GP conditioned on joint posterior draws of y (f plus noise) at X_pending (J, D).
+
+        The result's posterior has S * F_old * n_fantasies rows (sample-major); its
+        ``fantasy_values`` (rows, J_total) are the drawn targets at all pending points.
+        """
+        d = self._require_fit()
+        h = d.hypers
+        Xp = torch.as_tensor(X_pending, dtype=torch.float64)
+        S, F, n = d.Y.shape
+        J = len(Xp)
+        with torch.no_grad():
+            Ep = self._embed(Xp, h)
+            Knp = matern52_cov(d.embedded, Ep, h.amp2)
+            V = torch.linalg.solve_triangular(d.L, Knp, upper=False)
+            cov = matern52_cov(Ep, Ep, h.amp2) - V.transpose(1, 2) @ V + h.noise[:, None, None] * torch.eye(J, dtype=Xp.dtype)
+            Lp, _, ok = robust_cholesky(cov)
+            if not ok.all():
+                raise CholeskyError("fantasy covariance not positive definite after jitter")
+            mean = h.mean[:, None, None] + torch.einsum("snf,snj->sfj", d.alpha, Knp)  # (S, F, J)
+            z = torch.randn(S, F, n_fantasies, J, generator=generator, dtype=Xp.dtype)
+            draws = mean[:, :, None, :] + torch.einsum("sij,sfkj->sfki", Lp, z)  # (S, F, n_fantasies, J)
+            Y = torch.cat([d.Y[:, :, None, :].expand(S, F, n_fantasies, n), draws], dim=-1)
+            fantasy = copy.copy(self)
+            fantasy._data = self._condition(h, torch.cat([d.X, Xp]), Y.reshape(S, F * n_fantasies, n + J))
+        return fantasy
+
+    @property
+    def fantasy_values(self) -> Tensor:
+        """Targets drawn at the pending points, (S * F, J); (S, 0) for a model without fantasies."""
+        d = self._require_fit()
+        S, F, n = d.Y.shape
+        return d.Y[:, :, self._n_observed:].reshape(S * F, n - self._n_observed)
+
+    # ------------------------------------------------------------- introspection
+    def warpings(self, grid_size: int = 51) -> dict | None:
+        """JSON-able learned warpings (see ``warping.warping_summary``), None without warping."""
+        d = self._require_fit()
+        if not self.warping:
+            return None
+        return warping_summary(d.hypers.log_alpha, d.hypers.log_beta, grid_size)
+
+    def hyperparameters(self) -> dict:
+        """JSON-able current samples: lists over the S samples (per input for length scales)."""
+        h = self._require_fit().hypers
+        out = {
+            "mean": h.mean.tolist(),
+            "amp2": h.amp2.tolist(),
+            "noise": h.noise.tolist(),
+            "lengthscales": torch.exp(h.log_lengthscales).tolist(),
+        }
+        if self.warping:
+            out["alpha"] = torch.exp(h.log_alpha).tolist()
+            out["beta"] = torch.exp(h.log_beta).tolist()
+        if self.conditional:
+            out["rho"] = h.rho.tolist()
+        return out
+
+    def state_dict(self) -> dict:
+        """JSON-able sampler state, so that a restarted process continues the chains."""
+        return {"layout": None if self.layout is None else vars(self.layout).copy(),
+                "chains": None if self.chains is None else self.chains.tolist()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore the chains saved by ``state_dict`` (the next fit continues them, no burn-in)."""
+        if state.get("chains") is None:
+            return
+        layout = HyperLayout(**state["layout"])
+        chains = torch.tensor(state["chains"], dtype=torch.float64)
+        if chains.shape != (self.n_samples, layout.size) or layout != self.layout_for(layout.n_dims):
+            raise ValueError(f"saved GP chains {tuple(chains.shape)} do not fit this model's settings")
+        self.layout, self.chains = layout, chains
+
+    def save(self, folder: str | Path) -> None:
+        """Write ``folder/gp.json`` (sampler state) and, when fitted with warping,
+        ``folder/warpings.json`` (see ``warping.warping_summary``); each replaced atomically."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        _write_json_atomically(folder / STATE_FILE, {"n_inputs": self.n_inputs, **self.state_dict()})
+        if self._data is not None and self.warping:
+            _write_json_atomically(folder / WARPINGS_FILE, self.warpings())
+
+    def load(self, folder: str | Path) -> None:
+        """Continue the chains saved by ``save`` in folder (in place); OSError/ValueError if unusable."""
+        state = json.loads((Path(folder) / STATE_FILE).read_text())
+        if self.n_inputs is not None and state.get("n_inputs") not in (None, self.n_inputs):
+            raise ValueError(f"saved GP is for {state['n_inputs']} inputs, not {self.n_inputs}")
+        self.load_state_dict(state)
+
+
+def _write_json_atomically(path: Path, value: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(value, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,254 @@
+"""The Spearmint GP: likelihood and posterior against dense numpy, sampling, jitter, fantasies."""
+import json
+import math
+
+import numpy as np
+import pytest
+import scipy.special
+import scipy.stats
+import torch
+
+from spearmint_nn.models.gp import GP, GPCapacityError, Hypers, robust_cholesky
+from spearmint_nn.models.kernels import Conditional
+
+
+def dense_cov(A, B, ls, amp2, alpha=None, beta=None):
+    """Reference Matérn 5/2 on Beta-CDF-warped inputs, plain numpy/scipy."""
+    if alpha is not None:
+        A, B = scipy.special.betainc(alpha, beta, A), scipy.special.betainc(alpha, beta, B)
+    r = np.sqrt((((A[:, None, :] - B[None, :, :]) / ls) ** 2).sum(-1))
+    return amp2 * (1 + math.sqrt(5) * r + 5 / 3 * r**2) * np.exp(-math.sqrt(5) * r)
+
+
+def data(n=12, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d))
+    y = np.sin(5 * X[:, 0]) + X[:, 1] ** 2 + 0.05 * rng.standard_normal(n)
+    return X, (y - y.mean()) / y.std()
+
+
+@pytest.mark.parametrize("warping", [True, False])
+def test_log_marginal_likelihood_matches_dense_computation(warping):
+    X, y = data()
+    gp = GP(warping=warping, seed=0)
+    layout = gp.layout_for(2)
+    ls, alpha, beta = np.array([0.3, 1.2]), np.array([0.5, 2.0]), np.array([1.5, 0.7])
+    theta = torch.stack([
+        layout.pack(mean=0.2, amp2=1.7, noise=0.01, lengthscales=torch.tensor(ls), alpha=torch.tensor(alpha), beta=torch.tensor(beta)),
+        layout.pack(mean=-0.1, amp2=0.5, noise=1e-4, lengthscales=0.7),
+    ])
+    got = gp.log_marginal_likelihood(theta, torch.tensor(X), torch.tensor(y)).numpy()
+    expected = []
+    for mean, amp2, noise, ls_s, a, b in [(0.2, 1.7, 0.01, ls, alpha, beta), (-0.1, 0.5, 1e-4, 0.7, 1.0, 1.0)]:
+        K = dense_cov(X, X, ls_s, amp2, a if warping else None, b) + noise * np.eye(len(X))
+        expected.append(scipy.stats.multivariate_normal(mean * np.ones(len(X)), K).logpdf(y))
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+def test_posterior_matches_dense_computation_for_every_sample():
+    X, y = data(n=15)
+    gp = GP(seed=1, burn_in=3, sweeps_per_fit=1, n_samples=4)
+    gp.fit(torch.tensor(X), torch.tensor(y))
+    Xs = np.random.default_rng(5).random((9, 2))
+    mean, var = gp.posterior(torch.tensor(Xs))
+    assert mean.shape == var.shape == (4, 9)
+    h = Hypers.unpack(gp.chains, gp.layout)
+    for s in range(4):
+        ls = np.exp(h.log_lengthscales[s].numpy())
+        a, b = np.exp(h.log_alpha[s].numpy()), np.exp(h.log_beta[s].numpy())
+        amp2, noise, m = h.amp2[s].item(), h.noise[s].item(), h.mean[s].item()
+        K = dense_cov(X, X, ls, amp2, a, b) + noise * np.eye(len(X))
+        Ks = dense_cov(X, Xs, ls, amp2, a, b)
+        np.testing.assert_allclose(mean[s].numpy(), m + Ks.T @ np.linalg.solve(K, y - m), rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(var[s].numpy(), amp2 - np.einsum("nm,nm->m", Ks, np.linalg.solve(K, Ks)), rtol=1e-6, atol=1e-9)
+
+
+def test_posterior_is_differentiable_in_x():
+    X, y = data()
+    gp = GP(seed=2, burn_in=2, sweeps_per_fit=1, n_samples=3)
+    gp.fit(torch.tensor(X), torch.tensor(y))
+    x = torch.tensor([[0.3, 0.6]], dtype=torch.float64, requires_grad=True)
+    mean, var = gp.posterior(x)
+    (mean.sum() + var.sum()).backward()
+    h = 1e-6
+    numeric = []
+    for d in range(2):
+        e = torch.zeros(1, 2, dtype=torch.float64)
+        e[0, d] = h
+        up, down = gp.posterior(x.detach() + e), gp.posterior(x.detach() - e)
+        numeric.append(((up[0].sum() + up[1].sum()) - (down[0].sum() + down[1].sum())).item() / (2 * h))
+    np.testing.assert_allclose(x.grad[0].numpy(), numeric, rtol=1e-5)
+
+
+def test_slice_sampling_recovers_known_lengthscales():
+    """Data drawn from a Matérn 5/2 GP with l = (0.15, 0.6): the sampled l lands within 35%.
+
+    A kernel with a wrong distance scaling (e.g. sqrt(5) r missing) or without ARD misses this.
+    """
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 2))
+    K = dense_cov(X, X, np.array([0.15, 0.6]), 1.0) + 1e-4 * np.eye(60)
+    y = np.linalg.cholesky(K) @ rng.standard_normal(60)
+    gp = GP(warping=False, seed=0, burn_in=30)
+    gp.fit(torch.tensor(X), torch.tensor(y))
+    median = np.median(np.array(gp.hyperparameters()["lengthscales"]), axis=0)
+    np.testing.assert_allclose(median, [0.15, 0.6], rtol=0.35)
+
+
+def test_jitter_escalation_factorises_a_duplicated_point_covariance():
+    X = np.random.default_rng(0).random((6, 2))
+    X = np.vstack([X, X[:3]])  # exact duplicates: the noise-free covariance is singular
+    singular = torch.tensor(dense_cov(X, X, 0.4, 1.0))
+    fine = singular + 0.1 * torch.eye(len(X), dtype=torch.float64)
+    K = torch.stack([singular, fine])
+    L, jitter, ok = robust_cholesky(K)
+    assert ok.all()
+    assert jitter[0] > 0 and jitter[1] == 0
+    np.testing.assert_allclose((L @ L.transpose(1, 2)).numpy(), (K + jitter[:, None, None] * torch.eye(len(X))).numpy(), atol=1e-12)
+    # and a noiseless GP fits and predicts on that data set
+    gp = GP(noiseless=True, seed=0, burn_in=2, sweeps_per_fit=1, n_samples=3)
+    y = np.sin(4 * X[:, 0])
+    gp.fit(torch.tensor(X), torch.tensor(y - y.mean()))
+    mean, var = gp.posterior(torch.tensor(X[:2]))
+    np.testing.assert_allclose(mean.numpy(), np.broadcast_to(y[:2] - y.mean(), (3, 2)), atol=1e-3)
+    assert (var < 1e-3).all()
+
+
+def test_too_many_observations_is_a_clear_error():
+    gp = GP(max_observations=50)
+    with pytest.raises(GPCapacityError, match="DNGO"):
+        gp.fit(torch.rand(51, 2, dtype=torch.float64), torch.zeros(51, dtype=torch.float64))
+
+
+def test_fantasies_condition_on_joint_draws_at_the_pending_points():
+    X, y = data(n=10)
+    gp = GP(noiseless=True, seed=3, burn_in=3, sweeps_per_fit=1, n_samples=4)
+    gp.fit(torch.tensor(X), torch.tensor(y))
+    pending = torch.tensor([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]], dtype=torch.float64)
+    fantasy = gp.fantasize(pending, 5, torch.Generator().manual_seed(0))
+    values = fantasy.fantasy_values
+    assert values.shape == (20, 3)
+    mean, var = fantasy.posterior(pending)
+    assert mean.shape == (20, 3)
+    # noise-free: each fantasised model interpolates its own draws
+    np.testing.assert_allclose(mean.numpy(), values.numpy(), atol=1e-3)
+    assert (var < 1e-3).all()
+    # the draws are centred on the original posterior mean (many fantasies, one sample's rows)
+    many = gp.fantasize(pending, 4000, torch.Generator().manual_seed(1)).fantasy_values
+    prior_mean, prior_var = gp.posterior(pending)
+    draws = many.reshape(4, 4000, 3)
+    np.testing.assert_allclose(draws.mean(1).numpy(), prior_mean.numpy(), atol=4 * (prior_var.max().sqrt().item() + 1e-3) / math.sqrt(4000))
+    # the original model is unchanged
+    assert gp.fantasy_values.shape == (4, 0)
+    assert gp.posterior(pending)[0].shape == (4, 3)
+
+
+def test_chains_continue_across_fits_and_state_is_json():
+    X, y = data(n=8)
+    gp = GP(seed=4, burn_in=2, sweeps_per_fit=1, n_samples=3)
+    gp.fit(torch.tensor(X), torch.tensor(y))
+    state = json.loads(json.dumps(gp.state_dict()))
+    restored = GP(seed=5, burn_in=1000, sweeps_per_fit=1, n_samples=3)
+    restored.load_state_dict(state)
+    restored.fit(torch.tensor(X), torch.tensor(y))  # would take minutes if it burned in again
+    assert restored.chains.shape == gp.chains.shape
+    assert not torch.equal(restored.chains, gp.chains)  # one more sweep moved them
+
+
+def test_save_and_load_continue_the_chains_and_write_the_warpings(tmp_path):
+    X, y = data(n=8)
+    gp = GP(n_inputs=2, seed=4, burn_in=2, sweeps_per_fit=1, n_samples=3)
+    gp.fit(torch.tensor(X), torch.tensor(y))
+    gp.save(tmp_path)
+    warpings = json.loads((tmp_path / "warpings.json").read_text())
+    assert len(warpings["inputs"]) == 2
+    restored = GP(n_inputs=2, seed=5, burn_in=1000, sweeps_per_fit=1, n_samples=3)
+    restored.load(tmp_path)
+    assert torch.equal(restored.chains, gp.chains)
+    with pytest.raises(ValueError):
+        GP(n_inputs=3, n_samples=3).load(tmp_path)
+    with pytest.raises(ValueError):
+        GP(n_inputs=2, n_samples=4).load(tmp_path)
+
+
+def test_warpings_are_json_per_input():
+    X, y = data(n=10)
+    gp = GP(seed=6, burn_in=2, sweeps_per_fit=1, n_samples=3)
+    gp.fit(torch.tensor(X), torch.tensor(y))
+    summary = json.loads(json.dumps(gp.warpings(grid_size=21)))
+    assert len(summary["inputs"]) == 2
+    assert np.array(summary["inputs"][0]["samples"]).shape == (3, 21)
+    assert GP(warping=False).warpings is not None  # method exists either way
+    nowarp = GP(warping=False, seed=0, burn_in=1, sweeps_per_fit=1, n_samples=2)
+    nowarp.fit(torch.tensor(X), torch.tensor(y))
+    assert nowarp.warpings() is None
+
+
+def test_conditional_gp_ignores_inactive_values():
+    """With the arc kernel, changing an inactive input never changes the prediction."""
+    conditional = Conditional(dims=(1,), active=lambda X: torch.stack([X[:, 0] >= 0, X[:, 0] > 0.5], dim=-1))
+    rng = np.random.default_rng(7)
+    X = rng.random((14, 2))
+    y = np.where(X[:, 0] > 0.5, np.sin(6 * X[:, 1]), X[:, 0])
+    gp = GP(conditional=conditional, seed=7, burn_in=3, sweeps_per_fit=1, n_samples=3)
+    gp.fit(torch.tensor(X), torch.tensor(y - y.mean()))
+    assert len(gp.hyperparameters()["rho"][0]) == 1
+    a = torch.tensor([[0.2, 0.1], [0.3, 0.9]], dtype=torch.float64)
+    b = a.clone()
+    b[:, 1] = torch.tensor([0.7, 0.4])
+    for got, expected in zip(gp.posterior(a), gp.posterior(b)):
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
+    # training values of the inactive input do not matter either
+    X2 = X.copy()
+    X2[X[:, 0] <= 0.5, 1] = 0.5
+    assert torch.allclose(gp.log_marginal_likelihood(gp.chains, torch.tensor(X), torch.tensor(y)),
+                          gp.log_marginal_likelihood(gp.chains, torch.tensor(X2), torch.tensor(y)), rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_warping_learns_a_log_like_warp_for_a_function_of_log_x():
+    """f(x) = sin(3 log(x + 0.01)) varies fast near 0: the learned warp stretches small x."""
+    x = np.random.default_rng(8).random((30, 1))
+    y = np.sin(3 * np.log(x[:, 0] + 0.01))
+    gp = GP(seed=8, burn_in=40)
+    gp.fit(torch.tensor(x), torch.tensor((y - y.mean()) / y.std()))
+    summary = gp.warpings(grid_size=11)
+    assert summary["inputs"][0]["mean"][1] > 0.5  # w(0.1) far above 0.1 (0.79 measured)
+
+
+def test_duration_model_predicts_log_duration_and_is_differentiable():
+    from spearmint_nn.models.duration import DurationModel
+
+    rng = np.random.default_rng(9)
+    X = rng.random((20, 2))
+    log_seconds = 1.0 + 3.0 * X[:, 0]  # ten times longer at x0 = 1 than at x0 = 0.2 or so
+    model = DurationModel(seed=9)
+    model.fit(torch.tensor(X), torch.tensor(log_seconds))
+    Xt = torch.tensor(rng.random((6, 2)), requires_grad=True)
+    predicted = model.predict(Xt)
+    assert predicted.shape == (6,)
+    np.testing.assert_allclose(predicted.detach().numpy(), 1.0 + 3.0 * Xt.detach().numpy()[:, 0], atol=0.05)
+    predicted.sum().backward()
+    np.testing.assert_allclose(Xt.grad[:, 0].numpy(), 3.0, atol=0.3)
+    # constant durations are fine (no division by a zero spread)
+    model.fit(torch.tensor(X), torch.full((20,), 2.0, dtype=torch.float64))
+    np.testing.assert_allclose(model.predict(Xt.detach()).numpy(), 2.0, atol=1e-4)
+
+
+def test_ei_per_second_divides_integrated_ei_by_predicted_duration():
+    from spearmint_nn.acquisition import ACQUISITIONS, LogExpectedImprovement
+
+    X, y = data(n=10)
+    gp = GP(seed=10, burn_in=2, sweeps_per_fit=1, n_samples=3)
+    gp.fit(torch.tensor(X), torch.tensor(y))
+
+    class SlowOnTheRight:
+        def predict(self, X):
+            return 5.0 * X[:, 0]  # log seconds
+
+    candidates = torch.rand(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    per_second = ACQUISITIONS["ei-per-second"](gp, float(y.min()), duration=SlowOnTheRight())
+    plain = LogExpectedImprovement(gp, float(y.min()))
+    np.testing.assert_allclose(per_second(candidates).detach().numpy(),
+                               (plain(candidates) - 5.0 * candidates[:, 0]).detach().numpy(), rtol=1e-12)
+    assert candidates[per_second(candidates).argmax(), 0] <= candidates[plain(candidates).argmax(), 0]

@@ -1,0 +1,86 @@
+"""The Beta-CDF input warping: value and x-gradient against scipy, prior, JSON summary."""
+import json
+import math
+
+import numpy as np
+import pytest
+import scipy.special
+import scipy.stats
+import torch
+
+from spearmint_nn.models.warping import (
+    LOG_SHAPE_BOUND,
+    beta_cdf,
+    log_shape_prior,
+    warp,
+    warping_summary,
+)
+
+SHAPES = np.exp(np.linspace(-LOG_SHAPE_BOUND, LOG_SHAPE_BOUND, 9))
+
+
+@pytest.mark.parametrize("a", SHAPES)
+def test_beta_cdf_matches_scipy_over_the_prior_support(a):
+    x = np.concatenate([[0.0, 1e-9, 0.5, 1 - 1e-9, 1.0], np.random.default_rng(0).random(200)])
+    for b in SHAPES:
+        got = beta_cdf(torch.tensor(x), torch.tensor(a), torch.tensor(b)).numpy()
+        np.testing.assert_allclose(got, scipy.special.betainc(a, b, x), atol=5e-9, rtol=0)
+
+
+def test_beta_cdf_gradient_is_the_beta_density():
+    rng = np.random.default_rng(1)
+    x = torch.tensor(rng.uniform(0.01, 0.99, size=(40, 3)), requires_grad=True)
+    a = torch.tensor([0.3, 1.0, 4.0], dtype=torch.float64)
+    b = torch.tensor([2.5, 1.0, 0.6], dtype=torch.float64)
+    beta_cdf(x, a, b).sum().backward()
+    expected = scipy.stats.beta.pdf(x.detach().numpy(), a.numpy(), b.numpy())
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-9)
+    # and the density is the derivative of scipy's CDF (central differences)
+    h = 1e-6
+    xn = x.detach().numpy()
+    numeric = (scipy.special.betainc(a.numpy(), b.numpy(), xn + h) - scipy.special.betainc(a.numpy(), b.numpy(), xn - h)) / (2 * h)
+    np.testing.assert_allclose(x.grad.numpy(), numeric, rtol=1e-5)
+
+
+def test_warp_broadcasts_over_samples_and_sums_their_gradients():
+    X = torch.rand(7, 2, dtype=torch.float64, requires_grad=True)
+    log_alpha = torch.tensor([[0.5, -1.0], [0.0, 0.3], [-0.2, 1.1]], dtype=torch.float64)
+    log_beta = torch.tensor([[-0.5, 0.2], [0.0, 0.7], [1.0, -0.4]], dtype=torch.float64)
+    W = warp(X, log_alpha, log_beta)
+    assert W.shape == (3, 7, 2)
+    W.sum().backward()
+    a, b = np.exp(log_alpha.numpy()), np.exp(log_beta.numpy())
+    expected = sum(scipy.stats.beta.pdf(X.detach().numpy(), a[s], b[s]) for s in range(3))
+    np.testing.assert_allclose(X.grad.numpy(), expected, rtol=1e-9)
+    # the identity shapes (row 1, first input) leave the input unchanged
+    np.testing.assert_allclose(W[1, :, 0].detach().numpy(), X[:, 0].detach().numpy(), atol=1e-12)
+
+
+def test_warp_is_monotone_and_fixes_the_endpoints():
+    x = torch.linspace(0, 1, 501, dtype=torch.float64)
+    w = beta_cdf(x, torch.tensor(0.05, dtype=torch.float64), torch.tensor(20.0, dtype=torch.float64))
+    assert w[0] == 0.0 and w[-1] == 1.0
+    assert (w.diff() >= -1e-9).all()  # monotone up to the series' accuracy at this extreme shape
+
+
+def test_log_shape_prior_is_the_lognormal_of_variance_0_75():
+    u = torch.tensor([[0.0, 0.0], [0.4, -1.2], [1.0, 2.0]], dtype=torch.float64)
+    got = log_shape_prior(u)
+    # in log coordinates a log-normal is a normal density of log(alpha), up to a constant
+    ref = scipy.stats.norm.logpdf(u.numpy(), scale=math.sqrt(0.75)).sum(-1)
+    np.testing.assert_allclose((got - got[0]).numpy(), ref - ref[0], rtol=1e-12)
+    outside = log_shape_prior(torch.tensor([[0.0, LOG_SHAPE_BOUND + 0.01]], dtype=torch.float64))
+    assert outside.item() == -math.inf
+
+
+def test_warping_summary_is_json_with_mean_and_spread_per_input():
+    log_alpha = torch.tensor([[0.0, -1.0], [0.0, -1.5]], dtype=torch.float64)
+    log_beta = torch.zeros(2, 2, dtype=torch.float64)
+    summary = json.loads(json.dumps(warping_summary(log_alpha, log_beta, grid_size=11)))
+    assert len(summary["grid"]) == 11 and len(summary["inputs"]) == 2
+    identity, concave = summary["inputs"]
+    np.testing.assert_allclose(identity["mean"], summary["grid"], atol=1e-12)
+    np.testing.assert_allclose(identity["std"], 0.0, atol=1e-12)
+    assert np.array(concave["samples"]).shape == (2, 11)
+    assert concave["mean"][2] > 0.5  # alpha < 1 stretches small inputs (a log-like warp)
+    assert max(concave["std"]) > 0.01
