@@ -13,6 +13,7 @@ import os
 import socket
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,7 +22,7 @@ from .daemon import (Daemon, DaemonBusy, DaemonError, Reporter, acquire_lock, ca
                      counts_toward_budget, make_driver)
 from .errors import ConfigError
 from .layout import ExperimentPaths
-from .store import BadValues, Store, atomic_write_json, best_summary, check_values, read_json
+from .store import BadValues, Store, atomic_write_json, best_summary, check_values, is_feasible, read_json
 
 RECENT_FAILURES = 5
 
@@ -68,14 +69,29 @@ def status_summary(config: ExperimentConfig, store: Store) -> dict[str, Any]:
         "name": config.name,
         "daemon": daemon_state(config.paths),
         "counts": store.counts(),
-        "finished": sum(1 for j in store.jobs(("complete", "failed")) if counts_toward_budget(j)),
+        "finished": sum(1 for j in store.jobs(("complete", "failed")) if counts_toward_budget(j, config.ignored_failures)),
         "max_finished_jobs": config.max_finished_jobs,
         "objective": config.objective,
         "best": best_summary(best) if best else None,
         "running": [{"id": j["id"], "scheduler_id": j.get("scheduler_id"), "driver": j.get("driver"),
                      "age_s": round(now - j.get("submitted", now), 1)} for j in store.jobs("running")],
         "recent_failures": [{"id": j["id"], "failure": j.get("failure"), "reason": j.get("reason")} for j in failures],
+        "feasibility": feasibility_counts(config, store),
+        "failures_by_kind": dict(Counter(j.get("failure") or "unknown" for j in store.jobs("failed")).most_common()),
     }
+
+
+def feasibility_counts(config: ExperimentConfig, store: Store) -> dict[str, int]:
+    """Finished jobs as the constraint model sees them: feasible, infeasible (complete but a
+    constraint < 0), failed (an infeasible observation of "job success") and ignored (failed
+    for a reason that says nothing about the point: the config's ``ignore-failures``)."""
+    counts = {"feasible": 0, "infeasible": 0, "failed": 0, "ignored": 0}
+    for job in store.jobs(("complete", "failed")):
+        if job["state"] == "complete":
+            counts["feasible" if is_feasible(job, config.constraints) else "infeasible"] += 1
+        else:
+            counts["failed" if counts_toward_budget(job, config.ignored_failures) else "ignored"] += 1
+    return counts
 
 
 def _format_status(summary: dict[str, Any]) -> str:
@@ -97,6 +113,11 @@ def _format_status(summary: dict[str, Any]) -> str:
         lines.append(f"best: {summary['objective']} = {best['value']:.6g} (job {best['id']}) {params}")
     else:
         lines.append("best: no complete job yet")
+    feas = summary["feasibility"]
+    lines.append(f"feasible: {feas['feasible']}, infeasible (constraint < 0): {feas['infeasible']}, "
+                 f"failed: {feas['failed']}, failed but not about the point: {feas['ignored']}")
+    if summary["failures_by_kind"]:
+        lines.append("failures by kind: " + ", ".join(f"{k} {n}" for k, n in summary["failures_by_kind"].items()))
     if summary["running"]:
         lines.append("running:")
         lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s" for r in summary["running"]]

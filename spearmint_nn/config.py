@@ -97,6 +97,25 @@ def _command(path: str, value: Any) -> list[str] | None:
     return list(value)
 
 
+# Every failure kind a job can end with (see the README's table), and those that by default say
+# nothing about the point itself: they are not shown to the model as an infeasible observation
+# and not counted against max-finished-jobs. A job "lost" by the scheduler is, by default, about
+# the point (it may have crashed its node or run out of memory), as the constraint model expects.
+FAILURE_KINDS = ("exception", "nan", "bad_result", "exit_code", "timeout", "oom", "no_result", "lost",
+                 "cancelled", "node_fail", "submit_rejected", "bad_params", "bad_config", "bad_wrapper")
+DEFAULT_IGNORED_FAILURES = ("submit_rejected", "cancelled", "node_fail", "bad_params", "bad_config", "bad_wrapper")
+
+
+def _failure_kinds(path: str, value: Any) -> frozenset[str]:
+    if not isinstance(value, list):
+        raise ConfigError(path, f"must be a list of failure kinds (got {value!r})")
+    for i, kind in enumerate(value):
+        if kind not in FAILURE_KINDS:
+            raise ConfigError(f"{path}[{i}]", f"unknown failure kind {kind!r}{did_you_mean(str(kind), FAILURE_KINDS)}; "
+                              f"known: {', '.join(FAILURE_KINDS)}")
+    return frozenset(value)
+
+
 def _object(path: str, value: Any) -> Any:
     return value  # parsed by a dedicated function below (variables, tasks, driver)
 
@@ -131,6 +150,8 @@ KEYS: dict[str, Key] = {
     "seed": Key(None, _seed, "seed of every random choice (null: fresh randomness)", "seed"),
     "fantasies": Key(10, _int(1), "fantasised outcomes per pending job when proposing in parallel", "fantasies"),
     "torch-threads": Key(1, _int(1), "torch threads of the daemon (a login node is shared)", "torch_threads"),
+    "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
+                           "failure kinds that say nothing about the point: not shown to the model, not counted"),
 }
 
 
@@ -187,6 +208,11 @@ class ExperimentConfig:
     @property
     def constraints(self) -> list[str]:
         return [t.name for t in self.tasks.values() if t.type == "CONSTRAINT"]
+
+    @property
+    def ignored_failures(self) -> frozenset[str]:
+        """Failure kinds not shown to the model and not counted against the budget."""
+        return frozenset(self.values["ignore-failures"])
 
     @property
     def max_concurrent(self) -> int:

@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping, Sequence, TextIO
 
 from filelock import FileLock, Timeout
 
@@ -41,11 +41,6 @@ from .store import BadValues, Store, atomic_write_json, check_values, read_json
 if TYPE_CHECKING:  # the optimizer imports torch: only `run` pays for it, not status/report/cancel
     from .optimizer import Optimizer
 
-# Failures that say nothing about the point itself: not shown to the optimizer as NaN, and not
-# counted against max-finished-jobs.
-NOT_ABOUT_THE_POINT = frozenset({
-    "submit_rejected", "cancelled", "lost", "node_fail", "bad_params", "bad_config", "bad_wrapper",
-})
 # The failure kind recorded when a job left the scheduler without writing a result file.
 SCHEDULER_FAILURES = {
     SchedulerState.TIMEOUT: "timeout",
@@ -311,9 +306,11 @@ def holder_description(paths: ExperimentPaths) -> str:
 
 # ---- shared by the daemon and the CLI --------------------------------------------------------
 
-def counts_toward_budget(job: Mapping[str, Any]) -> bool:
-    """Whether a job is an evaluation of its point (counted against max-finished-jobs)."""
-    return job["state"] == "complete" or (job["state"] == "failed" and job.get("failure") not in NOT_ABOUT_THE_POINT)
+def counts_toward_budget(job: Mapping[str, Any], ignored_failures: Collection[str]) -> bool:
+    """Whether a job is an evaluation of its point (shown to the model, counted against
+    max-finished-jobs): complete, or failed for a reason not in ``ignored_failures`` (the
+    config's ``ignore-failures``)."""
+    return job["state"] == "complete" or (job["state"] == "failed" and job.get("failure") not in ignored_failures)
 
 
 def stderr_tail(path: Path) -> str:
@@ -482,7 +479,7 @@ class Daemon:
         """Show every finished evaluation to the optimizer (in id order)."""
         replayed = 0
         for job in self.store.jobs(("complete", "failed")):
-            if not counts_toward_budget(job):
+            if not counts_toward_budget(job, self.config.ignored_failures):
                 continue
             self._finished += 1
             if _params_problem(self.config, job["params"]) is not None:
@@ -745,7 +742,7 @@ class Daemon:
     def _after_failure(self, job: Mapping[str, Any]) -> None:
         self.reporter.event("failed", f"job {job['id']} {job['failure']}: {job['reason']}",
                             job=job["id"], failure=job["failure"])
-        if counts_toward_budget(job):
+        if counts_toward_budget(job, self.config.ignored_failures):
             self._finished += 1
             self._observe(job)
 

@@ -28,12 +28,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
-from .config import DEFAULT_TASK_NAME, ExperimentConfig, load_config
-from .daemon import Reporter, counts_toward_budget
+from .config import DEFAULT_IGNORED_FAILURES, DEFAULT_TASK_NAME, ExperimentConfig, load_config
+from .daemon import Reporter, TimeShare, counts_toward_budget
 from .errors import ConfigError
 from .layout import JOB_STATES, ExperimentPaths
 from .space import Space
-from .store import Store
+from .store import Store, is_feasible
 
 CLEAR_TO_END = "\x1b[K"
 HOME_AND_CLEAR = "\x1b[H\x1b[2J"
@@ -128,16 +128,13 @@ class Snapshot:
     @cached_property
     def budget_used(self) -> int:
         """Finished jobs that count against ``max-finished-jobs`` (not cancelled, lost, ...)."""
-        return sum(1 for job in self.finished if counts_toward_budget(job))
+        ignored = self.config.ignored_failures if self.config else DEFAULT_IGNORED_FAILURES
+        return sum(1 for job in self.finished if counts_toward_budget(job, ignored))
 
     def is_feasible(self, job: Mapping[str, Any]) -> bool:
         """A complete job with an objective value and every constraint value >= 0 (Spearmint's
         convention, as in :meth:`Store.best`)."""
-        if job["state"] != "complete" or objective_value(job, self.objective) is None:
-            return False
-        values = job.get("values") or {}
-        constraint_values = [_number(values.get(task)) for task in self.constraints]
-        return all(v is not None and v >= 0 for v in constraint_values)
+        return objective_value(job, self.objective) is not None and is_feasible(job, self.constraints)
 
     @cached_property
     def best(self) -> dict[str, Any] | None:
@@ -304,6 +301,9 @@ class DaemonProgress:
         self._owner: int | None = None
         self._refit_s: float | None = None
         self._key: Any = None
+        # A snapshot reads every job: with 10,000 of them, one per event would cost more than
+        # the event itself. Limited to a share of the time, one update then covers several events.
+        self._limit = TimeShare()
 
     def attach(self, reporter: Reporter, store: Store) -> None:
         self._reporter, self._store, self._owner = reporter, store, threading.get_ident()
@@ -316,8 +316,8 @@ class DaemonProgress:
             return
         if fields.get("refit_seconds") is not None:
             self._refit_s = float(fields["refit_seconds"])
-        if threading.get_ident() == self._owner:
-            self.update()
+        if threading.get_ident() == self._owner and (kind == "stopped" or self._limit.seconds_until_due() == 0.0):
+            self._limit.run(self.update)
 
     def update(self) -> None:
         """Show the current progress (live line, or a ``progress`` event when it changed)."""

@@ -161,6 +161,8 @@ def check_values(raw: Any, tasks: Sequence[str]) -> dict[str, float]:
         if number is None:
             raise BadValues("bad_result", f"returned {type(raw).__name__} {raw!r:.80}; expected a number or a dict of task -> number")
         if len(tasks) != 1:
+            if not math.isfinite(number):  # a bare NaN means "this evaluation failed", whatever the tasks
+                raise BadValues("nan", f"returned {number} (a failed evaluation)")
             raise BadValues("bad_result", f"returned one number but the config has tasks {sorted(tasks)}: return a dict")
         values = {tasks[0]: number}
     bad = [task for task, v in values.items() if not math.isfinite(v)]
@@ -430,7 +432,7 @@ class Store:
         (constraint value >= 0, Spearmint's convention); ties go to the lower id."""
         best = None
         for job in self.jobs("complete"):
-            if _feasible(job, config) and (best is None or job["value"] < best["value"]):
+            if is_feasible(job, config.constraints) and (best is None or job["value"] < best["value"]):
                 best = job
         return best
 
@@ -440,20 +442,22 @@ class Store:
         tasks = list(config.tasks)
         columns = [(var.name if var.size == 1 else f"{var.name}[{i}]", var.name, i)
                    for var in config.space.variables for i in range(var.size)]
-        header = (["id", "state", "source", "value"] + [f"task:{t}" for t in tasks]
+        header = (["id", "state", "source", "value", "feasible"] + [f"task:{t}" for t in tasks]
                   + [column for column, _, _ in columns]
                   + ["duration", "failure", "reason", "best_so_far"])
         rows, best_so_far = [], None
         for job in self.jobs(states):
             values = job.get("values") or {}
-            if job["state"] == "complete" and _feasible(job, config):
+            feasible = is_feasible(job, config.constraints)
+            if feasible:
                 best_so_far = job["value"] if best_so_far is None else min(best_so_far, job["value"])
             params = job.get("params") if isinstance(job.get("params"), dict) else {}
             cells = []
             for _, name, i in columns:
                 value = params.get(name)
                 cells.append(value[i] if isinstance(value, list) and i < len(value) else "")
-            rows.append([job["id"], job["state"], job.get("source", ""), job.get("value", "")]
+            rows.append([job["id"], job["state"], job.get("source", ""), job.get("value", ""),
+                         {"complete": "yes" if feasible else "no", "failed": "no"}.get(job["state"], "")]
                         + [values.get(t, "") for t in tasks] + cells
                         + [job.get("duration", ""), job.get("failure", ""), job.get("reason", ""),
                            "" if best_so_far is None else best_so_far])
@@ -477,9 +481,12 @@ def best_summary(job: Mapping[str, Any]) -> dict[str, Any]:
     return {key: job.get(key) for key in ("id", "value", "values", "params", "duration", "finished")}
 
 
-def _feasible(job: Mapping[str, Any], config: "ExperimentConfig") -> bool:
+def is_feasible(job: Mapping[str, Any], constraints: Sequence[str]) -> bool:
+    """A complete job whose every constraint value is >= 0 (Spearmint's convention)."""
+    if job.get("state") != "complete":
+        return False
     values = job.get("values") or {}
-    return all(values.get(name, -1.0) >= 0 for name in config.constraints)
+    return all(_as_number(values.get(name)) is not None and values[name] >= 0 for name in constraints)
 
 
 def _later(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -230,7 +230,8 @@ def test_status_json_is_stable(tmp_path):
     assert result.returncode == 0, result.stderr
     status = json.loads(result.stdout)
     assert set(status) == {"experiment", "name", "daemon", "counts", "finished", "max_finished_jobs",
-                           "objective", "best", "running", "recent_failures"}
+                           "objective", "best", "running", "recent_failures", "feasibility",
+                           "failures_by_kind"}
     snap = take_snapshot(exp)
     assert status["counts"] == snap.counts and status["finished"] == snap.budget_used == 20
     assert status["max_finished_jobs"] == 30 and status["objective"] == "loss" and status["name"] == "demo"
@@ -241,6 +242,11 @@ def test_status_json_is_stable(tmp_path):
     assert [f["id"] for f in status["recent_failures"]] == [7, 14]
     assert all(set(f) == {"id", "failure", "reason"} for f in status["recent_failures"])
     assert status["daemon"] == {"running": False}
+    feasibility = status["feasibility"]
+    assert set(feasibility) == {"feasible", "infeasible", "failed", "ignored"}
+    assert feasibility["feasible"] == sum(1 for j in snap.jobs if snap.is_feasible(j))
+    assert feasibility["failed"] + feasibility["ignored"] == snap.counts["failed"] == sum(status["failures_by_kind"].values())
+    assert feasibility["feasible"] + feasibility["infeasible"] == snap.counts["complete"]
 
 
 def test_status_watch_in_a_pipe_prints_plain_views_and_stops_at_the_budget(tmp_path):
