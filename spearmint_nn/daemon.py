@@ -109,6 +109,9 @@ class Reporter:
         self._stream = stream or sys.stderr
         self.console: Callable[[str], None] = self._write_line
         self._logger = logging.getLogger("spearmint_nn")
+        # Restored by close(): an in-process daemon (tests, notebooks) must not leave the
+        # package's logging cut off from the application's.
+        self._saved_logger_state = (self._logger.level, self._logger.propagate)
         self._logger.setLevel(logging.INFO)
         self._logger.propagate = False
         formatter = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
@@ -138,6 +141,7 @@ class Reporter:
         for handler in self._handlers:
             self._logger.removeHandler(handler)
             handler.close()
+        self._logger.level, self._logger.propagate = self._saved_logger_state
 
 
 # ---- the optimizer in a background thread ----------------------------------------------------
@@ -162,6 +166,9 @@ class Proposer:
         self._observations: list[tuple[dict, Any, float | None]] = []
         self._request: tuple[int, list[dict]] | None = None
         self._result: list[dict] | None = None
+        self._result_fields: list[dict] = []
+        #: Extra job-file fields of each point of the last proposal taken, aligned with it.
+        self.taken_fields: list[dict] = []
         self._error: BaseException | None = None
         self._busy = self._closed = False
         self._thread = threading.Thread(target=self._work, name="proposer", daemon=True)
@@ -182,11 +189,15 @@ class Proposer:
             self._cond.notify()
 
     def take(self) -> list[dict] | None:
-        """The finished proposal, once; re-raises an exception of the optimizer."""
+        """The finished proposal, once; re-raises an exception of the optimizer.
+
+        The job-file fields the optimizer attached to its points are then in ``taken_fields``.
+        """
         with self._cond:
             if self._error is not None:
                 raise DaemonError(f"the optimizer failed: {type(self._error).__name__}: {self._error}") from self._error
             result, self._result = self._result, None
+            self.taken_fields, self._result_fields = self._result_fields, []
             return result
 
     def close(self) -> None:
@@ -209,6 +220,7 @@ class Proposer:
                 fit_before = getattr(self._optimizer, "last_fit_seconds", None)
                 start = time.perf_counter()
                 proposal = self._optimizer.suggest(n, pending=pending)
+                fields = _proposal_fields(self._optimizer, len(proposal))
                 elapsed = time.perf_counter() - start
                 fit = getattr(self._optimizer, "last_fit_seconds", None)
                 refit = f", model refit {fit:.2f} s" if fit is not None and (fit is not fit_before) else ""
@@ -217,10 +229,17 @@ class Proposer:
                                      seconds=elapsed, refit_seconds=fit if refit else None)
                 error = None
             except BaseException as exc:  # reported by the main thread through take()
-                proposal, error = None, exc
+                proposal, fields, error = None, [], exc
             with self._cond:
-                self._result, self._error, self._busy = proposal, error, False
+                self._result, self._result_fields, self._error, self._busy = proposal, fields, error, False
             self._wake.set()
+
+
+def _proposal_fields(optimizer: "Optimizer", n: int) -> list[dict[str, Any]]:
+    """Job-file fields for each of the optimizer's last n proposals: ``predicted_duration``
+    (seconds) where EI per second predicted one, so reports can set it against the actual."""
+    predicted = list(getattr(optimizer, "last_predicted_durations", None) or [])[:n]
+    return [{} if p is None else {"predicted_duration": float(p)} for p in predicted + [None] * (n - len(predicted))]
 
 
 # ---- summaries ------------------------------------------------------------------------------
@@ -586,8 +605,10 @@ class Daemon:
         proposal = self._proposer.take()
         if not proposal or self._stop_signal is not None:
             return
-        for params in proposal[: max(0, self._free_slots())]:
-            job = self.store.new_job(self.config.space.to_json(params), "optimizer")
+        fields = self._proposer.taken_fields
+        for i, params in enumerate(proposal[: max(0, self._free_slots())]):
+            job = self.store.new_job(self.config.space.to_json(params), "optimizer",
+                                     **(fields[i] if i < len(fields) else {}))
             self._report_new(job)
 
     def _report_new(self, job: Mapping[str, Any]) -> None:
