@@ -65,6 +65,7 @@ SUMMARY_TIME_SHARE = 0.1
 # 800 free slots asked in one call would start no job for minutes; in chunks the first jobs start
 # after a few seconds, and each later chunk treats the earlier ones as pending all the same.
 PROPOSAL_CHUNK = 10
+PROPOSER_JOIN_SECONDS = 30.0  # at exit, how long a proposal in progress may take to finish
 
 
 class DaemonBusy(RuntimeError):
@@ -201,9 +202,17 @@ class Proposer:
             return result
 
     def close(self) -> None:
+        """Stop the thread, waiting for a proposal in progress up to PROPOSER_JOIN_SECONDS.
+
+        The thread must end before the interpreter does: a daemon thread that has run torch code
+        and is still alive at interpreter exit can abort the process ("terminate called without
+        an active exception") after all the work is done.
+        """
         with self._cond:
             self._closed = True
             self._cond.notify()
+        if self._thread is not threading.current_thread():
+            self._thread.join(PROPOSER_JOIN_SECONDS)
 
     def _work(self) -> None:
         while True:

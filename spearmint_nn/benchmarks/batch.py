@@ -1,0 +1,132 @@
+"""Batch quality: the same evaluation budget spent in synchronous batches vs one point at a time.
+
+Hartmann6 (minimum -3.32237), ``--evals`` evaluations per run, for each batch size b in
+``--batches``: ``evals / b`` rounds, each round one ``suggest(b)`` (the b points chosen one
+after another, each fantasising the earlier ones as pending), then all b evaluated and observed.
+b = 1 is the sequential run. Reported per batch size: the median over seeds of the best value
+after the whole budget and after each quarter of it, and the difference to the sequential
+median (the target for b = 10 is within 0.05 at 200 evaluations).
+
+Each (seed, batch size) run is its own process; ``--workers`` of them run at once. Results are
+appended to ``--json`` as each run ends, so an interrupted benchmark keeps what ran.
+
+    python -m spearmint_nn.benchmarks.batch [--seeds 0,1,2] [--evals 200] [--batches 1,10,50]
+        [--workers 1] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any
+
+import numpy as np
+
+from .functions import FUNCTIONS
+
+PROBLEM = "hartmann6"
+TARGET_GAP = 0.05
+
+
+def run_batches(seed: int, evals: int, batch: int, problem_name: str = PROBLEM) -> dict[str, Any]:
+    """One run: ``evals // batch`` rounds of ``suggest(batch)``; the values in evaluation order."""
+    import torch
+
+    from ..optimizer import Optimizer
+
+    torch.set_num_threads(1)
+    problem = FUNCTIONS[problem_name]
+    opt = Optimizer(problem.variables, model="dngo", seed=seed)
+    values: list[float] = []
+    start = time.perf_counter()
+    cpu = time.process_time()
+    for _ in range(evals // batch):
+        for params in opt.suggest(batch):
+            value = problem(params)
+            opt.observe(params, value)
+            values.append(value)
+    return {"seed": seed, "batch": batch, "evals": len(values), "values": values,
+            "wall_s": time.perf_counter() - start, "cpu_s": time.process_time() - cpu}
+
+
+def summarise(runs: list[dict[str, Any]], evals: int) -> list[dict[str, Any]]:
+    """Per batch size: median best at each quarter of the budget and the gap to sequential."""
+    checkpoints = sorted({max(1, evals * q // 4) for q in (1, 2, 3, 4)})
+    by_batch: dict[int, list[list[float]]] = {}
+    for run in runs:
+        by_batch.setdefault(run["batch"], []).append(run["values"])
+    rows = []
+    for batch, all_values in sorted(by_batch.items()):
+        medians = {n: float(np.median([min(v[:n]) for v in all_values])) for n in checkpoints}
+        rows.append({"batch": batch, "rounds": evals // batch, "seeds": len(all_values),
+                     "median_best": medians,
+                     "best_per_seed": [min(v) for v in all_values]})
+    sequential = next((r for r in rows if r["batch"] == 1), None)
+    for row in rows:
+        if sequential is not None:
+            row["gap_to_sequential"] = {n: row["median_best"][n] - sequential["median_best"][n] for n in checkpoints}
+    return rows
+
+
+def table(rows: list[dict[str, Any]], evals: int) -> str:
+    checkpoints = sorted(rows[0]["median_best"]) if rows else []
+    lines = ["| batch size | rounds | seeds | " + " | ".join(f"median best @{n}" for n in checkpoints)
+             + f" | gap to sequential @{evals} |",
+             "|---|---|---|" + "---|" * len(checkpoints) + "---|"]
+    for row in rows:
+        gap = row.get("gap_to_sequential", {}).get(checkpoints[-1]) if checkpoints else None
+        lines.append(f"| {row['batch']} | {row['rounds']} | {row['seeds']} | "
+                     + " | ".join(f"{row['median_best'][n]:.4f}" for n in checkpoints)
+                     + f" | {'' if gap is None else f'{gap:+.4f}'} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    parser.add_argument("--evals", type=int, default=200)
+    parser.add_argument("--batches", default="1,10,50", help="batch sizes; 1 is the sequential run")
+    parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
+    parser.add_argument("--json", help="write results here (rewritten as each run ends)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    batches = [int(b) for b in args.batches.split(",")]
+    bad = [b for b in batches if args.evals % b]
+    if bad:
+        parser.error(f"--evals {args.evals} is not a multiple of batch size(s) {bad}")
+    load_before = os.getloadavg()
+    runs: list[dict[str, Any]] = []
+    start = time.time()
+    # Largest batches first: the sequential runs take longest and should not start last.
+    jobs = [(seed, args.evals, batch) for batch in sorted(batches, reverse=True) for seed in seeds]
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        futures = {pool.submit(run_batches, *job): job for job in jobs}
+        for future in as_completed(futures):
+            run = future.result()
+            runs.append(run)
+            print(f"seed {run['seed']} batch {run['batch']}: best {min(run['values']):.4f} "
+                  f"({run['wall_s']:.0f} s wall, {run['cpu_s']:.0f} s CPU)", file=sys.stderr, flush=True)
+            if args.json:
+                _write(args.json, runs, args.evals, load_before, start)
+    rows = summarise(runs, args.evals)
+    print(table(rows, args.evals))
+    print(f"Hartmann6 minimum {FUNCTIONS[PROBLEM].minimum:.5f}; target: batch 10 within {TARGET_GAP} of "
+          f"sequential at {args.evals}. machine: {os.cpu_count()} CPUs, load average {load_before[0]:.1f} "
+          f"before, {os.getloadavg()[0]:.1f} after, {time.time() - start:.0f} s")
+    return 0
+
+
+def _write(path: str, runs: list[dict[str, Any]], evals: int, load_before: tuple, start: float) -> None:
+    machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average_before": load_before,
+               "load_average_now": os.getloadavg(), "elapsed_s": time.time() - start}
+    with open(path, "w") as handle:
+        json.dump({"machine": machine, "summary": summarise(runs, evals), "runs": runs}, handle, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

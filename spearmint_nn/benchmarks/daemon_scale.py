@@ -1,0 +1,311 @@
+"""The daemon's own cost at scale: many concurrent local jobs, and a restart over 10,000 jobs.
+
+Three measurements, each on a fresh experiment folder under ``--workdir`` (a temporary folder
+by default, removed afterwards):
+
+1. **Concurrent run.** ``--concurrent`` local jobs at once (each sleeps ``--job-seconds``,
+   1-3 s by default, and returns a synthetic objective) until ``--finished`` have finished, with ``"model": "sobol"`` so that no
+   model fit competes with the daemon. The daemon runs in this process with its main-loop steps
+   timed, so the time the main thread spends per completion is split into detection and
+   recording, writing proposals, submission bookkeeping, starting the job process (the local
+   driver's ``Popen``), summaries and the rest. Also: the delay between a job's runner writing
+   its result and the daemon recording it.
+2. **Restart over 10,000 jobs** (``--restart-jobs``). The job files are created through the
+   Store API (with fsync disabled while generating: ~10 ms per fsync on a VM disk would make
+   generation take minutes, and generation is not what is measured). Then the wall time of
+   ``spearmint-nn status`` and of ``spearmint-nn run`` from process start to its first
+   proposal, as separate processes, with the Sobol chooser (the daemon's own cost) and with
+   DNGO (plus a cold model fit on 10,000 observations).
+3. **Completions during model fits.** The DNGO daemon of step 2 goes on for ``--fit-jobs``
+   more jobs: every completion triggers a refit on 10,000+ observations in the background
+   thread, and the recording delay of jobs that ended while a fit was running shows whether
+   fits hold up the main loop.
+
+    python -m spearmint_nn.benchmarks.daemon_scale [--concurrent 200] [--finished 2000] [--job-seconds 1,3]
+        [--restart-jobs 10000] [--fit-jobs 30] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+from unittest import mock
+
+import numpy as np
+
+from ..config import load_config
+from ..daemon import Daemon
+from ..store import Store
+
+SLEEPY_WRAPPER = """
+import random
+import time
+
+def main(job_id, params):
+    time.sleep({low} + ({high} - {low}) * random.random())
+    x = [float(v) for v in params["x"]]
+    return sum((v - 0.3) ** 2 for v in x)
+"""
+VARIABLES = {"x": {"type": "FLOAT", "size": 2, "min": 0.0, "max": 1.0}}
+# Main-loop steps of Daemon timed in the concurrent run (names of its methods).
+LOOP_STEPS = ("_intake", "_collect_results", "_poll_driver", "_handle_requests", "_take_proposal",
+              "_submit_pending", "_ask")
+
+
+def make_experiment(folder: Path, job_seconds: tuple[float, float] = (1.0, 3.0), **config: Any) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    base = {"language": "PYTHON", "main-file": "wrapper.py", "variables": VARIABLES, "model": "sobol",
+            "seed": 0, "polling-time": 1.0}
+    (folder / "config.json").write_text(json.dumps({**base, **config}, indent=1))
+    low, high = job_seconds
+    (folder / "wrapper.py").write_text(textwrap.dedent(SLEEPY_WRAPPER).lstrip().format(low=low, high=high))
+    return folder
+
+
+# ---- 1. concurrent run ------------------------------------------------------------------------
+
+def _timed(function: Callable, wall: dict[str, float], cpu: dict[str, float], name: str) -> Callable:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        w, c = time.perf_counter(), time.thread_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            wall[name] += time.perf_counter() - w
+            cpu[name] += time.thread_time() - c
+    return wrapper
+
+
+def concurrent_run(workdir: Path, concurrent: int, finished: int, job_seconds: tuple[float, float]) -> dict[str, Any]:
+    folder = make_experiment(workdir / "concurrent", job_seconds,
+                             **{"max-concurrent": concurrent, "max-finished-jobs": finished})
+    daemon = Daemon(load_config(folder), stream=io.StringIO())
+    wall: dict[str, float] = defaultdict(float)
+    cpu: dict[str, float] = defaultdict(float)
+    for name in LOOP_STEPS:
+        setattr(daemon, name, _timed(getattr(daemon, name), wall, cpu, name))
+    daemon.summaries.write_if_due = _timed(daemon.summaries.write_if_due, wall, cpu, "summaries")
+    daemon.driver.submit = _timed(daemon.driver.submit, wall, cpu, "driver.submit")
+    peak_running = [0]
+    real_poll = daemon.driver.poll
+
+    def poll(ids: Any) -> Any:
+        peak_running[0] = max(peak_running[0], len(ids))
+        return real_poll(ids)
+
+    daemon.driver.poll = poll
+    usage_before = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.perf_counter()
+    code = daemon.run()
+    elapsed = time.perf_counter() - start
+    usage_after = resource.getrusage(resource.RUSAGE_SELF)
+    if code != 0:
+        raise RuntimeError(f"daemon exited with {code}")
+    jobs = Store(daemon.paths).load_all().jobs(("complete", "failed"))
+    delays = np.array([j["finished"] - j["ended"] for j in jobs if "ended" in j])
+    n = len(jobs)
+    per_completion_ms = {
+        "detect and record results": wall["_collect_results"] + wall["_poll_driver"] + wall["_intake"]
+                                     + wall["_handle_requests"],
+        "write proposed jobs": wall["_take_proposal"],
+        "submission bookkeeping": wall["_submit_pending"] - wall["driver.submit"],
+        "start the job process (Popen)": wall["driver.submit"],
+        "summaries (results.csv, best.json)": wall["summaries"],
+        "ask the proposer": wall["_ask"],
+    }
+    per_completion_ms = {k: 1e3 * v / n for k, v in per_completion_ms.items()}
+    loop_wall = sum(wall[name] for name in LOOP_STEPS) + wall["summaries"]
+    loop_cpu = sum(cpu[name] for name in LOOP_STEPS) + cpu["summaries"]
+    return {
+        "concurrent": concurrent, "job_seconds": list(job_seconds), "finished": n, "failed": sum(j["state"] == "failed" for j in jobs),
+        "peak_running_in_one_poll": peak_running[0],
+        "wall_s": elapsed, "completions_per_s": n / elapsed,
+        "main_loop_ms_per_completion": 1e3 * loop_wall / n,
+        "main_loop_cpu_ms_per_completion": 1e3 * loop_cpu / n,
+        "breakdown_ms_per_completion": per_completion_ms,
+        "daemon_process_cpu_ms_per_completion": 1e3 * ((usage_after.ru_utime + usage_after.ru_stime)
+                                                       - (usage_before.ru_utime + usage_before.ru_stime)) / n,
+        "record_delay_s": _quantiles(delays),
+    }
+
+
+def _quantiles(values: np.ndarray) -> dict[str, float]:
+    if values.size == 0:
+        return {}
+    return {"median": float(np.median(values)), "p90": float(np.quantile(values, 0.9)),
+            "max": float(values.max())}
+
+
+# ---- 2. restart over many job files ----------------------------------------------------------
+
+def generate_jobs(folder: Path, n: int, seed: int = 0) -> float:
+    """n complete jobs through the Store API (fsync disabled meanwhile); returns seconds taken."""
+    store = Store(load_config(folder).paths)
+    store.create_dirs()
+    store.load_all(repair=True)
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    with mock.patch.object(os, "fsync", lambda fd: None):
+        for x in rng.random((n, 2)):
+            value = float(((x - 0.3) ** 2).sum())
+            store.new_job({"x": [float(v) for v in x]}, "import", "complete", values={"main": value},
+                          value=value, finished=time.time())
+    return time.perf_counter() - start
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "spearmint_nn", *args]
+
+
+def time_status(folder: Path) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(_cli("status", str(folder)), capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr)
+    return time.perf_counter() - start
+
+
+def run_until_done(folder: Path, timeout: float) -> dict[str, Any]:
+    """``spearmint-nn run`` as a process; seconds from its start to the first proposal and to exit."""
+    log = folder / ".spearmint" / "daemon.log"
+    offset = log.stat().st_size if log.exists() else 0
+    start = time.perf_counter()
+    process = subprocess.Popen(_cli("run", str(folder)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = None
+    try:
+        while process.poll() is None:
+            if first is None and log.exists():
+                with open(log, "rb") as handle:
+                    handle.seek(offset)
+                    if b" proposed " in handle.read():
+                        first = time.perf_counter() - start
+            if time.perf_counter() - start > timeout:
+                raise RuntimeError(f"daemon did not finish within {timeout:g} s")
+            time.sleep(0.05)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return {"to_first_proposal_s": first, "to_exit_s": time.perf_counter() - start, "exit_code": process.returncode,
+            "log_offset": offset}
+
+
+def restart(workdir: Path, n_jobs: int, fit_jobs: int) -> dict[str, Any]:
+    folder = make_experiment(workdir / "restart", **{"max-concurrent": 10})
+    generated = generate_jobs(folder, n_jobs)
+    out: dict[str, Any] = {"jobs": n_jobs, "generate_s_without_fsync": generated}
+    out["status_s"] = time_status(folder)
+    start = time.perf_counter()
+    Store(load_config(folder).paths).load_all()
+    out["store_load_all_s"] = time.perf_counter() - start
+
+    make_experiment(folder, **{"max-concurrent": 10, "max-finished-jobs": n_jobs + 1})
+    out["sobol"] = run_until_done(folder, timeout=600)
+
+    # DNGO: a cold fit on n_jobs observations before the first proposal, then fit_jobs completions
+    # whose every arrival triggers a background refit.
+    make_experiment(folder, **{"max-concurrent": 10, "max-finished-jobs": n_jobs + 1 + fit_jobs, "model": "dngo",
+                               "polling-time": 1.0})
+    dngo = run_until_done(folder, timeout=1800)
+    out["dngo"] = dngo
+    out["during_fits"] = _fit_overlap(folder, dngo["log_offset"], first_id=n_jobs + 2)
+    return out
+
+
+_SUGGEST_LINE = re.compile(rb"suggested \d+ point\(s\) in ([0-9.]+) s")
+
+
+def _fit_overlap(folder: Path, log_offset: int, first_id: int) -> dict[str, Any]:
+    """Recording delays of the DNGO run's jobs, and the suggest durations from its log."""
+    with open(folder / ".spearmint" / "daemon.log", "rb") as handle:
+        handle.seek(log_offset)
+        suggests = [float(m.group(1)) for m in _SUGGEST_LINE.finditer(handle.read())]
+    jobs = [j for j in Store(load_config(folder).paths).load_all().jobs(("complete", "failed"))
+            if j["id"] >= first_id and "ended" in j]
+    delays = np.array([j["finished"] - j["ended"] for j in jobs])
+    return {"jobs": len(jobs), "suggest_s": _quantiles(np.array(suggests)), "n_suggests": len(suggests),
+            "record_delay_s": _quantiles(delays)}
+
+
+# ---- report -----------------------------------------------------------------------------------
+
+def report(results: dict[str, Any]) -> str:
+    lines = []
+    run = results.get("concurrent")
+    if run:
+        lines += [f"Concurrent run: {run['finished']} jobs of {run['job_seconds'][0]:g}-{run['job_seconds'][1]:g} s "
+                  f"finished ({run['failed']} failed), up to {run['concurrent']} at once "
+                  f"(at most {run['peak_running_in_one_poll']} seen in one poll), "
+                  f"in {run['wall_s']:.0f} s ({run['completions_per_s']:.1f} completions/s)", "",
+                  "| main-loop work per completion | ms |", "|---|---|"]
+        lines += [f"| {name} | {ms:.2f} |" for name, ms in run["breakdown_ms_per_completion"].items()]
+        lines += [f"| **total (wall)** | **{run['main_loop_ms_per_completion']:.2f}** |",
+                  f"| total (main-thread CPU) | {run['main_loop_cpu_ms_per_completion']:.2f} |",
+                  f"| daemon process CPU, all threads | {run['daemon_process_cpu_ms_per_completion']:.2f} |", "",
+                  "Result written -> recorded: median {median:.3f} s, p90 {p90:.3f} s, max {max:.3f} s".format(
+                      **run["record_delay_s"]), ""]
+    rs = results.get("restart")
+    if rs:
+        lines += [f"Restart over {rs['jobs']} job files:", "",
+                  "| step | seconds |", "|---|---|",
+                  f"| `spearmint-nn status` (process) | {rs['status_s']:.2f} |",
+                  f"| Store.load_all (in process) | {rs['store_load_all_s']:.2f} |",
+                  f"| `spearmint-nn run` to first proposal, sobol | {rs['sobol']['to_first_proposal_s']:.2f} |",
+                  f"| `spearmint-nn run` to first proposal, dngo (cold fit on {rs['jobs']}) | "
+                  f"{rs['dngo']['to_first_proposal_s']:.2f} |", ""]
+        fits = rs["during_fits"]
+        if fits.get("record_delay_s"):
+            lines += [f"During DNGO refits ({fits['n_suggests']} suggestions, median "
+                      f"{fits['suggest_s']['median']:.2f} s, max {fits['suggest_s']['max']:.2f} s), "
+                      f"{fits['jobs']} completions were recorded {fits['record_delay_s']['median']:.3f} s "
+                      f"(median), {fits['record_delay_s']['max']:.3f} s (max) after their result was written."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--concurrent", type=int, default=200, help="local jobs at once (0: skip the run)")
+    parser.add_argument("--finished", type=int, default=2000, help="jobs to finish in the concurrent run")
+    parser.add_argument("--job-seconds", default="1,3", help="each job sleeps uniformly between these (MIN,MAX)")
+    parser.add_argument("--restart-jobs", type=int, default=10_000, help="job files for the restart (0: skip)")
+    parser.add_argument("--fit-jobs", type=int, default=30, help="jobs run with DNGO after the restart")
+    parser.add_argument("--workdir", help="where to create the experiments (kept); default a temporary folder")
+    parser.add_argument("--json", help="write the raw results here")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="spearmint-nn-daemon-scale-"))
+    load_before = os.getloadavg()
+    results: dict[str, Any] = {}
+    try:
+        if args.concurrent > 0:
+            low, high = (float(v) for v in args.job_seconds.split(","))
+            results["concurrent"] = concurrent_run(workdir, args.concurrent, args.finished, (low, high))
+        if args.restart_jobs > 0:
+            results["restart"] = restart(workdir, args.restart_jobs, args.fit_jobs)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+    results["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(),
+                          "load_average_before": load_before, "load_average_after": os.getloadavg()}
+    print(report(results))
+    print(f"machine: {os.cpu_count()} CPUs, load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(results, handle, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Time and peak memory of one ``Optimizer.suggest`` with N finished and J pending jobs.
+
+Each (model, N, J) point runs in a fresh Python process, so that its peak resident memory
+(``ru_maxrss``) belongs to that point alone. In the process: N uniformly random points of
+Hartmann6 (D = 6) are observed, a first ``suggest`` fits the model from scratch (the cold fit,
+reported but not the measured quantity), one more observation arrives, and the measured call
+is the next ``suggest(1, pending=J points)``: a warm-started refit plus the acquisition with F
+fantasies (the optimizer's default) of the J pending outcomes. That is the daemon's steady
+state: every completion is one more observation and one such call.
+
+The GP baseline runs the same points where it finishes within ``--gp-timeout`` seconds (a
+larger N is skipped once a smaller one timed out); its time and memory are shown as ratios to
+DNGO's.
+
+    python -m spearmint_nn.benchmarks.scale [--sizes 500,2000,5000,10000] [--pending 0,100,800]
+        [--models dngo,gp] [--gp-sizes 500,2000] [--gp-pending 0,100,800] [--gp-timeout 300]
+        [--json out.json]
+
+Times are given as wall clock and as the process's CPU time: torch runs one thread, so on a
+shared machine the CPU time is what the same call takes on an idle core.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from .functions import FUNCTIONS
+
+DEFAULT_SIZES = (500, 2000, 5000, 10000)
+DEFAULT_PENDING = (0, 100, 800)
+PROBLEM = "hartmann6"
+
+
+def measure_point(model: str, n: int, n_pending: int, seed: int = 0) -> dict[str, Any]:
+    """Run one point in this process (call it in a fresh one); seconds and MiB."""
+    import torch
+
+    from ..optimizer import Optimizer
+
+    torch.set_num_threads(1)
+    problem = FUNCTIONS[PROBLEM]
+    rng = np.random.default_rng(seed)
+    X = rng.random((n + 1 + n_pending, problem.dim))
+    opt = Optimizer(problem.variables, model=model, seed=seed)
+    for x in X[:n]:
+        opt.observe({"x": x}, problem({"x": x}))
+    start = time.perf_counter()
+    opt.suggest(1)
+    cold = time.perf_counter() - start
+    opt.observe({"x": X[n]}, problem({"x": X[n]}))
+    pending = [{"x": x} for x in X[n + 1:]]
+    rss_before = _current_rss_mib()
+    start, cpu = time.perf_counter(), time.process_time()
+    opt.suggest(1, pending=pending)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    fit = opt.last_fit_seconds or 0.0
+    return {"model": model, "n": n, "pending": n_pending, "fantasies": opt.fantasies,
+            "suggest_s": seconds, "suggest_cpu_s": cpu, "fit_s": fit, "acquisition_s": seconds - fit, "cold_suggest_s": cold,
+            "rss_before_mib": rss_before, "peak_rss_mib": _peak_rss_mib()}
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
+
+
+def _current_rss_mib() -> float:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def run_point(model: str, n: int, n_pending: int, timeout: float) -> dict[str, Any]:
+    """:func:`measure_point` in a fresh process; ``{"timeout": True}`` if it did not finish."""
+    command = [sys.executable, "-m", "spearmint_nn.benchmarks.scale", "--point", model, str(n), str(n_pending)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"model": model, "n": n, "pending": n_pending, "timeout": True, "limit_s": timeout}
+    if done.returncode != 0:
+        raise RuntimeError(f"point {model} N={n} J={n_pending} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run(models: list[str], sizes: list[int], pendings: list[int], gp_sizes: list[int], gp_pendings: list[int],
+        gp_timeout: float, dngo_timeout: float) -> list[dict[str, Any]]:
+    results = []
+    for model in models:
+        limit = dngo_timeout if model == "dngo" else gp_timeout
+        for n_pending in pendings if model == "dngo" else gp_pendings:
+            timed_out = False
+            for n in sorted(sizes if model == "dngo" else gp_sizes):
+                if timed_out:  # a larger N cannot finish where a smaller one did not
+                    results.append({"model": model, "n": n, "pending": n_pending, "timeout": True,
+                                    "skipped": True, "limit_s": limit})
+                    continue
+                point = run_point(model, n, n_pending, limit)
+                timed_out = bool(point.get("timeout"))
+                results.append(point)
+                print(_point_line(point), file=sys.stderr, flush=True)
+    return results
+
+
+def _point_line(p: dict[str, Any]) -> str:
+    head = f"{p['model']:>5} N={p['n']:>6} J={p['pending']:>4}"
+    if p.get("timeout"):
+        return f"{head}  did not finish within {p['limit_s']:g} s" + (" (skipped)" if p.get("skipped") else "")
+    return (f"{head}  suggest {p['suggest_s']:7.2f} s ({p['suggest_cpu_s']:.2f} s CPU; fit {p['fit_s']:.2f}, acquisition {p['acquisition_s']:.2f})"
+            f"  peak {p['peak_rss_mib']:7.0f} MiB  (cold first suggest {p['cold_suggest_s']:.1f} s)")
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """Markdown table: one row per (N, J), DNGO's numbers and the GP's as ratios to them."""
+    by_key = {(r["model"], r["n"], r["pending"]): r for r in results}
+    has_gp = any(r["model"] != "dngo" for r in results)
+    head = "| N | J | suggest, wall (s) | suggest, CPU (s) | refit, wall (s) | acquisition, wall (s) | peak RSS (MiB) |"
+    rule = "|---|---|---|---|---|---|---|"
+    if has_gp:
+        head += " GP / DNGO time | GP / DNGO memory |"
+        rule += "---|---|"
+    lines = [head, rule]
+    for (model, n, n_pending), r in sorted(by_key.items(), key=lambda kv: (kv[0][2], kv[0][1])):
+        if model != "dngo":
+            continue
+        cells = ([f"{r['suggest_s']:.2f}", f"{r['suggest_cpu_s']:.2f}", f"{r['fit_s']:.2f}", f"{r['acquisition_s']:.2f}", f"{r['peak_rss_mib']:.0f}"]
+                 if not r.get("timeout") else ["> " + f"{r['limit_s']:g}", "", "", "", ""])
+        row = f"| {n} | {n_pending} | " + " | ".join(cells) + " |"
+        if has_gp:
+            gp = next((v for (m, nn, jj), v in by_key.items() if m != "dngo" and nn == n and jj == n_pending), None)
+            if gp is None:
+                row += " | |"
+            elif gp.get("timeout") or r.get("timeout"):
+                row += f" did not finish in {gp['limit_s']:g} s | |" if gp.get("timeout") else " | |"
+            else:
+                row += (f" {gp['suggest_cpu_s'] / r['suggest_cpu_s']:.1f} (CPU) |"
+                        f" {gp['peak_rss_mib'] / r['peak_rss_mib']:.2f} |")
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def growth(results: list[dict[str, Any]]) -> dict[str, float]:
+    """CPU-time ratios that show the scaling: t(N_max)/t(N_min) per J, t(J_max)/t(0) per N."""
+    ok = {(r["n"], r["pending"]): r["suggest_cpu_s"] for r in results if r["model"] == "dngo" and not r.get("timeout")}
+    out = {}
+    sizes = sorted({n for n, _ in ok})
+    pendings = sorted({j for _, j in ok})
+    for j in pendings:
+        if (sizes[0], j) in ok and (sizes[-1], j) in ok and sizes[0] != sizes[-1]:
+            out[f"t(N={sizes[-1]})/t(N={sizes[0]}) at J={j}"] = ok[(sizes[-1], j)] / ok[(sizes[0], j)]
+    for n in sizes:
+        if (n, pendings[0]) in ok and (n, pendings[-1]) in ok and pendings[0] != pendings[-1]:
+            out[f"t(J={pendings[-1]})/t(J={pendings[0]}) at N={n}"] = ok[(n, pendings[-1])] / ok[(n, pendings[0])]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="N values, comma-separated")
+    parser.add_argument("--pending", default=",".join(map(str, DEFAULT_PENDING)), help="J values, comma-separated")
+    parser.add_argument("--models", default="dngo,gp", help="models to run (dngo first: the ratios are to it)")
+    parser.add_argument("--gp-sizes", default="500,2000", help="N values for the GP")
+    parser.add_argument("--gp-pending", default=",".join(map(str, DEFAULT_PENDING)), help="J values for the GP")
+    parser.add_argument("--gp-timeout", type=float, default=300.0, help="seconds per GP point before giving up")
+    parser.add_argument("--dngo-timeout", type=float, default=600.0, help="seconds per DNGO point before giving up")
+    parser.add_argument("--json", help="write the raw results here")
+    parser.add_argument("--point", nargs=3, metavar=("MODEL", "N", "J"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.point:
+        model, n, n_pending = args.point
+        print(json.dumps(measure_point(model, int(n), int(n_pending))))
+        return 0
+    load_before = os.getloadavg()
+    start = time.time()
+    results = run(args.models.split(","), [int(v) for v in args.sizes.split(",")],
+                  [int(v) for v in args.pending.split(",")], [int(v) for v in args.gp_sizes.split(",")],
+                  [int(v) for v in args.gp_pending.split(",")], args.gp_timeout, args.dngo_timeout)
+    machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "processor": platform.processor(),
+               "load_average_before": load_before, "load_average_after": os.getloadavg(),
+               "wall_s": time.time() - start, "torch_threads": 1}
+    print(table(results))
+    for name, ratio in growth(results).items():
+        print(f"{name}: {ratio:.2f}")
+    print(f"machine: {machine['cpus']} CPUs, load average {load_before[0]:.1f} before, "
+          f"{machine['load_average_after'][0]:.1f} after; {machine['wall_s']:.0f} s in all")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"machine": machine, "results": results, "growth": growth(results)}, handle, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
