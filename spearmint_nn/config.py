@@ -25,8 +25,8 @@ from .space import Space
 LANGUAGES = ("PYTHON", "SHELL")
 LIKELIHOODS = ("NOISELESS", "GAUSSIAN")
 TASK_TYPES = ("OBJECTIVE", "CONSTRAINT")
-MODELS = ("dngo", "gp", "sobol", "auto")
-ACQUISITIONS = ("ei", "pi", "lcb")
+MODELS = ("auto", "dngo", "gp", "gp-nowarp", "sobol")
+ACQUISITIONS = ("ei", "pi", "lcb", "ei-per-second")
 DEFAULT_TASK_NAME = "main"  # Spearmint's name for the single objective when no tasks are given
 _TASK_KEYS = ("type", "likelihood")
 
@@ -144,12 +144,19 @@ KEYS: dict[str, Key] = {
     # our keys
     "driver": Key({"name": "local"}, _object, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
     "command": Key(None, _command, "argument list run for a SHELL wrapper; the params file path is appended"),
-    "model": Key("dngo", _choice(*MODELS, upper=False), "surrogate: dngo, gp, sobol (no model) or auto", "model"),
-    "acquisition": Key("ei", _choice(*ACQUISITIONS, upper=False), "acquisition function: ei (expected improvement), pi or lcb", "acquisition"),
-    "initial-design": Key(None, _int(1, optional=True), "Sobol points before the model is used (default: encoded dimension + 1)", "initial_design"),
+    "model": Key("auto", _choice(*MODELS, upper=False),
+                 "surrogate: auto (GP below 200 observations and 20 jobs in flight, then DNGO), dngo, gp, "
+                 "gp-nowarp or sobol (no model)", "model"),
+    "acquisition": Key("ei", _choice(*ACQUISITIONS, upper=False),
+                       "acquisition function: ei (expected improvement), pi, lcb or ei-per-second "
+                       "(EI over the predicted job duration)", "acquisition"),
+    "initial-design": Key(None, _int(1, optional=True), "Sobol points before the model is used (default: number of parameters + 1)", "initial_design"),
     "seed": Key(None, _seed, "seed of every random choice (null: fresh randomness)", "seed"),
     "fantasies": Key(10, _int(1), "fantasised outcomes per pending job when proposing in parallel", "fantasies"),
     "torch-threads": Key(1, _int(1), "torch threads of the daemon (a login node is shared)", "torch_threads"),
+    "constraint-model": Key("classifier", _choice("classifier", "value", upper=False),
+                            "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",
+                            "constraint_model"),
     "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
                            "failure kinds that say nothing about the point: not shown to the model, not counted"),
 }
@@ -301,7 +308,7 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
         raise ConfigError("variables", "required: the search space, e.g. {\"x\": {\"type\": \"FLOAT\", \"min\": 0, \"max\": 1}}")
     space = Space.from_config(raw["variables"])
     if values["initial-design"] is None:
-        values["initial-design"] = space.dim + 1
+        values["initial-design"] = space.n_parameters + 1
     tasks = _parse_tasks(raw.get("tasks"), values["likelihood"])
     main_file = _parse_wrapper(paths.experiment, values)
     driver_name, driver_options = _parse_driver(raw.get("driver", KEYS["driver"].default), driver_override, check_driver)

@@ -47,6 +47,7 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
     finished      unix time the daemon recorded the outcome (complete / failed)
     started, ended, host  from the runner's result file, when there is one
     duration      seconds the wrapper ran (ended - started), when known
+    predicted_duration  seconds the duration model predicted when EI per second proposed the job
     values        {task name: float} (complete)
     value         the objective's value (complete)
     reason        one line saying why (failed); failure: a short kind such as "exception",
@@ -70,6 +71,8 @@ from pathlib import Path
 
 STATE_DIR_NAME = ".spearmint"
 JOB_STATES = ("pending", "running", "complete", "failed")
+OBJECTIVE_MODEL_DIR = "objective"  # under model/: the objective surrogate's saved state
+WARPINGS_FILE = "warpings.json"  # beside it: the GP's learned input warpings, read by reports
 
 
 def job_file_name(job_id: int) -> str:
@@ -95,6 +98,7 @@ class ExperimentPaths:
         self.scripts = self.state / "scripts"
         self.requests = self.state / "requests"
         self.model = self.state / "model"
+        self.warpings = self.model / OBJECTIVE_MODEL_DIR / WARPINGS_FILE
         self.results_csv = self.state / "results.csv"
         self.best_json = self.state / "best.json"
         self.log = self.state / "daemon.log"

@@ -55,11 +55,16 @@ def point_key(row: np.ndarray) -> tuple:
 
 
 def continuous_columns(space: Space) -> np.ndarray:
-    """Boolean mask (dim,) of the FLOAT and INT columns, the ones gradient refinement may move."""
-    mask = []
+    """Boolean mask (dim,) of the FLOAT and INT value columns, the ones gradient refinement may move.
+
+    ENUM one-hot columns and the relevance indicators of conditional variables stay fixed: both
+    are discrete, and projection sets them.
+    """
+    mask = np.zeros(space.dim, dtype=bool)
     for var in space.variables:
-        mask += [var.type != "ENUM"] * (var.size * var.width)
-    return np.asarray(mask, dtype=bool)
+        if var.type != "ENUM":
+            mask[space.value_columns(var.name)] = True
+    return mask
 
 
 def space_size(space: Space) -> float:
@@ -112,12 +117,19 @@ def _score(acquisition: Acquisition, X: np.ndarray, chunk: int = 4096) -> np.nda
 
 
 def _refine(
-    acquisition: Acquisition, starts: np.ndarray, free: np.ndarray, maxiter: int
+    acquisition: Acquisition, starts: np.ndarray, movable: np.ndarray, maxiter: int
 ) -> np.ndarray:
-    """L-BFGS-B from each row of starts (K, dim) over the free columns, all starts at once."""
+    """L-BFGS-B from each row of starts (K, dim), all starts at once.
+
+    ``movable`` (K, dim) says which columns each start may move. A column that is free for some
+    starts but not for others (an inactive conditional variable) gets a zero gradient where it is
+    not movable; L-BFGS-B then never moves it, since its steps and curvature pairs stay zero there.
+    """
     K = starts.shape[0]
+    free = movable.any(axis=0)
     fixed = torch.as_tensor(starts, dtype=torch.float64)
     free_idx = torch.as_tensor(np.flatnonzero(free))
+    gradient_mask = torch.as_tensor(movable[:, free], dtype=torch.float64)
 
     def negative_total(flat: np.ndarray) -> tuple[float, np.ndarray]:
         z = torch.as_tensor(flat.reshape(K, -1), dtype=torch.float64).requires_grad_(True)
@@ -127,7 +139,7 @@ def _refine(
         # Starts are independent, so the sum's gradient w.r.t. each start is its own gradient.
         total = -torch.where(torch.isfinite(values), values, torch.zeros_like(values)).sum()
         (grad,) = torch.autograd.grad(total, z)
-        return float(total.detach()), grad.numpy().ravel()
+        return float(total.detach()), (grad * gradient_mask).numpy().ravel()
 
     x0 = starts[:, free].ravel()
     result = minimize(
@@ -209,9 +221,11 @@ def maximize(
     order = np.argsort(-values)
     pool_X, pool_v = [candidates[order[: n_starts]]], [values[order[: n_starts]]]
 
-    free = continuous_columns(space)
-    if free.any() and n_starts > 0:
-        refined = project(space, _refine(acquisition, candidates[order[:n_starts]], free, maxiter))
+    starts = candidates[order[:n_starts]]
+    # Inactive conditional variables are not optimised: only active FLOAT and INT columns move.
+    movable = continuous_columns(space) & space.active_mask(starts)
+    if movable.any():
+        refined = project(space, _refine(acquisition, starts, movable, maxiter))
         # Where the refined optimum projects onto a taken point (a rounded INT, a pending job),
         # the best free point is usually one of its neighbours.
         local = np.concatenate([refined, _neighbours(space, refined, _LOCAL_PER_START, rng)])

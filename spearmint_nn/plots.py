@@ -9,7 +9,7 @@ stacks the sections into one image and the HTML report embeds them one by one:
 * ``parameters``: the objective against each parameter, one small panel per element (log axis
   for ``"scale": "log"``, one category per option for ENUM; failed jobs as ticks on the axis);
 * ``warpings``: the learned Beta-CDF input warpings, where the model saved them in
-  ``model/objective/warping.json`` (the format of
+  ``model/objective/warpings.json`` (the format of
   :func:`spearmint_nn.models.warping.warping_summary`, as returned by ``GP.warpings()``);
 * ``durations``: predicted against actual job duration, where the jobs carry
   ``predicted_duration`` (seconds; recorded when EI per second chose them).
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure, SubFigure
 
 PLOT_EXTRA_HINT = "pip install 'spearmint-nn[plot]'"
-WARPING_FILE = "objective/warping.json"  # under model/: beside the objective model's saved state
 FORMATS = ("png", "svg")
 MAX_PARAMETER_PANELS = 24  # a vector variable of size 100 would make unreadable stamps
 MAX_WARPING_PANELS = 12
@@ -148,9 +147,9 @@ def encoded_column_labels(space: Space) -> list[str]:
 
 
 def read_warpings(paths: ExperimentPaths) -> dict[str, Any] | None:
-    """The model's saved warping summary (``model/objective/warping.json``), or None when absent or malformed."""
+    """The model's saved warping summary (``model/objective/warpings.json``), or None when absent or malformed."""
     try:
-        summary = json.loads((paths.model / WARPING_FILE).read_text())
+        summary = json.loads(paths.warpings.read_text())
         grid = np.asarray(summary["grid"], dtype=float)
         for entry in summary["inputs"]:
             if np.asarray(entry["mean"], dtype=float).shape != grid.shape:

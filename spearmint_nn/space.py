@@ -270,6 +270,12 @@ class Space:
         return [v.name for v in self.variables]
 
     @property
+    def n_parameters(self) -> int:
+        """Scalar parameters a point is made of: one per element of every variable (an ENUM
+        element counts once, however many one-hot columns it takes; indicators do not count)."""
+        return sum(var.size for var in self.variables)
+
+    @property
     def is_conditional(self) -> bool:
         return bool(self._indicator)
 

@@ -133,6 +133,20 @@ def test_all_infeasible_steers_away_from_the_failures(seed: int) -> None:
     assert float(grid[p.argmax()].norm()) > 0.8
 
 
+@pytest.mark.parametrize("noiseless", [False, True])
+def test_three_labels_leave_unexplored_corners_uncertain(noiseless: bool) -> None:
+    # one success at the top, two failures at the bottom: P(feasible) should rise towards the
+    # success and fall towards the failures, but no corner is settled by three labels
+    X = torch.tensor([[0.3, 0.3], [0.8, 0.1], [0.5, 0.8]], dtype=torch.float64)
+    model = ConstraintClassifier(2, seed=0, noiseless=noiseless)
+    model.fit(X, torch.tensor([False, False, True]))
+    corners = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
+    with torch.no_grad():
+        p_corners, p_labels = model.probability(corners), model.probability(X)
+    assert float(p_corners.min()) > 0.15 and float(p_corners.max()) < 0.85
+    assert float(p_labels[2]) > float(p_labels[:2].max())
+
+
 def test_fantasies_move_probability_towards_the_drawn_label(disk_model: ConstraintClassifier) -> None:
     # a pending point on the disk's edge, where the model is unsure
     pending = torch.tensor([[CENTRE[0] + RADIUS, CENTRE[1]]], dtype=torch.float64)

@@ -64,7 +64,7 @@ BAD_CONFIGS = [
      "driver.time-limt: unknown option for the local driver (did you mean 'time-limit'?); valid options: time-limit"),
     ("driver time-limit", _with(driver={"name": "local", "time-limit": "soon"}),
      "driver.time-limit: must be seconds or [D-]HH:MM:SS (got 'soon')"),
-    ("model typo", _with(model="dnog"), "model: must be one of dngo, gp, sobol, auto (got 'dnog') (did you mean 'dngo'?)"),
+    ("model typo", _with(model="dnog"), "model: must be one of auto, dngo, gp, gp-nowarp, sobol (got 'dnog') (did you mean 'dngo'?)"),
     ("shell without command", _with(language="SHELL", **{"main-file": DELETE}),
      'command: required for language SHELL: an argument list such as ["bash", "run.sh"]'),
     ("command as one string", _with(language="SHELL", command="bash run.sh", **{"main-file": DELETE}),
@@ -140,10 +140,10 @@ def test_spearmint_config_with_defaults(tmp_path):
     assert config.tasks["main"].likelihood == "NOISELESS"
     assert config.driver_name == "local" and config.driver_options == {}
     assert config.max_concurrent == 1 and config.max_finished_jobs is None
-    assert config["model"] == "dngo" and config["initial-design"] == 3  # encoded dimension 2, plus one
+    assert config["model"] == "auto" and config["initial-design"] == 3  # encoded dimension 2, plus one
     assert config["torch-threads"] == 1
     options = optimizer_options(config)
-    assert options["model"] == "dngo" and options["tasks"] == {"main": "OBJECTIVE"}
+    assert options["model"] == "auto" and options["tasks"] == {"main": "OBJECTIVE"}
     assert options["initial_design"] == 3 and options["torch_threads"] == 1
     assert set(KEYS) >= {"language", "main-file", "max-concurrent", "driver", "model", "seed"}
 

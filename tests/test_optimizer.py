@@ -162,13 +162,13 @@ def test_constraint_tasks_define_the_incumbent_and_start_with_feasibility_search
 
 def test_state_dir_holds_model_weights_and_a_new_optimizer_warm_starts(tmp_path):
     options = {"train_steps": 200, "warm_steps": 50, "burn_in": 10, "reburn_in": 2, "n_samples": 4}
-    opt = Optimizer(SQUARE, seed=6, state_dir=tmp_path, initial_design=4, model_options=options)
+    opt = Optimizer(SQUARE, model="dngo", seed=6, state_dir=tmp_path, initial_design=4, model_options=options)
     params = opt.suggest(4)
     for p in params:
         opt.observe(p, bowl(p))
     opt.suggest(1)
     assert (tmp_path / "objective").is_dir() and any((tmp_path / "objective").iterdir())
-    restarted = Optimizer(SQUARE, seed=6, state_dir=tmp_path, initial_design=4, model_options=options)
+    restarted = Optimizer(SQUARE, model="dngo", seed=6, state_dir=tmp_path, initial_design=4, model_options=options)
     for p in params:
         restarted.observe(p, bowl(p))
     restarted.suggest(1)

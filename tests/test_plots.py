@@ -121,11 +121,11 @@ def test_warpings_and_durations_appear_when_the_data_exists(tmp_path):
     assert [s.key for s in plots.sections(snap)] == ["convergence", "parameters"]
 
     paths = ExperimentPaths(exp)
-    (paths.model / plots.WARPING_FILE).parent.mkdir(parents=True, exist_ok=True)
+    paths.warpings.parent.mkdir(parents=True, exist_ok=True)
     dim = snap.space.dim
     gen = torch.Generator().manual_seed(0)
     log_alpha, log_beta = torch.randn(8, dim, generator=gen, dtype=torch.float64) * 0.5, torch.zeros(8, dim, dtype=torch.float64)
-    (paths.model / plots.WARPING_FILE).write_text(json.dumps(warping_summary(log_alpha, log_beta, grid_size=21)))
+    paths.warpings.write_text(json.dumps(warping_summary(log_alpha, log_beta, grid_size=21)))
     for state in ("complete",):
         for file in paths.job_dir(state).glob("*.json"):
             job = json.loads(file.read_text())
@@ -143,7 +143,7 @@ def test_warpings_and_durations_appear_when_the_data_exists(tmp_path):
     width, height = png_size(plots.figure_bytes(plots.overview_figure(snap), "png"))
     assert height > 1000
 
-    (paths.model / plots.WARPING_FILE).write_text('{"grid": [0, 1], "inputs": [{"mean": [0]}]}')
+    paths.warpings.write_text('{"grid": [0, 1], "inputs": [{"mean": [0]}]}')
     assert plots.read_warpings(paths) is None  # malformed: left out, not a crash
 
 

@@ -10,6 +10,8 @@ optimization", also Spearmint's ``examples/toy``) on [0, 1]^2:
 Best feasible value 0.5998 at (0.1954, 0.4044). Constraint values are passed in Spearmint's
 convention (>= 0 satisfied), i.e. as -c1 and -c2, both NOISELESS. The feasible region is
 disconnected and about 32% of the square.
+The optimizer models each constraint's value with its own DNGO and multiplies EI by
+P(c >= 0) from their predictives (:mod:`spearmint_nn.models.constraint_value`).
 
 For each seed and arm the best feasible value after every evaluation is recorded; the table
 gives its mean and standard error over seeds at a few budgets, and the number of seeds whose

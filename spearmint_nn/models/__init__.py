@@ -36,6 +36,11 @@ MODELS: dict[str, ModelFactory] = {
     "gp-nowarp": _gp_without_warping,
 }
 
+#: Models that take the objective's likelihood (``noiseless=True`` for NOISELESS) and the arc
+#: kernel of a conditional space (``conditional=``). DNGO takes neither: it has no fixed-noise
+#: mode, and it reads a conditional space through the encoding (indicator plus neutral value).
+GP_MODELS = frozenset({"gp", "gp-nowarp"})
+
 
 def make_model(name: str, n_inputs: int, seed: int | None = None, **options: Any) -> Surrogate:
     """A fresh, unfitted surrogate of the named kind over a D = n_inputs dimensional unit cube."""

@@ -3,6 +3,8 @@
 Snoek et al. (2015), section 3.2: the same basis architecture as the objective model (tanh
 ``BasisNetwork``) carries a Bayesian logistic regression on its last hidden layer, and the output
 weights are integrated out (eq. 10) under a Laplace approximation of their posterior.
+The optimizer uses it for what is observed only as a label: whether a job succeeded. Explicit
+constraints report a value, which :mod:`spearmint_nn.models.constraint_value` models instead.
 
 Model, with phi~(x) = [phi(x), 1] the basis plus a bias column (P = width + 1 entries) and
 theta the output weights:
@@ -38,18 +40,21 @@ approximation of the integral over theta,
 
 differentiable in x through the basis.
 
-One class absent:
+Few labels:
 
 * every observation feasible: there is no evidence of any infeasible region, so no network is
   trained and ``probability`` is exactly 1 (multiplying EI by a learned near-constant would only
   add noise and cost a refit per completion);
-* every observation infeasible: a basis trained on one class collapses to a constant (the cheapest
-  way to say "always infeasible"), which would leave "maximise P(feasible) until a feasible point
-  is found" without direction. So until both classes have been seen the basis is a random,
-  untrained network (``RANDOM_BASIS_SCALE``) and only the output weights get their MAP and
-  Laplace posterior; the first fit with both classes trains a fresh network. The mean logit
-  is then nearly constant, but the posterior variance grows away from the failures, so the
-  probit-moderated P(feasible) is lowest around them and rises towards unexplored regions.
+* fewer than ``MIN_CLASS_SIZE`` labels of either class: a basis trained on them either collapses
+  to a constant (one class: the cheapest way to say "always infeasible") or separates the
+  handful of labels by an arbitrary boundary on which the Laplace posterior of the output layer
+  is confident, so P(feasible) reached 0.00 or 0.98 in corners no label was near. Until both
+  classes have ``MIN_CLASS_SIZE`` labels the basis is therefore a random, untrained network
+  (``RANDOM_BASIS_SCALE``) and only the output weights get their MAP and Laplace posterior:
+  Bayesian logistic regression on fixed random features, whose posterior variance grows away
+  from the labels, so P(feasible) is lowest around failures, highest around successes and
+  moderate (0.2-0.7) where nothing has been observed. The first fit with enough labels of
+  both classes trains a fresh network.
 
 Pending jobs (section 3.3, issue 5): ``fantasize`` draws joint feasibility labels at pending
 points from the Laplace posterior and conditions the output weights on each draw by one Newton
@@ -69,11 +74,17 @@ from .basis import BasisNetwork
 NOISELESS_SLOPE = 5.0
 """Logit slope standing in for the step likelihood of noiseless constraints."""
 
+MIN_CLASS_SIZE = 2
+"""Labels of the rarer class needed before the basis network is trained. With fewer, a MAP basis
+separates the handful of labels by an arbitrary, confident boundary (the Laplace posterior
+covers the output layer only, not the basis), and P(feasible) went to 0.00 or 0.98 in corners
+no label was near; the random basis keeps it near 0.5 there."""
+
 RANDOM_BASIS_SCALE = 3.0
-"""Multiplies the default first-layer initialisation of the untrained basis used while every
-observation is infeasible. On the unit cube the default gives nearly linear, globally correlated
-features; sharper ones vary across the cube, so the Laplace variance can tell explored from
-unexplored regions. (Training starts from the default initialisation, which trains better.)"""
+"""Multiplies the default first-layer initialisation of the untrained basis used while a class
+has fewer than MIN_CLASS_SIZE labels. On the unit cube the default gives nearly linear, globally
+correlated features; sharper ones vary across the cube, so the Laplace variance can tell explored
+from unexplored regions. (Training starts from the default initialisation, which trains better.)"""
 
 _STATE_FILE = "classifier.pt"
 
@@ -126,7 +137,7 @@ class ConstraintClassifier:
         self.net: BasisNetwork | None = None
         self.theta: Tensor | None = None  # (P,) MAP output weights, bias last
         self.chol: Tensor | None = None  # (P, P) lower Cholesky factor of the Laplace precision H
-        self.basis_trained = False  # False until both classes have been seen
+        self.basis_trained = False  # False until each class has MIN_CLASS_SIZE labels
 
     # ----------------------------------------------------------------------------- fitting
 
@@ -150,9 +161,11 @@ class ConstraintClassifier:
             self.net, self.theta, self.chol, self.basis_trained = None, None, None, False
             return
         labels = feasible.to(torch.float64)
-        if not bool(feasible.any()):
-            if self.net is None:
+        n_feasible = int(feasible.sum())
+        if min(n_feasible, feasible.shape[0] - n_feasible) < MIN_CLASS_SIZE:
+            if self.net is None or self.basis_trained:
                 self.net = self._new_network(random_basis=True)
+                self.basis_trained = False
         else:
             if not self.basis_trained:
                 self.net = self._new_network(random_basis=False)

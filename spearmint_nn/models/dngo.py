@@ -250,6 +250,9 @@ class DNGO(Surrogate):
         loss is mean squared error + weight_decay * ||W||^2 / N.
     train_steps : Adam steps for a freshly initialised network.
     warm_steps : Adam steps when continuing from the previous fit's weights.
+    full_batch_max : up to this many observations the network is trained by full-batch L-BFGS
+        instead of Adam (it fits small data much better, and a pass over the data is cheap).
+    lbfgs_steps, lbfgs_warm_steps : L-BFGS iterations for a fresh and for a warm-started network.
     batch_size : mini-batch size (full batch below it); bounds the cost of a step whatever N is.
     learning_rate : initial Adam step size, decayed by a cosine schedule within each fit.
     reinit_every : retrain from a fresh initialisation every this many fits.
@@ -272,12 +275,16 @@ class DNGO(Surrogate):
         reinit_every: int = 10,
         burn_in: int = 30,
         reburn_in: int = 8,
+        full_batch_max: int = 1000,
+        lbfgs_steps: int = 500,
+        lbfgs_warm_steps: int = 200,
     ):
         self.n_inputs, self.n_samples = n_inputs, n_samples
         self.width, self.depth = width, depth
         self.weight_decay, self.train_steps, self.warm_steps = weight_decay, train_steps, warm_steps
         self.batch_size, self.learning_rate, self.reinit_every = batch_size, learning_rate, reinit_every
         self.burn_in, self.reburn_in = burn_in, reburn_in
+        self.full_batch_max, self.lbfgs_steps, self.lbfgs_warm_steps = full_batch_max, lbfgs_steps, lbfgs_warm_steps
         self.generator = torch.Generator().manual_seed(
             seed if seed is not None else int(torch.randint(2**62, (1,)).item())
         )
@@ -322,13 +329,13 @@ class DNGO(Surrogate):
         """MAP training; fresh every reinit_every fits, or when the warm start fits badly."""
         fresh = not self._trained or self.fits_since_reinit >= self.reinit_every
         if not fresh:
-            loss = self._train(X, y, self.warm_steps)
+            loss = self._train(X, y, warm=True)
             # A warm start that fits much worse than the last fit did is stuck in a poor basis:
             # compare against a fresh network and keep the better one.
             if self.last_loss is not None and loss > 4.0 * max(self.last_loss, 1e-4):
                 warm = {k: v.clone() for k, v in self.net.state_dict().items()}
                 self._initialise()
-                fresh_loss = self._train(X, y, self.train_steps)
+                fresh_loss = self._train(X, y, warm=False)
                 if fresh_loss > loss:
                     self.net.load_state_dict(warm)
                 else:
@@ -336,7 +343,7 @@ class DNGO(Surrogate):
                     self.fits_since_reinit = 0
         else:
             self._initialise()
-            loss = self._train(X, y, self.train_steps)
+            loss = self._train(X, y, warm=False)
             self.fits_since_reinit = 0
         self.fits_since_reinit += 1
         self.last_loss = loss
@@ -349,12 +356,44 @@ class DNGO(Surrogate):
                 nn.init.xavier_uniform_(module.weight, gain=nn.init.calculate_gain("tanh"), generator=self.generator)
                 nn.init.zeros_(module.bias)
 
-    def _train(self, X: Tensor, y: Tensor, steps: int) -> float:
-        """Adam on MSE + weight_decay ||W||^2 / N with a cosine step size; returns the final MSE."""
-        N = len(y)
+    def _train(self, X: Tensor, y: Tensor, warm: bool) -> float:
+        """Minimise MSE + weight_decay ||W||^2 / N; returns the final training MSE.
+
+        Full-batch L-BFGS up to ``full_batch_max`` points (each iteration is a pass over the data,
+        cheap there, and it fits small data far more tightly than Adam); mini-batch Adam with a
+        fixed step budget above, so the cost stays bounded whatever N is.
+        """
         self.net.requires_grad_(True)
         matrices = [m.weight for m in self.net.modules() if isinstance(m, nn.Linear)]
         biases = [m.bias for m in self.net.modules() if isinstance(m, nn.Linear)]
+        if len(y) <= self.full_batch_max:
+            self._train_lbfgs(X, y, matrices, self.lbfgs_warm_steps if warm else self.lbfgs_steps)
+        else:
+            self._train_adam(X, y, matrices, biases, self.warm_steps if warm else self.train_steps)
+        self.net.requires_grad_(False)
+        with torch.no_grad():
+            return float(((self.net(X) - y) ** 2).mean())
+
+    def _train_lbfgs(self, X: Tensor, y: Tensor, matrices: list[Tensor], iterations: int) -> None:
+        """Full-batch L-BFGS with a strong-Wolfe line search."""
+        N = len(y)
+        optimiser = torch.optim.LBFGS(
+            list(self.net.parameters()), lr=1.0, max_iter=iterations, history_size=20,
+            tolerance_grad=1e-9, tolerance_change=1e-12, line_search_fn="strong_wolfe",
+        )
+
+        def closure() -> Tensor:
+            optimiser.zero_grad(set_to_none=True)
+            penalty = sum((W * W).sum() for W in matrices)
+            loss = ((self.net(X) - y) ** 2).mean() + self.weight_decay * penalty / N
+            loss.backward()
+            return loss
+
+        optimiser.step(closure)
+
+    def _train_adam(self, X: Tensor, y: Tensor, matrices: list[Tensor], biases: list[Tensor], steps: int) -> None:
+        """Mini-batch Adam with a cosine step size from learning_rate down to 1% of it."""
+        N = len(y)
         # Adam's weight_decay adds wd * W to the gradient, the gradient of (wd / 2) ||W||^2.
         optimiser = torch.optim.Adam(
             [{"params": matrices, "weight_decay": 2.0 * self.weight_decay / N}, {"params": biases}],
@@ -368,9 +407,6 @@ class DNGO(Surrogate):
             optimiser.zero_grad(set_to_none=True)
             ((self.net(X[rows]) - y[rows]) ** 2).mean().backward()
             optimiser.step()
-        self.net.requires_grad_(False)
-        with torch.no_grad():
-            return float(((self.net(X) - y) ** 2).mean())
 
     # ----------------------------------------------------------------------------- prediction
 

@@ -32,6 +32,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from ..layout import WARPINGS_FILE
 from ..sampling import slice_sweep
 from .base import Surrogate
 from .kernels import Conditional, embed, matern52, matern52_cov, squared_distances
@@ -46,7 +47,6 @@ LOG_NOISE_BOUNDS = (math.log(1e-12), math.log(10.0))
 LOG_LENGTHSCALE_BOUNDS = (math.log(1e-3), math.log(10.0))
 RHO_BOUNDS = (1e-3, 1.0)
 STATE_FILE = "gp.json"
-WARPINGS_FILE = "warpings.json"
 
 
 class GPCapacityError(ValueError):
