@@ -19,6 +19,19 @@ try:
 except ImportError:  # torch is a dependency, but the non-model tests do not need it
     pass
 
+@pytest.fixture(autouse=True)
+def _package_logger_restored():
+    """A daemon Reporter made in-process takes over the ``spearmint_nn`` logger; a test that
+    does not close it must not hide later tests' log records from ``caplog``."""
+    import logging
+
+    logger = logging.getLogger("spearmint_nn")
+    saved = (logger.level, logger.propagate, list(logger.handlers))
+    yield
+    logger.level, logger.propagate = saved[0], saved[1]
+    logger.handlers[:] = saved[2]
+
+
 BRANIN_VARIABLES = {
     "x": {"type": "FLOAT", "size": 1, "min": -5, "max": 10},
     "y": {"type": "FLOAT", "size": 1, "min": 0, "max": 15},
