@@ -151,7 +151,7 @@ def test_fantasies_are_joint_draws_from_the_posterior_predictive(branin_model):
 def test_refits_warm_start_and_reinitialise_periodically(branin_model):
     _, X, y, _, _ = branin_model
     model = DNGO(n_inputs=2, seed=5, n_samples=4, reinit_every=2, train_steps=200, warm_steps=50,
-                 burn_in=5, reburn_in=2)
+                 burn_in=5, reburn_in=2, fresh_fit_max=0)
     model.fit(X[:40], y[:40])
     first = model.net.output.weight.clone()
     model.fit(X[:50], y[:50])
@@ -175,7 +175,7 @@ def test_save_and_load_reproduce_predictions_and_warm_start(branin_model, tmp_pa
     model.save(tmp_path)
     assert json.loads((tmp_path / "dngo_state.json").read_text())["n_samples"] == 10
     torch.load(tmp_path / "dngo_weights.pt", weights_only=True)
-    restored = DNGO(n_inputs=2, seed=123, n_samples=10)
+    restored = DNGO(n_inputs=2, seed=123, n_samples=10, fresh_fit_max=0)  # warm starts at this N
     restored.load(tmp_path)
     for a, b in zip(model.posterior(X_test), restored.posterior(X_test)):
         torch.testing.assert_close(a, b, rtol=0, atol=0)

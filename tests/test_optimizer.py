@@ -161,7 +161,9 @@ def test_constraint_tasks_define_the_incumbent_and_start_with_feasibility_search
 
 
 def test_state_dir_holds_model_weights_and_a_new_optimizer_warm_starts(tmp_path):
-    options = {"train_steps": 200, "warm_steps": 50, "burn_in": 10, "reburn_in": 2, "n_samples": 4}
+    # fresh_fit_max=0: warm starts at every N (by default small data are fitted afresh each time).
+    options = {"train_steps": 200, "warm_steps": 50, "burn_in": 10, "reburn_in": 2, "n_samples": 4,
+               "fresh_fit_max": 0}
     opt = Optimizer(SQUARE, model="dngo", seed=6, state_dir=tmp_path, initial_design=4, model_options=options)
     params = opt.suggest(4)
     for p in params:

@@ -86,6 +86,9 @@ class Hyperparameters:
             (log_alpha >= LOG_ALPHA_BOUNDS[0]) & (log_alpha <= LOG_ALPHA_BOUNDS[1])
             & (log_beta >= LOG_BETA_BOUNDS[0]) & (log_beta <= LOG_BETA_BOUNDS[1])
             & (scale > 0).all(-1)
+            # The quadratic's centre stays in the cube: a centre beyond a face makes the prior
+            # mean fall towards that face, so the model would rate the edge best.
+            & ((centre >= 0) & (centre <= 1)).all(-1)
         )
         # Horseshoe density approximation log(log(1 + 3 (s / x)^2)) (Carvalho et al., 2009; as in
         # Spearmint); evaluated on a clamped copy so points outside the support give no NaN.
@@ -256,6 +259,9 @@ class DNGO(Surrogate):
     batch_size : mini-batch size (full batch below it); bounds the cost of a step whatever N is.
     learning_rate : initial Adam step size, decayed by a cosine schedule within each fit.
     reinit_every : retrain from a fresh initialisation every this many fits.
+    fresh_fit_max : up to this many observations every fit starts from a fresh initialisation
+        (cheap there); each refit then extrapolates with a new basis instead of the last fit's,
+        which keeps a run from locking onto one region while data are scarce.
     burn_in : slice-sampling sweeps at the first fit.
     reburn_in : sweeps after each later refit, continuing the chains.
     """
@@ -267,12 +273,13 @@ class DNGO(Surrogate):
         n_samples: int = 10,
         width: int = 50,
         depth: int = 3,
-        weight_decay: float = 0.1,
+        weight_decay: float = 0.003,
         train_steps: int = 1000,
         warm_steps: int = 300,
         batch_size: int = 128,
         learning_rate: float = 1e-2,
         reinit_every: int = 10,
+        fresh_fit_max: int = 200,
         burn_in: int = 30,
         reburn_in: int = 8,
         full_batch_max: int = 1000,
@@ -283,6 +290,7 @@ class DNGO(Surrogate):
         self.width, self.depth = width, depth
         self.weight_decay, self.train_steps, self.warm_steps = weight_decay, train_steps, warm_steps
         self.batch_size, self.learning_rate, self.reinit_every = batch_size, learning_rate, reinit_every
+        self.fresh_fit_max = fresh_fit_max
         self.burn_in, self.reburn_in = burn_in, reburn_in
         self.full_batch_max, self.lbfgs_steps, self.lbfgs_warm_steps = full_batch_max, lbfgs_steps, lbfgs_warm_steps
         self.generator = torch.Generator().manual_seed(
@@ -308,6 +316,8 @@ class DNGO(Surrogate):
         first = self.chains is None
         if first:
             self.chains = Hyperparameters.initial(self.n_samples, self.n_inputs, self.generator).theta
+        else:  # states saved before the centre was confined to the cube continue from inside it
+            self.chains[:, 3 : 3 + self.n_inputs].clamp_(0.0, 1.0)
         widths = slice_widths(self.n_inputs)
         for _ in range(self.burn_in if first else self.reburn_in):
             self.chains, _ = slice_sweep(stats.log_posterior, self.chains, widths, self.generator)
@@ -326,8 +336,9 @@ class DNGO(Surrogate):
         return X, y
 
     def _fit_basis(self, X: Tensor, y: Tensor) -> None:
-        """MAP training; fresh every reinit_every fits, or when the warm start fits badly."""
-        fresh = not self._trained or self.fits_since_reinit >= self.reinit_every
+        """MAP training; fresh while N <= fresh_fit_max, every reinit_every fits, or when the warm
+        start fits badly; warm-started otherwise."""
+        fresh = not self._trained or self.fits_since_reinit >= self.reinit_every or len(y) <= self.fresh_fit_max
         if not fresh:
             loss = self._train(X, y, warm=True)
             # A warm start that fits much worse than the last fit did is stuck in a poor basis:
