@@ -151,8 +151,8 @@ def test_killed_at_twenty_random_moments_of_fast_jobs(tmp_path):
 def test_killed_at_random_moments_during_model_fits(tmp_path):
     """The DNGO model refits after every result from the third on: most kills land in a fit."""
     folder = _experiment(tmp_path, body="time.sleep(0.3)",
-                         **{"model": "dngo", "initial-design": 3, "max-concurrent": 2, "max-finished-jobs": 20})
-    _kill_randomly(folder, kills=15, seed=2, window_s=8.0)
+                         **{"model": "dngo", "initial-design": 3, "max-concurrent": 2, "max-finished-jobs": 40})
+    _kill_randomly(folder, kills=15, seed=2, window_s=4.0)
     assert sum(map(_killed_in_a_fit, _lives(folder))) >= 3
     _finish(folder)
 
