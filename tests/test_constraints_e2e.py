@@ -66,5 +66,6 @@ def test_failures_steer_proposals_out_of_the_crash_region() -> None:
     lr, momentum = float(params["learning_rate"][0]), float(params["momentum"][0])
     assert not train.crashes(lr, momentum)
     assert math.isclose(value, train.final_loss(lr, momentum))
-    # and it got close to the best feasible loss, 0.2368 on the edge of the crash region
-    assert value < 0.3
+    # and it got close to the best feasible loss, 0.2368 on the edge of the crash region: about
+    # 1% of the box's feasible points score below 0.314 (measured on 4000 log-uniform draws)
+    assert value < 0.32
