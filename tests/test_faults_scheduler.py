@@ -175,7 +175,9 @@ def test_squeue_failing_or_hanging_is_a_poll_error_then_a_pause(tmp_path, fake_s
 
 def test_daemon_on_fake_slurm_survives_outages_and_declares_forgotten_jobs_lost(tmp_path, fake_slurm):
     folder = _experiment(tmp_path, body="time.sleep(1.0)",
-                         driver={"name": "slurm", "result-grace": 2}, **{"max-finished-jobs": 4})
+                         driver={"name": "slurm", "result-grace": 2},
+                         # one job at a time: the budget cannot be reached while the lost job waits out its grace
+                         **{"max-finished-jobs": 4, "max-concurrent": 1})
     (fake_slurm / "sbatch_failures").write_text("4")  # job 1 fails its first submission (3 tries)
     (fake_slurm / "forget").write_text("102")         # the third scheduler job vanishes with its node
     (fake_slurm / "squeue_mode").write_text("fail")
