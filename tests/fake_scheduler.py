@@ -17,6 +17,7 @@ the real runner, and the faults sit exactly where a real scheduler shows them.
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import sys
@@ -30,6 +31,7 @@ from spearmint_nn.config import load_config
 from spearmint_nn.daemon import Daemon
 from spearmint_nn.drivers.base import JobSpec, JobStatus, PollError, SchedulerState, SubmitError
 from spearmint_nn.drivers.local import LocalDriver
+from spearmint_nn.layout import ExperimentPaths
 
 TRANSIENT_MESSAGE = "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation"
 POLL_MESSAGE = "squeue: error: slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
@@ -283,3 +285,17 @@ def main(argv: Sequence[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def jobs_by_id(folder: Path) -> dict[int, dict[str, Any]]:
+    """Every job file of an experiment, by id (a job seen in two folders: the last one read)."""
+    out = {}
+    for path in (folder / ".spearmint" / "jobs").glob("*/*.json"):
+        job = json.loads(path.read_text())
+        out[job["id"]] = job
+    return dict(sorted(out.items()))
+
+
+def faulty_driver(folder: Path, **faults: Any) -> "FaultyLocalDriver":
+    """A :class:`FaultyLocalDriver` on the experiment's state folder."""
+    return FaultyLocalDriver({}, ExperimentPaths(folder).state, **faults)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli, quick_config, write_experiment
-from fake_scheduler import FaultyLocalDriver, run_daemon
+from fake_scheduler import faulty_driver as _driver, jobs_by_id as _jobs, FaultyLocalDriver, run_daemon
 from invariant_helpers import assert_folder_ok, counting_wrapper
 from spearmint_nn import cli as cli_module
 from spearmint_nn.invariants import check_invariants
@@ -101,18 +101,6 @@ def test_read_only_state_folder_clear_errors_nothing_changed(tmp_path, small_dis
         subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
     assert _snapshot(folder) == before
     assert_folder_ok(folder, folder / "runs.txt")
-
-
-def _jobs(folder):
-    out = {}
-    for path in (folder / ".spearmint" / "jobs").glob("*/*.json"):
-        job = json.loads(path.read_text())
-        out[job["id"]] = job
-    return dict(sorted(out.items()))
-
-
-def _driver(folder, **kwargs):
-    return FaultyLocalDriver({}, ExperimentPaths(folder).state, **kwargs)
 
 
 @pytest.mark.parametrize("grace,outcome", [(4.0, "complete"), (0.3, "failed")])

@@ -12,7 +12,7 @@ import pytest
 
 import spearmint_nn.daemon as daemon_module
 from conftest import quick_config, write_experiment
-from fake_scheduler import POLL_MESSAGE, TRANSIENT_MESSAGE, FaultyLocalDriver, install_fake_slurm, run_daemon
+from fake_scheduler import faulty_driver as _driver, jobs_by_id as _jobs, POLL_MESSAGE, TRANSIENT_MESSAGE, FaultyLocalDriver, install_fake_slurm, run_daemon
 from invariant_helpers import assert_folder_ok, counting_wrapper
 from spearmint_nn.drivers.base import JobSpec, PollError, SubmitError
 from spearmint_nn.drivers.batch import BatchDriver
@@ -36,18 +36,6 @@ def quick_retries(monkeypatch):
 def _experiment(tmp_path, body="pass", **config):
     settings = {"max-finished-jobs": 4, "max-concurrent": 2, "polling-time": 0.2, **config}
     return write_experiment(tmp_path / "exp", quick_config(**settings), {"wrapper.py": counting_wrapper(body)})
-
-
-def _jobs(folder):
-    out = {}
-    for path in (folder / ".spearmint" / "jobs").glob("*/*.json"):
-        job = json.loads(path.read_text())
-        out[job["id"]] = job
-    return dict(sorted(out.items()))
-
-
-def _driver(folder, **kwargs):
-    return FaultyLocalDriver({}, ExperimentPaths(folder).state, **kwargs)
 
 
 def test_transient_submit_failures_are_retried_with_growing_delays(tmp_path, quick_retries):
