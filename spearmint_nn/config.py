@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 from .errors import ConfigError, did_you_mean
 from .layout import ExperimentPaths
 from .space import Space
+from .transforms import OUTPUT_TRANSFORMS
 
 LANGUAGES = ("PYTHON", "SHELL")
 LIKELIHOODS = ("NOISELESS", "GAUSSIAN")
@@ -157,6 +158,9 @@ KEYS: dict[str, Key] = {
     "constraint-model": Key("classifier", _choice("classifier", "value", upper=False),
                             "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",
                             "constraint_model"),
+    "output-transform": Key("log-shift", _choice(*OUTPUT_TRANSFORMS, upper=False),
+                            "what the objective model fits: log-shift (log of the distance above the best "
+                            "value, standardised) or standardise", "output_transform"),
     "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
                            "failure kinds that say nothing about the point: not shown to the model, not counted"),
 }

@@ -53,6 +53,7 @@ from .models.kernels import Conditional
 from .models.constraint_value import ConstraintValueModel
 from .optimize import MAX_ENUMERATED, enumerate_space, maximize, point_key, space_size
 from .space import Space
+from .transforms import OUTPUT_TRANSFORMS, LogShift, Standardise
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,11 @@ class Optimizer:
     n_candidates : Sobol screening candidates of the acquisition optimiser (default from D).
     torch_threads : if given, ``torch.set_num_threads`` for this process.
     model_options : keyword options of the model factory (e.g. ``{"n_samples": 10}``).
+    constraint_model : "classifier" (success/failure and constraint signs) or "value" (a
+        regression on constraint values).
+    output_transform : what the objective model is fitted to, from
+        :data:`spearmint_nn.transforms.OUTPUT_TRANSFORMS`: "log-shift" (default; log of the
+        distance above the best value, standardised) or "standardise".
     """
 
     def __init__(
@@ -162,11 +168,15 @@ class Optimizer:
         torch_threads: int | None = None,
         model_options: Mapping[str, Any] | None = None,
         constraint_model: str = "classifier",
+        output_transform: str = "log-shift",
     ):
         self.space = Space.from_config(variables)
         if constraint_model not in CONSTRAINT_MODELS:
             raise ConfigError("constraint-model", f"must be one of {', '.join(CONSTRAINT_MODELS)} (got {constraint_model!r})")
         self.constraint_model = constraint_model
+        if output_transform not in OUTPUT_TRANSFORMS:
+            raise ConfigError("output-transform", f"must be one of {', '.join(OUTPUT_TRANSFORMS)} (got {output_transform!r})")
+        self.output_transform = output_transform
         if model not in (RANDOM_SEARCH, AUTO) and model not in MODELS:
             raise ConfigError("model", f"unknown model {model!r}; known: {sorted(MODELS) + [AUTO, RANDOM_SEARCH]}")
         if acquisition not in ACQUISITIONS:
@@ -202,7 +212,7 @@ class Optimizer:
         self._model = None
         self._classifiers: dict[str, ConstraintClassifier | ConstraintValueModel] = {}
         self._fitted_n = 0
-        self._y_mean, self._y_std = 0.0, 1.0
+        self._transform: Standardise | LogShift = Standardise()
         self._duration_model: DurationModel | None = None
         self._duration_fitted_n = 0
         self._auto_choice = self._saved_auto_choice()
@@ -332,13 +342,13 @@ class Optimizer:
         model, best, anchors = None, None, None
         if self._model is not None and feasible.any():
             best_index = np.flatnonzero(feasible)[np.argmin(objective[feasible])]
-            best_value = (objective[best_index] - self._y_mean) / self._y_std
+            best_value = float(self._transform(objective[best_index]))
             model, best = condition_on_pending(self._model, best_value, X_pending, self.fantasies, generator)
             anchors = self._X[best_index][None]
         elif self._model is not None and not feasibility:
             # No feasible point yet and nothing learned about feasibility: improve on the best
             # finite value, the only signal there is.
-            best_value = (np.min(objective[finite]) - self._y_mean) / self._y_std
+            best_value = float(self._transform(np.min(objective[finite])))
             model, best = condition_on_pending(self._model, best_value, X_pending, self.fantasies, generator)
         elif not feasibility:
             return self._next_sobol(avoid)  # fewer than two finite values and no failure model
@@ -364,11 +374,10 @@ class Optimizer:
         finite = np.isfinite(objective)
         if finite.sum() >= 2:
             y = objective[finite]
-            self._y_mean = float(y.mean())
-            self._y_std = float(y.std()) if y.std() > 1e-12 else 1.0
+            self._transform = OUTPUT_TRANSFORMS[self.output_transform].fit(y)
             if self._model is None:
                 self._model = self._restore(OBJECTIVE_MODEL_DIR, self._new_surrogate(self.objective))
-            self._model.fit(X[torch.as_tensor(finite)], torch.as_tensor((y - self._y_mean) / self._y_std))
+            self._model.fit(X[torch.as_tensor(finite)], torch.as_tensor(self._transform(y)))
             self._save(OBJECTIVE_MODEL_DIR, self._model)
         labels = {name: np.asarray(v, dtype=float) for name, v in self._constraint_values.items()}
         if not finite.all() or SUCCESS in self._classifiers:

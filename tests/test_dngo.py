@@ -77,7 +77,7 @@ def test_ninety_percent_intervals_cover_the_truth_and_a_shrunken_variance_does_n
     X, y, X_test, y_test = standardised_data(f, n, d, seed)
     model = DNGO(n_inputs=d, seed=seed)
     model.fit(X, y)
-    mean, var = model.posterior(X_test)
+    mean, var = model.posterior(X_test, observation_noise=True)
     assert mean.shape == var.shape == (10, len(X_test))
     coverage = interval_coverage(mean, var, y_test)
     assert 0.75 <= coverage <= 0.99, coverage
@@ -107,7 +107,7 @@ def test_fantasy_update_equals_a_refit_with_the_pending_rows(branin_model):
     fantasy = model.fantasize(X_pending, F, g)
     values = fantasy.fantasy_values
     assert values.shape == (10 * F, 6)
-    mean, var = fantasy.posterior(X_test)
+    mean, var = fantasy.posterior(X_test, observation_noise=True)
     assert mean.shape == var.shape == (10 * F, len(X_test))
     # Reference: a BLR rebuilt from all N + J rows, per (sample, fantasy).
     state = model.state
@@ -133,7 +133,7 @@ def test_fantasies_are_joint_draws_from_the_posterior_predictive(branin_model):
     X_pending = torch.cat([base, base[:1] + 1e-4])  # the third point sits next to the first
     F = 4000
     values = model.fantasize(X_pending, F, g).fantasy_values.reshape(10, F, 3)
-    mean, var = model.posterior(X_pending)  # includes the noise variance, as the fantasies do
+    mean, var = model.posterior(X_pending, observation_noise=True)  # the fantasies include noise
     sd = var.sqrt()
     z = (values.mean(1) - mean) / (sd / math.sqrt(F))
     assert z.abs().max() < 4.5

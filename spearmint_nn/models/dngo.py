@@ -208,12 +208,14 @@ class DNGOPosterior(Surrogate):
     def fit(self, X: Tensor, y: Tensor) -> None:
         raise TypeError("a DNGO posterior is conditioned on fixed data; fit the DNGO model instead")
 
-    def posterior(self, X: Tensor, observation_noise: bool = True) -> tuple[Tensor, Tensor]:
-        """Predictive mean and variance at X (M, D), each (S * F, M); differentiable in X.
+    def posterior(self, X: Tensor, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
+        """Mean and variance of f at X (M, D), each (S * F, M); differentiable in X.
 
-        The variance is eq. 5's, which includes the noise variance 1/beta: on a deterministic
-        objective, 1/beta is where the basis's misfit goes, and leaving it out makes the intervals
-        overconfident. ``observation_noise=False`` gives the latent phi^T K^{-1} phi alone.
+        By default the variance is the latent phi^T K^{-1} phi, the uncertainty about f that an
+        evaluation removes: acquisitions use it, so a fantasised pending job leaves little
+        improvement to expect next to it. ``observation_noise=True`` adds the noise variance
+        1/beta (eq. 5's predictive variance of a new y); on a deterministic objective 1/beta is
+        where the basis's misfit goes, so predictive intervals need it to be calibrated.
         """
         mean, var = self.blr.predict(self.features(X), observation_noise)
         S, F, M = mean.shape
@@ -426,11 +428,8 @@ class DNGO(Surrogate):
             raise RuntimeError("DNGO: call fit (or load a saved model) before predicting")
         return self.state
 
-    def posterior(self, X: Tensor, observation_noise: bool = True) -> tuple[Tensor, Tensor]:
-        """Predictive mean and variance at X (M, D), each (S, M); differentiable in X.
-
-        The variance is eq. 5's, including the noise variance 1/beta (see ``DNGOPosterior.posterior``).
-        """
+    def posterior(self, X: Tensor, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
+        """Mean and variance of f at X (M, D), each (S, M); see ``DNGOPosterior.posterior``."""
         return self._fitted().posterior(X, observation_noise)
 
     def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> DNGOPosterior:

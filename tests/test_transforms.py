@@ -1,0 +1,53 @@
+"""Output transforms: monotone, standardised, and they leave the incumbent finite."""
+import numpy as np
+import pytest
+
+from spearmint_nn.transforms import LOG_SHIFT_FRACTION, OUTPUT_TRANSFORMS, LogShift, Standardise
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUT_TRANSFORMS))
+def test_fitted_values_are_standardised_and_order_is_kept(name):
+    y = np.random.default_rng(0).gamma(0.5, 30.0, size=200)
+    transform = OUTPUT_TRANSFORMS[name].fit(y)
+    z = transform(y)
+    assert abs(z.mean()) < 1e-12 and abs(z.std() - 1.0) < 1e-12
+    order = np.argsort(y)
+    assert (np.diff(z[order]) >= 0).all()
+    assert np.isfinite(transform(y.min()))
+
+
+def test_log_shift_stretches_the_values_near_the_best_relative_to_standardising():
+    # Branin-like: most points far above the minimum, a few close to it.
+    y = np.concatenate([[0.40, 0.45, 1.9, 2.4], np.linspace(10.0, 300.0, 40)])
+    near_gap = lambda t: float(t(np.array([2.4]))[0] - t(np.array([0.40]))[0])
+    assert near_gap(LogShift.fit(y)) > 10 * near_gap(Standardise.fit(y))
+
+
+def test_log_shift_bounds_how_far_the_best_point_stands_out():
+    y = np.array([0.0, 1.0, 2.0, 3.0, 100.0])
+    transform = LogShift.fit(y)
+    assert transform.delta == pytest.approx(LOG_SHIFT_FRACTION * 100.0)
+    z = transform(y)
+    assert (z[1] - z[0]) * transform.std == pytest.approx(np.log(1.0 + transform.delta) - np.log(transform.delta))
+
+
+def test_a_constant_objective_does_not_divide_by_zero():
+    for cls in (Standardise, LogShift):
+        z = cls.fit(np.full(5, 3.0))(np.full(5, 3.0))
+        assert np.isfinite(z).all()
+
+
+def test_the_optimizer_fits_its_model_to_the_configured_transform():
+    from spearmint_nn import Optimizer
+    from spearmint_nn.errors import ConfigError
+
+    variables = {"x": {"type": "FLOAT", "min": 0.0, "max": 1.0}}
+    with pytest.raises(ConfigError, match="output-transform"):
+        Optimizer(variables, model="gp", output_transform="box-cox")
+    values = [5.0, 0.5, 80.0, 1.0]
+    for name, cls in OUTPUT_TRANSFORMS.items():
+        opt = Optimizer(variables, model="gp", seed=0, output_transform=name, initial_design=4)
+        for x, value in zip([0.1, 0.4, 0.9, 0.6], values):
+            opt.observe({"x": x}, value)
+        opt.suggest(1)
+        assert opt._transform == cls.fit(np.array(values))
