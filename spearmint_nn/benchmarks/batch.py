@@ -21,12 +21,12 @@ import os
 import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 import numpy as np
 
 from .functions import FUNCTIONS
+from .runs import run_in_processes
 
 PROBLEM = "hartmann6"
 TARGET_GAP = 0.05
@@ -92,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", default="1,10,50", help="batch sizes; 1 is the sequential run")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
     parser.add_argument("--json", help="write results here (rewritten as each run ends)")
+    parser.add_argument("--sequential-from", metavar="JSON",
+                        help="take the sequential runs from this JSON of `benchmarks.dngo` (its Hartmann6 "
+                             "DNGO runs are the same runs: same optimizer, seed and loop) instead of rerunning them")
     args = parser.parse_args(argv)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     seeds = [int(s) for s in args.seeds.split(",")]
     batches = [int(b) for b in args.batches.split(",")]
     bad = [b for b in batches if args.evals % b]
@@ -102,23 +104,33 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     runs: list[dict[str, Any]] = []
     start = time.time()
-    # Largest batches first: the sequential runs take longest and should not start last.
-    jobs = [(seed, args.evals, batch) for batch in sorted(batches, reverse=True) for seed in seeds]
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        futures = {pool.submit(run_batches, *job): job for job in jobs}
-        for future in as_completed(futures):
-            run = future.result()
-            runs.append(run)
-            print(f"seed {run['seed']} batch {run['batch']}: best {min(run['values']):.4f} "
-                  f"({run['wall_s']:.0f} s wall, {run['cpu_s']:.0f} s CPU)", file=sys.stderr, flush=True)
-            if args.json:
-                _write(args.json, runs, args.evals, load_before, start)
+    runs.extend(_sequential_runs(args.sequential_from, seeds, args.evals) if args.sequential_from else [])
+    batches = [b for b in batches if not (b == 1 and args.sequential_from)]
+    # Smallest batches first: the sequential runs take longest and should not start last.
+    jobs = [(seed, args.evals, batch) for batch in sorted(batches) for seed in seeds]
+    for _, run in run_in_processes(run_batches, jobs, args.workers):
+        runs.append(run)
+        print(f"seed {run['seed']} batch {run['batch']}: best {min(run['values']):.4f} "
+              f"({run['wall_s']:.0f} s wall, {run['cpu_s']:.0f} s CPU)", file=sys.stderr, flush=True)
+        if args.json:
+            _write(args.json, runs, args.evals, load_before, start)
     rows = summarise(runs, args.evals)
     print(table(rows, args.evals))
     print(f"Hartmann6 minimum {FUNCTIONS[PROBLEM].minimum:.5f}; target: batch 10 within {TARGET_GAP} of "
           f"sequential at {args.evals}. machine: {os.cpu_count()} CPUs, load average {load_before[0]:.1f} "
           f"before, {os.getloadavg()[0]:.1f} after, {time.time() - start:.0f} s")
     return 0
+
+
+def _sequential_runs(path: str, seeds: list[int], evals: int) -> list[dict[str, Any]]:
+    """The Hartmann6 DNGO runs of a ``benchmarks.dngo`` JSON, as batch-1 runs of this benchmark."""
+    with open(path) as handle:
+        runs = json.load(handle)["runs"]
+    found = {r["seed"]: r for r in runs if r["problem"] == PROBLEM and r["method"] == "dngo" and len(r["values"]) >= evals}
+    missing = sorted(set(seeds) - set(found))
+    if missing:
+        sys.exit(f"{path} has no {evals}-evaluation {PROBLEM} DNGO run for seed(s) {missing}")
+    return [{"seed": seed, "batch": 1, "evals": evals, "values": found[seed]["values"][:evals]} for seed in seeds]
 
 
 def _write(path: str, runs: list[dict[str, Any]], evals: int, load_before: tuple, start: float) -> None:

@@ -95,6 +95,19 @@ def goldstein_price(x: Sequence[float]) -> float:
     return a * b
 
 
+LOG4_CENTRE = np.array([0.3, 0.5, 0.2, 0.6])  # optimum in u = log10(x) / 4 + 1 coordinates
+
+
+def log4(x: Sequence[float]) -> float:
+    """sum_d (u_d - c_d)^2 with u = log10(x) / 4 + 1, x in [1e-4, 1]^4: minimum 0 at x = 10^(4(c - 1)).
+
+    A bowl in log x on a linear-scale box: its optimum sits near the lower bounds, the case input
+    warping is for.
+    """
+    u = np.log10(np.asarray(x, dtype=float)) / 4.0 + 1.0
+    return float(np.sum((u - LOG4_CENTRE) ** 2))
+
+
 FUNCTIONS: dict[str, TestFunction] = {
     f.name: f
     for f in [
@@ -105,5 +118,6 @@ FUNCTIONS: dict[str, TestFunction] = {
                      -3.3223680114155147, (0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573)),
         TestFunction("camel", six_hump_camel, ((-3.0, 3.0), (-2.0, 2.0)), -1.0316284534898774, (0.0898, -0.7126)),
         TestFunction("goldstein_price", goldstein_price, ((-2.0, 2.0), (-2.0, 2.0)), 3.0, (0.0, -1.0)),
+        TestFunction("log4", log4, ((1e-4, 1.0),) * 4, 0.0, tuple(10.0 ** (4 * (LOG4_CENTRE - 1)))),
     ]
 }

@@ -1,0 +1,179 @@
+"""Optimisation quality and time per suggestion: the engine of the ``dngo`` and ``compare`` benchmarks.
+
+For every problem, method and seed, one sequential run goes to the problem's largest budget; the
+best value after each smaller budget is read from the same run. Reported per (problem, method,
+budget): median and interquartile range over seeds of the best value found, and of the number of
+evaluations needed to reach a simple regret below the problem's threshold (runs that never reach
+it count as "not reached" and are shown as the share that did), with the mean seconds per
+suggestion. Then the time of one ``suggest`` (refit + acquisition maximisation) at N finished
+observations of Hartmann6, for the steady state of a run: the optimizer fits once, one more
+observation arrives, and the second suggestion (a warm-started refit) is timed.
+
+Runs go to ``--workers`` processes; ``--json`` is rewritten as each run ends, with every run's
+values, so an interrupted benchmark keeps what finished.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+import time
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from ..optimizer import Optimizer
+from .functions import FUNCTIONS, TestFunction
+from .runs import run_in_processes
+
+
+def run_once(problem_name: str, method: str, seed: int, n_evals: int) -> dict[str, Any]:
+    """One sequential optimisation run; the values in order and the seconds of each suggestion."""
+    torch.set_num_threads(1)
+    problem = FUNCTIONS[problem_name]
+    opt = Optimizer(problem.variables, model=method, seed=seed)
+    values, seconds = [], []
+    for _ in range(n_evals):
+        params = opt.suggest(1)[0]
+        seconds.append(opt.last_suggest_seconds)
+        value = problem(params)
+        opt.observe(params, value)
+        values.append(value)
+    return {"values": values, "suggest_seconds": seconds}
+
+
+def summarise(values: list[list[float]], problem: TestFunction, budget: int, threshold: float) -> dict[str, Any]:
+    """Median / IQR of the best value after ``budget`` evaluations and of evals-to-threshold."""
+    best = np.array([np.min(v[:budget]) for v in values])
+    hits = []
+    for v in values:
+        regret = np.minimum.accumulate(np.asarray(v[:budget])) - problem.minimum
+        reached = np.flatnonzero(regret <= threshold)
+        hits.append(int(reached[0]) + 1 if reached.size else math.inf)
+    hits_arr = np.array(hits, dtype=float)
+    # Not-reached runs are +inf; an interpolating percentile would turn inf - inf into NaN.
+    q = lambda a, p: float(np.percentile(a, p, method="inverted_cdf"))
+    return {
+        "budget": budget,
+        "threshold": threshold,
+        "best_median": float(np.median(best)),
+        "best_q25": float(np.percentile(best, 25)),
+        "best_q75": float(np.percentile(best, 75)),
+        "evals_to_threshold_median": q(hits_arr, 50),
+        "evals_to_threshold_q25": q(hits_arr, 25),
+        "evals_to_threshold_q75": q(hits_arr, 75),
+        "reached": int(np.isfinite(hits_arr).sum()),
+        "runs": len(values),
+    }
+
+
+def time_suggestion(n: int, seed: int = 0, model: str = "dngo") -> dict[str, float]:
+    """Seconds of one cold and one warm-started suggestion with N Hartmann6 observations."""
+    problem = FUNCTIONS["hartmann6"]
+    rng = np.random.default_rng(seed)
+    opt = Optimizer(problem.variables, model=model, seed=seed, initial_design=1)
+    for x in rng.random((n, problem.dim)):
+        opt.observe({"x": x}, problem.function(x))
+    opt.suggest(1)
+    cold = opt.last_suggest_seconds
+    x = rng.random(problem.dim)
+    opt.observe({"x": x}, problem.function(x))
+    opt.suggest(1)
+    return {"n": n, "cold_seconds": cold, "warm_seconds": opt.last_suggest_seconds, "warm_fit_seconds": opt.last_fit_seconds}
+
+
+def _fmt(value: float) -> str:
+    return "-" if not math.isfinite(value) else (f"{value:.0f}" if value >= 10 and value == int(value) else f"{value:.4g}")
+
+
+def main(
+    argv: list[str] | None,
+    *,
+    name: str,
+    description: str,
+    default_evals: list[str],
+    default_methods: str,
+    default_timing_sizes: str,
+    default_timing_methods: str,
+    thresholds: Mapping[str, float],
+) -> dict[str, Any]:
+    """Parse the command line of benchmark ``name`` (its defaults as given), run, print, write JSON.
+
+    ``thresholds``: problem name -> regret threshold; problems not named use 1e-3.
+    """
+    parser = argparse.ArgumentParser(prog=f"python -m spearmint_nn.benchmarks.{name}", description=description)
+    parser.add_argument("--seeds", type=int, default=10, help="runs per problem and method (seeds 0..N-1)")
+    parser.add_argument("--evals", nargs="+", default=default_evals,
+                        help=f"problem:budget[,budget...] entries; problems: {', '.join(FUNCTIONS)}")
+    parser.add_argument("--methods", default=default_methods, help="comma-separated models (sobol = random search)")
+    parser.add_argument("--timing-sizes", default=default_timing_sizes, help="comma-separated N ('' to skip)")
+    parser.add_argument("--timing-methods", default=default_timing_methods, help="models timed against N")
+    parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
+    parser.add_argument("--json", help="also write the results (every run's values) as JSON here, rewritten as each run ends")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    started = time.time()
+    report: dict[str, Any] = {
+        "command": f"python -m spearmint_nn.benchmarks.{name} " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": {"platform": platform.platform(), "processor": platform.processor(), "torch_threads": 1,
+                    "torch": torch.__version__, "workers": args.workers},
+        "quality": [], "runs": [], "timing": [],
+    }
+
+    def save() -> None:
+        if args.json:
+            report["wall_seconds"] = time.time() - started
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
+
+    plan = []
+    for entry in args.evals:
+        problem_name, budgets_text = entry.split(":")
+        plan.append((FUNCTIONS[problem_name], sorted(int(b) for b in budgets_text.split(","))))
+    methods = args.methods.split(",")
+    jobs = [(problem.name, method, seed, budgets[-1]) for problem, budgets in plan for method in methods
+            for seed in range(args.seeds)]
+    for (problem_name, method, seed, _), run in run_in_processes(run_once, jobs, args.workers):
+        report["runs"].append({"problem": problem_name, "method": method, "seed": seed, **run})
+        print(f"  {problem_name} {method} seed {seed}: best {min(run['values']):.5g}", file=sys.stderr, flush=True)
+        save()
+
+    print(f"{'problem':<10} {'method':<10} {'evals':>5}  {'best median [IQR]':<34} "
+          f"{'evals to regret [IQR]':<24} {'regret':>6} {'reached':>7} {'s/suggest':>9}")
+    for problem, budgets in plan:
+        threshold = thresholds.get(problem.name, 1e-3)
+        for method in methods:
+            runs = sorted((r for r in report["runs"] if r["problem"] == problem.name and r["method"] == method),
+                          key=lambda r: r["seed"])
+            mean_suggest = float(np.mean([np.mean(r["suggest_seconds"]) for r in runs]))
+            for budget in budgets:
+                s = summarise([r["values"] for r in runs], problem, budget, threshold)
+                s.update(problem=problem.name, method=method, mean_suggest_seconds=mean_suggest)
+                report["quality"].append(s)
+                best = f"{_fmt(s['best_median']):>9} [{_fmt(s['best_q25'])}, {_fmt(s['best_q75'])}]"
+                hits = (f"{_fmt(s['evals_to_threshold_median']):>5} [{_fmt(s['evals_to_threshold_q25'])}, "
+                        f"{_fmt(s['evals_to_threshold_q75'])}]")
+                print(f"{problem.name:<10} {method:<10} {budget:>5}  {best:<34} {hits:<24} {threshold:>6g} "
+                      f"{s['reached']:>3}/{s['runs']:<3} {mean_suggest:>9.2f}", flush=True)
+    save()
+
+    sizes = [int(n) for n in args.timing_sizes.split(",") if n.strip()]
+    if sizes:
+        print(f"\n{'N':>6} {'model':<10} {'suggest (warm) s':>17} {'refit part s':>13} {'first suggest (cold) s':>23}")
+    for n in sizes:
+        for method in args.timing_methods.split(","):
+            t = {"model": method, **time_suggestion(n, model=method)}
+            report["timing"].append(t)
+            print(f"{n:>6} {method:<10} {t['warm_seconds']:>17.2f} {t['warm_fit_seconds']:>13.2f} "
+                  f"{t['cold_seconds']:>23.2f}", flush=True)
+            save()
+    for method in args.timing_methods.split(","):
+        by_n = {t["n"]: t["warm_seconds"] for t in report["timing"] if t["model"] == method}
+        if 500 in by_n and 5000 in by_n:
+            report.setdefault("ratio_5000_500", {})[method] = by_n[5000] / by_n[500]
+            print(f"{method}: t(5000) / t(500) = {by_n[5000] / by_n[500]:.2f}  (linear scaling: about 10)")
+    save()
+    return report
