@@ -85,6 +85,16 @@ def time_suggestion(n: int, seed: int = 0, model: str = "dngo") -> dict[str, flo
     return {"n": n, "cold_seconds": cold, "warm_seconds": opt.last_suggest_seconds, "warm_fit_seconds": opt.last_fit_seconds}
 
 
+def _earlier_runs(paths: list[str]) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """(problem, method, seed) -> run, from the ``runs`` of earlier JSON reports (later files win)."""
+    found = {}
+    for path in paths:
+        with open(path) as f:
+            for run in json.load(f)["runs"]:
+                found[(run["problem"], run["method"], run["seed"])] = run
+    return found
+
+
 def _fmt(value: float) -> str:
     return "-" if not math.isfinite(value) else (f"{value:.0f}" if value >= 10 and value == int(value) else f"{value:.4g}")
 
@@ -113,6 +123,10 @@ def main(
     parser.add_argument("--timing-methods", default=default_timing_methods, help="models timed against N")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
     parser.add_argument("--json", help="also write the results (every run's values) as JSON here, rewritten as each run ends")
+    parser.add_argument("--reuse", nargs="*", default=[], metavar="JSON",
+                        help="JSON files of earlier quality benchmarks: a run found there (same problem, method "
+                             "and seed, at least as many evaluations) is taken instead of rerun; runs are "
+                             "deterministic given the seed")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     started = time.time()
@@ -134,8 +148,17 @@ def main(
         problem_name, budgets_text = entry.split(":")
         plan.append((FUNCTIONS[problem_name], sorted(int(b) for b in budgets_text.split(","))))
     methods = args.methods.split(",")
-    jobs = [(problem.name, method, seed, budgets[-1]) for problem, budgets in plan for method in methods
-            for seed in range(args.seeds)]
+    earlier = _earlier_runs(args.reuse)
+    jobs = []
+    for problem, budgets in plan:
+        for method in methods:
+            for seed in range(args.seeds):
+                run = earlier.get((problem.name, method, seed))
+                if run is not None and len(run["values"]) >= budgets[-1]:
+                    report["runs"].append({**run, "values": run["values"][: budgets[-1]],
+                                           "suggest_seconds": run["suggest_seconds"][: budgets[-1]]})
+                else:
+                    jobs.append((problem.name, method, seed, budgets[-1]))
     for (problem_name, method, seed, _), run in run_in_processes(run_once, jobs, args.workers):
         report["runs"].append({"problem": problem_name, "method": method, "seed": seed, **run})
         print(f"  {problem_name} {method} seed {seed}: best {min(run['values']):.5g}", file=sys.stderr, flush=True)
