@@ -10,8 +10,9 @@ optimization", also Spearmint's ``examples/toy``) on [0, 1]^2:
 Best feasible value 0.5998 at (0.1954, 0.4044). Constraint values are passed in Spearmint's
 convention (>= 0 satisfied), i.e. as -c1 and -c2, both NOISELESS. The feasible region is
 disconnected and about 32% of the square.
-The optimizer models each constraint's value with its own DNGO and multiplies EI by
-P(c >= 0) from their predictives (:mod:`spearmint_nn.models.constraint_value`).
+Arms: the optimizer with its default model (``auto``: the GP at this size) and with DNGO, each
+with one constraint network per explicit constraint (the default ``constraint-model``) and EI
+times P(all constraints satisfied); and Sobol random search.
 
 For each seed and arm the best feasible value after every evaluation is recorded; the table
 gives its mean and standard error over seeds at a few budgets, and the number of seeds whose
@@ -24,19 +25,22 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from typing import Any
 
 import numpy as np
 import torch
 
 from spearmint_nn.optimizer import Optimizer
 
+from .runs import run_in_processes
+
 VARIABLES = {"x1": {"type": "FLOAT", "min": 0.0, "max": 1.0}, "x2": {"type": "FLOAT", "min": 0.0, "max": 1.0}}
 TASKS = {"f": "OBJECTIVE", "c1": "CONSTRAINT", "c2": "CONSTRAINT"}
 LIKELIHOODS = {"f": "NOISELESS", "c1": "NOISELESS", "c2": "NOISELESS"}
 OPTIMUM = 0.5998
-ARMS = {"dngo constrained EI": "dngo", "random search (Sobol)": "sobol"}
+ARMS = {"default (auto: GP)": "auto", "DNGO": "dngo", "random search (Sobol)": "sobol"}
 
 
 def gramacy_toy(x1: float, x2: float) -> dict[str, float]:
@@ -85,14 +89,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     budgets = sorted({b for b in (10, 20, 30, 50, 100, args.evaluations) if b <= args.evaluations})
-    results = {}
     start = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        for arm, model in ARMS.items():
-            traces = list(pool.map(best_feasible_trace, [model] * args.seeds, range(args.seeds),
-                                   [args.evaluations] * args.seeds))
-            results[arm] = {"traces": traces, "table": summarise(np.asarray(traces), budgets)}
-
+    traces: dict[str, dict[int, list[float]]] = {arm: {} for arm in ARMS}
+    jobs = [(model, seed, args.evaluations) for model in ARMS.values() for seed in range(args.seeds)]
+    arm_of = {model: arm for arm, model in ARMS.items()}
+    for (model, seed, _), trace in run_in_processes(best_feasible_trace, jobs, args.workers):
+        traces[arm_of[model]][seed] = trace
+        print(f"  {model} seed {seed}: best feasible {trace[-1]:.4f}", file=sys.stderr, flush=True)
+        _write(args.json, args, traces, budgets)
+    results = _results(traces, budgets)
     print(f"Gramacy toy (optimum {OPTIMUM}), best feasible value, mean +- s.e. over {args.seeds} seeds"
           f" [seeds with a feasible point]; {time.perf_counter() - start:.0f} s")
     print(f"{'evaluations':>11} | " + " | ".join(f"{arm:>28}" for arm in ARMS))
@@ -102,10 +107,24 @@ def main(argv: list[str] | None = None) -> None:
             row = results[arm]["table"][i]
             cells.append(f"{row['mean']:.4f} +- {row['stderr']:.4f} [{row['feasible_seeds']:>2}]")
         print(f"{budget:>11} | " + " | ".join(f"{c:>28}" for c in cells))
-    if args.json:
-        with open(args.json, "w") as handle:
+
+
+def _results(traces: dict[str, dict[int, list[float]]], budgets: list[int]) -> dict[str, Any]:
+    """Per arm: the traces in seed order and the summary table over the seeds that finished."""
+    results = {}
+    for arm, by_seed in traces.items():
+        ordered = [by_seed[seed] for seed in sorted(by_seed)]
+        results[arm] = {"traces": ordered, "table": summarise(np.asarray(ordered), budgets) if ordered else []}
+    return results
+
+
+def _write(path: str | None, args: argparse.Namespace, traces: dict[str, dict[int, list[float]]],
+           budgets: list[int]) -> None:
+    if path:
+        with open(path, "w") as handle:
             json.dump({"problem": "gramacy_toy", "optimum": OPTIMUM, "seeds": args.seeds,
-                       "evaluations": args.evaluations, "results": results}, handle, indent=1, allow_nan=True)
+                       "evaluations": args.evaluations, "results": _results(traces, budgets)},
+                      handle, indent=1, allow_nan=True)
 
 
 if __name__ == "__main__":
