@@ -6,6 +6,8 @@ This module holds the parts that do not depend on the scheduler:
 
 - option checks for the resource options both drivers offer (memory, CPUs, GPUs, setup lines,
   extra arguments, job name prefix);
+- the submit command's layout: the scheduler's own head, options passed on as they are, the
+  resources asked (each scheduler spells them its own way), ``extra-args``, the script;
 - the job script: the user's environment setup lines, exported variables, ``cd`` into the
   experiment and ``exec`` of the runner command, every word of it quoted with :func:`shlex.quote`;
 - running one scheduler command (an argument list, never a shell string) with a timeout,
@@ -106,6 +108,21 @@ def check_shared_options(options: Mapping[str, Any]) -> None:
                      "may only hold letters, digits, '_', '.' and '-'")
 
 
+def flag_words(*pairs: tuple[str, Any]) -> list[str]:
+    """``[flag, str(value), ...]`` for each ``(flag, value)`` pair whose value is not None."""
+    return [word for flag, value in pairs if value is not None for word in (flag, str(value))]
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one job asks of the scheduler, from the driver options; None where nothing is asked."""
+
+    wall_clock: str | None     # wall time as ``[D-]HH:MM:SS`` (see :func:`clock`)
+    memory: str | None         # as the schedulers write it: '4096M', '4G' (see :func:`memory_value`)
+    cpus: int | None           # CPU cores (slots) per job
+    gpus: int | str | None     # GPUs per job, never 0: a count, or SLURM's 'type:count'
+
+
 def clock(seconds: float) -> str:
     """``[D-]HH:MM:SS`` for a wall time, rounded up to whole seconds (both schedulers read it)."""
     total = math.ceil(seconds)
@@ -200,12 +217,16 @@ def run_command(argv: Sequence[str], timeout_s: float) -> CommandResult:
 class BatchDriver(Driver):
     """A driver that submits job scripts to a batch scheduler (see the module docstring).
 
-    Subclasses give the scheduler's commands: :meth:`submit_argv`, :meth:`parse_submit`,
-    :meth:`query` (one status query for many ids, through :meth:`call`) and :meth:`cancel_argv`,
-    plus ``transient_messages``: lower-case fragments of messages that mean "try again later".
+    Subclasses give the scheduler's commands: the submit command's :meth:`submit_head` and
+    :meth:`resource_argv` (with ``option_flags``, the options it passes on as they are),
+    :meth:`parse_submit`, :meth:`query` (one status query for many ids, through :meth:`call`) and
+    :meth:`cancel_argv`, plus ``transient_messages``: lower-case fragments of messages that mean
+    "try again later".
     """
 
     options: ClassVar[Mapping[str, str]] = {**Driver.options, **SHARED_OPTIONS}
+    # (driver option, submit flag): one-line string options the submit command takes as they are
+    option_flags: ClassVar[tuple[tuple[str, str], ...]] = ()
     transient_messages: ClassVar[tuple[str, ...]] = ()
     # Messages of the cancel command about jobs that have already ended (not an error).
     gone_messages: ClassVar[tuple[str, ...]] = ()
@@ -231,12 +252,20 @@ class BatchDriver(Driver):
     def validate_options(cls, options: Mapping[str, Any]) -> None:
         super().validate_options(options)
         check_shared_options(options)
+        for key, _ in cls.option_flags:
+            if key in options and key not in SHARED_OPTIONS:  # the shared ones are checked above
+                check_string(f"driver.{key}", options[key])
 
     # -- what subclasses provide
 
     @abc.abstractmethod
-    def submit_argv(self, spec: JobSpec, name: str, wall_time: float | None) -> list[str]:
-        """The submit command for ``spec.script_path`` (the script is written afterwards)."""
+    def submit_head(self, spec: JobSpec, name: str) -> list[str]:
+        """The submit command with the job's name, working folder and output files; raises
+        :class:`SubmitError` if the scheduler cannot take them."""
+
+    @abc.abstractmethod
+    def resource_argv(self, asked: Resources) -> list[str]:
+        """The submit command's words for the resources asked."""
 
     @abc.abstractmethod
     def parse_submit(self, result: CommandResult) -> str:
@@ -255,6 +284,15 @@ class BatchDriver(Driver):
 
     def job_name(self, spec: JobSpec) -> str:
         return self.name_prefix + spec.name
+
+    def submit_argv(self, spec: JobSpec, name: str, wall_time: float | None) -> list[str]:
+        """The submit command for ``spec.script_path`` (the script is written afterwards)."""
+        opts = self.config
+        gpus = opts.get("gpus")
+        asked = Resources(wall_clock=None if wall_time is None else clock(wall_time), memory=self.memory,
+                          cpus=opts.get("cpus"), gpus=None if gpus in (0, "0") else gpus)
+        return (self.submit_head(spec, name) + flag_words(*((flag, opts.get(key)) for key, flag in self.option_flags))
+                + self.resource_argv(asked) + self.extra_args + [str(spec.script_path)])
 
     def is_transient(self, result: CommandResult) -> bool:
         message = result.message.lower()

@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ElementTree
 from typing import Any, ClassVar, Mapping, Sequence
 
 from .base import JobSpec, JobStatus, SchedulerState, SubmitError
-from .batch import (BatchDriver, CommandError, CommandResult, check_int, check_string, clock,
+from .batch import (BatchDriver, CommandError, CommandResult, Resources, check_int, check_string,
                     exit_code_and_reason, log)
 
 _JOB_ID = re.compile(r"^([0-9]+)(\.[0-9]+-[0-9]+:[0-9]+)?$")
@@ -106,7 +106,6 @@ class SgeDriver(BatchDriver):
 
     name = "sge"
     job_id_variable = "JOB_ID"  # read back from a job's claim (Driver.adopt_claim)
-    job_id_variable = "JOB_ID"
     options: ClassVar[Mapping[str, str]] = {
         **BatchDriver.options,
         "queue": "queue (qsub -q)",
@@ -125,15 +124,13 @@ class SgeDriver(BatchDriver):
         "failed receiving gdi request", "can't connect", "connection refused", "got no connection",
         "timed out", "timeout", "try later", "qmaster is not alive",
     )
+    option_flags = (("queue", "-q"), ("account", "-A"), ("project", "-P"))
     gone_messages = ("does not exist",)
     max_qacct_per_poll: ClassVar[int] = 20
 
     @classmethod
     def validate_options(cls, options: Mapping[str, Any]) -> None:
         super().validate_options(options)
-        for key in ("queue", "project"):
-            if key in options:
-                check_string(f"driver.{key}", options[key])
         for key in ("memory-resource", "parallel-environment", "gpu-resource"):
             if key in options:
                 check_string(f"driver.{key}", options[key], _RESOURCE, "must be a Grid Engine name (letters, digits, _ . -)")
@@ -144,26 +141,26 @@ class SgeDriver(BatchDriver):
         name = super().job_name(spec)
         return name if name[:1].isalpha() else f"j{name}"  # qsub refuses names that start with a digit
 
-    def submit_argv(self, spec: JobSpec, name: str, wall_time: float | None) -> list[str]:
+    def submit_head(self, spec: JobSpec, name: str) -> list[str]:
         for path in (spec.stdout, spec.stderr, spec.workdir):
             # qsub reads "host:path" in -o/-e and expands $JOB_ID etc.; such paths cannot be passed
             if ":" in str(path) or "$" in str(path):
                 raise SubmitError(f"Grid Engine cannot use a path containing ':' or '$': {path}", transient=False)
-        opts = self.config
-        argv = ["qsub", "-terse", "-N", name, "-S", "/bin/bash", "-wd", str(spec.workdir),
+        return ["qsub", "-terse", "-N", name, "-S", "/bin/bash", "-wd", str(spec.workdir),
                 "-o", str(spec.stdout), "-e", str(spec.stderr)]
-        for key, flag in (("queue", "-q"), ("account", "-A"), ("project", "-P")):
-            if key in opts:
-                argv += [flag, opts[key]]
-        if wall_time is not None:
-            argv += ["-l", f"h_rt={clock(wall_time)}"]
-        if self.memory is not None:
-            argv += ["-l", f"{opts.get('memory-resource', 'h_vmem')}={self.memory}"]
-        if opts.get("cpus", 1) > 1:
-            argv += ["-pe", opts.get("parallel-environment", "smp"), str(opts["cpus"])]
-        if opts.get("gpus", 0) > 0:
-            argv += ["-l", f"{opts.get('gpu-resource', 'gpu')}={opts['gpus']}"]
-        return argv + self.extra_args + [str(spec.script_path)]
+
+    def resource_argv(self, asked: Resources) -> list[str]:
+        opts = self.config
+        argv = []
+        if asked.wall_clock is not None:
+            argv += ["-l", f"h_rt={asked.wall_clock}"]
+        if asked.memory is not None:
+            argv += ["-l", f"{opts.get('memory-resource', 'h_vmem')}={asked.memory}"]
+        if asked.cpus is not None and asked.cpus > 1:  # one slot needs no parallel environment
+            argv += ["-pe", opts.get("parallel-environment", "smp"), str(asked.cpus)]
+        if asked.gpus is not None:
+            argv += ["-l", f"{opts.get('gpu-resource', 'gpu')}={asked.gpus}"]
+        return argv
 
     def parse_submit(self, result: CommandResult) -> str:
         # -terse prints "JOBID" (an array: "JOBID.1-5:1")

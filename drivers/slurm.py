@@ -11,13 +11,13 @@ Options (``"driver": {"name": "slurm", ...}`` in config.json): see ``SlurmDriver
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from spearmint_nn.errors import ConfigError
 
 from .base import JobSpec, JobStatus, SchedulerState, SubmitError
-from .batch import (BatchDriver, CommandError, CommandResult, check_int, check_string, clock,
-                    exit_code_and_reason, log)
+from .batch import (BatchDriver, CommandError, CommandResult, Resources, check_int, check_string,
+                    exit_code_and_reason, flag_words, log)
 
 _QUEUED = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING"}
 _RUNNING = {"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "STAGE_OUT", "SIGNALING"}
@@ -62,28 +62,30 @@ def slurm_status(state: str, reason: str, exit_status: int, signal: int) -> JobS
     return JobStatus(mapped, code, f"SLURM: {state}{why}, {words}")
 
 
+def _records(text: str, count: int) -> Iterator[list[str]]:
+    """The first ``count`` ``|``-separated fields of each line that has them and a job id."""
+    for line in text.splitlines():
+        fields = line.split("|")
+        if len(fields) >= count and fields[0].strip():
+            yield fields[:count]
+
+
 def parse_squeue(text: str) -> dict[str, JobStatus]:
     """``squeue -h -O 'JobID:|,State:|,Reason:|,exit_code:|'`` lines; exit_code is a wait status."""
     statuses = {}
-    for line in text.splitlines():
-        fields = line.split("|")
-        if len(fields) < 4 or not fields[0].strip():
-            continue
-        raw = int(fields[3]) if fields[3].strip().isdigit() else 0
-        statuses[fields[0].strip()] = slurm_status(fields[1].strip(), fields[2].strip(), raw >> 8, raw & 0x7F)
+    for job_id, state, reason, wait_status in _records(text, 4):
+        raw = int(wait_status) if wait_status.strip().isdigit() else 0
+        statuses[job_id.strip()] = slurm_status(state.strip(), reason.strip(), raw >> 8, raw & 0x7F)
     return statuses
 
 
 def parse_sacct(text: str) -> dict[str, JobStatus]:
     """``sacct -n -X -P -o JobIDRaw,State,ExitCode`` lines (ExitCode ``exit:signal``)."""
     statuses = {}
-    for line in text.splitlines():
-        fields = line.split("|")
-        if len(fields) < 3 or not fields[0].strip():
-            continue
-        exit_status, _, signal = fields[2].partition(":")
-        statuses[fields[0].strip()] = slurm_status(
-            fields[1], "", int(exit_status) if exit_status.isdigit() else 0, int(signal) if signal.isdigit() else 0)
+    for job_id, state, exit_code in _records(text, 3):
+        exit_status, _, signal = exit_code.partition(":")
+        statuses[job_id.strip()] = slurm_status(
+            state, "", int(exit_status) if exit_status.isdigit() else 0, int(signal) if signal.isdigit() else 0)
     return statuses  # a requeued job has several records; the last one is the current one
 
 
@@ -92,7 +94,6 @@ class SlurmDriver(BatchDriver):
 
     name = "slurm"
     job_id_variable = "SLURM_JOB_ID"  # read back from a job's claim (Driver.adopt_claim)
-    job_id_variable = "SLURM_JOB_ID"
     options: ClassVar[Mapping[str, str]] = {
         **BatchDriver.options,
         "partition": "partition (sbatch --partition)",
@@ -105,14 +106,12 @@ class SlurmDriver(BatchDriver):
         "slurm_persist_conn_open", "problem talking to the database", "communication connection failure",
         "zero bytes were transmitted", "try again", "not responding",
     )
+    option_flags = (("partition", "--partition"), ("account", "--account"), ("qos", "--qos"))
     gone_messages = ("invalid job id specified", "already completing or completed", "job has already finished")
 
     @classmethod
     def validate_options(cls, options: Mapping[str, Any]) -> None:
         super().validate_options(options)
-        for key in ("partition", "qos"):
-            if key in options:
-                check_string(f"driver.{key}", options[key])
         gpus = options.get("gpus", 0)
         if isinstance(gpus, str):
             check_string("driver.gpus", gpus, _GPUS, "must be a count or 'type:count' such as 'a100:2'")
@@ -121,24 +120,15 @@ class SlurmDriver(BatchDriver):
         else:
             check_int("driver.gpus", gpus, 0)
 
-    def submit_argv(self, spec: JobSpec, name: str, wall_time: float | None) -> list[str]:
-        opts = self.config
+    def submit_head(self, spec: JobSpec, name: str) -> list[str]:
         # sbatch expands %j, %x, ... in file names; %% is a literal %
-        argv = ["sbatch", "--parsable", "--job-name", name, "--chdir", str(spec.workdir),
+        return ["sbatch", "--parsable", "--job-name", name, "--chdir", str(spec.workdir),
                 "--output", str(spec.stdout).replace("%", "%%"),
                 "--error", str(spec.stderr).replace("%", "%%")]
-        for key, flag in (("partition", "--partition"), ("account", "--account"), ("qos", "--qos")):
-            if key in opts:
-                argv += [flag, opts[key]]
-        if wall_time is not None:
-            argv += ["--time", clock(wall_time)]
-        if self.memory is not None:
-            argv += ["--mem", self.memory]
-        if "cpus" in opts:
-            argv += ["--cpus-per-task", str(opts["cpus"])]
-        if opts.get("gpus") not in (None, 0, "0"):
-            argv += ["--gres", f"gpu:{opts['gpus']}"]
-        return argv + self.extra_args + [str(spec.script_path)]
+
+    def resource_argv(self, asked: Resources) -> list[str]:
+        return flag_words(("--time", asked.wall_clock), ("--mem", asked.memory), ("--cpus-per-task", asked.cpus),
+                          ("--gres", None if asked.gpus is None else f"gpu:{asked.gpus}"))
 
     def parse_submit(self, result: CommandResult) -> str:
         # --parsable prints "JOBID" or, on a multi-cluster setup, "JOBID;CLUSTER"

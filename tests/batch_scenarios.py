@@ -1,9 +1,11 @@
 """End-to-end scenarios of ``spearmint-nn run`` on a real batch scheduler (SLURM or Grid Engine).
 
-``tests/test_slurm.py`` and ``tests/test_sge.py`` run each scenario against their scheduler,
-described by a :class:`Cluster`. Every scenario is a real daemon process, real jobs on the
-scheduler and real files; the wrapper appends its job id to ``runs.log`` each time it runs, so
-"nothing lost or run twice" is checked against what actually ran.
+``tests/test_slurm.py`` and ``tests/test_sge.py`` run each scenario of :data:`SCENARIOS` against
+their scheduler, described by a :class:`Cluster` (started by ``tests/cluster/<driver>-up.sh``,
+which keeps it in ``$<DRIVER>_STATE_DIR``, default ``/var/tmp/spearmint-<driver>``). Every
+scenario is a real daemon process, real jobs on the scheduler and real files; the wrapper
+appends its job id to ``runs.log`` each time it runs, so "nothing lost or run twice" is checked
+against what actually ran.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
+
+import pytest
 
 from spearmint_nn.drivers.base import driver_class
 
@@ -35,16 +39,49 @@ def main(job_id, params):
 """
 
 
+CLUSTER_DIR = Path(__file__).parent / "cluster"
+
+
 @dataclass
 class Cluster:
     """One running scheduler, as the scenarios need it."""
 
-    driver: str
+    driver: str                              # the driver's name; tests/cluster/<driver>-up.sh starts it
+    title: str                               # the scheduler's name in messages
     cancel: Callable[[str], None]            # cancel a job from outside, by scheduler id
     time_limit: float                        # the shortest limit the scheduler enforces
     limit_wait_s: float                      # how long a job may outlive it before it is killed
-    stop_controller: Callable[[], None]
-    start_controller: Callable[[], None]
+    controller_pid: str                      # the controller's pid file, relative to state_dir
+
+    @property
+    def state_variable(self) -> str:
+        return f"{self.driver.upper()}_STATE_DIR"
+
+    @property
+    def state_dir(self) -> Path:
+        return Path(os.environ.get(self.state_variable, f"/var/tmp/spearmint-{self.driver}"))
+
+    @property
+    def up_script(self) -> Path:
+        return CLUSTER_DIR / f"{self.driver}-up.sh"
+
+    def stop_controller(self) -> None:
+        stop_pid_file(self.state_dir / self.controller_pid)
+
+    def start_controller(self) -> None:
+        run_script(self.up_script, {self.state_variable: str(self.state_dir)})
+
+
+def usable(cluster: Cluster, problem: str | None) -> Cluster:
+    """``cluster``, unless ``problem`` says why it cannot be used: then the test is skipped (a
+    failure with ``SPEARMINT_REQUIRE_CLUSTERS=1``, as in CI)."""
+    if problem:
+        message = (f"no usable {cluster.title}: {problem}; start one as root with: "
+                   f"bash tests/cluster/{cluster.up_script.name}")
+        if os.environ.get("SPEARMINT_REQUIRE_CLUSTERS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return cluster
 
 
 def pid_alive(pid: int) -> bool:
@@ -204,16 +241,26 @@ def cancelled_from_outside(tmp_path: Path, cluster: Cluster) -> None:
              "the scheduler to end the jobs cancelled at exit")
 
 
-def daemon_killed_and_restarted(tmp_path: Path, cluster: Cluster) -> None:
-    budget = 9
-    exp = make_experiment(tmp_path / "exp", cluster, sleep=4, budget=budget, concurrent=3)
+def three_running(tmp_path: Path, cluster: Cluster, *, sleep: float, budget: int) -> tuple[Path, subprocess.Popen]:
+    """A daemon started on a new experiment, once one job is done and three are running; it is
+    killed if that never happens."""
+    exp = make_experiment(tmp_path / "exp", cluster, sleep=sleep, budget=budget, concurrent=3)
     daemon = start_daemon(exp)
     try:
         wait_for(lambda: by_state(exp, "complete") and len(by_state(exp, "running")) == 3, 180,
                  "one job done and three running")
-    finally:
+    except BaseException:
         daemon.kill()
         daemon.wait()
+        raise
+    return exp, daemon
+
+
+def daemon_killed_and_restarted(tmp_path: Path, cluster: Cluster) -> None:
+    budget = 9
+    exp, daemon = three_running(tmp_path, cluster, sleep=4, budget=budget)
+    daemon.kill()
+    daemon.wait()
     in_flight = {i: job["scheduler_id"] for i, job in submitted(exp).items()}
     assert in_flight
     time.sleep(2)  # the jobs go on without a daemon
@@ -225,12 +272,11 @@ def daemon_killed_and_restarted(tmp_path: Path, cluster: Cluster) -> None:
 
 
 def controller_restarted(tmp_path: Path, cluster: Cluster) -> None:
+    if not (cluster.state_dir / cluster.controller_pid).exists() or os.geteuid() != 0:
+        pytest.skip(f"needs root and the cluster of tests/cluster/{cluster.up_script.name} in {cluster.state_dir}")
     budget = 9
-    exp = make_experiment(tmp_path / "exp", cluster, sleep=3, budget=budget, concurrent=3)
-    daemon = start_daemon(exp)
+    exp, daemon = three_running(tmp_path, cluster, sleep=3, budget=budget)
     try:
-        wait_for(lambda: by_state(exp, "complete") and len(by_state(exp, "running")) == 3, 180,
-                 "one job done and three running")
         cluster.stop_controller()
         try:
             time.sleep(8)  # jobs finish while the controller is away
@@ -245,3 +291,9 @@ def controller_restarted(tmp_path: Path, cluster: Cluster) -> None:
     console = (exp / "console.txt").read_text()
     # the driver retried (or the daemon's poll failed) while the controller was away
     assert "trying again" in console, "the outage was never noticed:\n" + console[-3000:]
+
+
+# what a test module parametrises its one test over, each named after its function
+SCENARIOS = [pytest.param(scenario, id=scenario.__name__) for scenario in (
+    twelve_jobs_three_at_a_time, failing_wrapper, killed_by_time_limit, cancelled_from_outside,
+    daemon_killed_and_restarted, controller_restarted)]

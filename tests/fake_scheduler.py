@@ -145,6 +145,15 @@ def alive(pid):
     except OSError:
         return False
 
+def kill(job_id):
+    """SIGKILL the job's process group, if it ever started."""
+    pid_file = jobs / f"{job_id}.pid"
+    if pid_file.exists():
+        try:
+            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
 def state_of(job_id):
     exit_file = jobs / f"{job_id}.exit"
     if exit_file.exists() and exit_file.read_text().strip():
@@ -185,12 +194,7 @@ elif command in ("squeue", "sacct"):
         sys.exit(1)
     forgotten = set(switch("forget").split())
     for job_id in forgotten:  # a vanished job: its node died and took the job with it
-        pid_file = jobs / f"{job_id}.pid"
-        if pid_file.exists():
-            try:
-                os.killpg(int(pid_file.read_text()), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill(job_id)
     wanted = [i for i in option("-j").split(",") if i not in forgotten]
     for job_id in wanted:
         name, code = state_of(job_id)
@@ -203,12 +207,7 @@ elif command in ("squeue", "sacct"):
         sys.exit(1)
 elif command == "scancel":
     for job_id in args:
-        pid_file = jobs / f"{job_id}.pid"
-        if pid_file.exists():
-            try:
-                os.killpg(int(pid_file.read_text()), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill(job_id)
 '''
 
 

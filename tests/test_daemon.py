@@ -1,6 +1,7 @@
 """End-to-end runs of ``spearmint-nn run`` as a real process on real experiment folders."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -128,20 +129,28 @@ def test_sigkill_mid_run_then_restart_loses_nothing_and_runs_nothing_twice(make_
         assert f"adopted   job {job['id']} running as local {job['scheduler_id']}" in log
 
 
-def test_second_daemon_refused_sigterm_leaves_jobs_and_cancel_kills_them(make_experiment):
-    folder = make_experiment(quick_config(**{"max-finished-jobs": 4, "max-concurrent": 2}),
+@contextlib.contextmanager
+def _two_sleeping_jobs(make_experiment, budget: int, *daemon_args: str, stop_with: signal.Signals):
+    """A daemon running two 60 s jobs of ``budget``; yields (folder, daemon process). After the
+    block the daemon gets ``stop_with`` and must exit 0; it is killed if the block fails."""
+    folder = make_experiment(quick_config(**{"max-finished-jobs": budget, "max-concurrent": 2}),
                              {"wrapper.py": "import time\ndef main(job_id, params):\n    time.sleep(60)\n    return 1.0\n"})
-    daemon = start_daemon(folder)
+    daemon = start_daemon(folder, *daemon_args)
     try:
         _wait_for(lambda: len(_state_files(folder, "running")) == 2, what="2 running jobs")
-        second = cli("run", folder)
-        assert second.returncode == 1
-        assert f"on host {socket.gethostname()} pid {daemon.pid}" in second.stderr
-        daemon.send_signal(signal.SIGTERM)
+        yield folder, daemon
+        daemon.send_signal(stop_with)
         assert daemon.wait(timeout=60) == 0
     finally:
         if daemon.poll() is None:
             daemon.kill()
+
+
+def test_second_daemon_refused_sigterm_leaves_jobs_and_cancel_kills_them(make_experiment):
+    with _two_sleeping_jobs(make_experiment, 4, stop_with=signal.SIGTERM) as (folder, daemon):
+        second = cli("run", folder)
+        assert second.returncode == 1
+        assert f"on host {socket.gethostname()} pid {daemon.pid}" in second.stderr
     jobs = all_jobs(folder)
     running = [j for s, j in jobs.values() if s == "running"]
     assert len(running) == 2 and all(_alive(int(j["scheduler_id"].split(":")[0])) for j in running)
@@ -158,20 +167,11 @@ def test_second_daemon_refused_sigterm_leaves_jobs_and_cancel_kills_them(make_ex
 
 
 def test_cancel_through_a_running_daemon_and_cancel_on_exit(make_experiment):
-    folder = make_experiment(quick_config(**{"max-finished-jobs": 6, "max-concurrent": 2}),
-                             {"wrapper.py": "import time\ndef main(job_id, params):\n    time.sleep(60)\n    return 1.0\n"})
-    daemon = start_daemon(folder, "--cancel-on-exit")
-    try:
-        _wait_for(lambda: len(_state_files(folder, "running")) == 2, what="2 running jobs")
+    with _two_sleeping_jobs(make_experiment, 6, "--cancel-on-exit", stop_with=signal.SIGINT) as (folder, _):
         asked = cli("cancel", folder, "1")
         assert asked.returncode == 0 and asked.stdout.startswith("asked the daemon to cancel jobs 1")
         _wait_for(lambda: (folder / ".spearmint" / "jobs" / "failed" / "000001.json").exists(), what="job 1 cancelled")
         _wait_for(lambda: len(_state_files(folder, "running")) == 2, what="a replacement job")
-        daemon.send_signal(signal.SIGINT)
-        assert daemon.wait(timeout=60) == 0
-    finally:
-        if daemon.poll() is None:
-            daemon.kill()
     jobs = all_jobs(folder)
     assert [(s, j.get("failure")) for s, j in jobs.values()] == [("failed", "cancelled")] * 3
     assert jobs[1][1]["reason"] == "cancelled by the user"

@@ -5,10 +5,8 @@ Skipped when no Grid Engine answers; with ``SPEARMINT_REQUIRE_CLUSTERS=1`` (CI) 
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -17,9 +15,6 @@ from spearmint_nn.drivers.base import JobSpec, SchedulerState
 from spearmint_nn.drivers.sge import SgeDriver
 
 pytestmark = [pytest.mark.slow, pytest.mark.sge]
-
-CLUSTER_DIR = Path(__file__).parent / "cluster"
-STATE_DIR = Path(os.environ.get("SGE_STATE_DIR", "/var/tmp/spearmint-sge"))
 
 
 def sge_problem() -> str | None:
@@ -34,46 +29,19 @@ def sge_problem() -> str | None:
 
 @pytest.fixture(scope="module")
 def cluster() -> scenarios.Cluster:
-    problem = sge_problem()
-    if problem:
-        message = f"no usable Grid Engine: {problem}; start one as root with: bash tests/cluster/sge-up.sh"
-        if os.environ.get("SPEARMINT_REQUIRE_CLUSTERS") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return scenarios.Cluster(
+    return scenarios.usable(scenarios.Cluster(
         driver="sge",
+        title="Grid Engine",
         cancel=lambda sid: subprocess.run(["qdel", sid], check=True, timeout=60, capture_output=True),
         time_limit=5,       # h_rt is enforced within about a second
         limit_wait_s=30,
-        stop_controller=lambda: scenarios.stop_pid_file(STATE_DIR / "spool" / "qmaster" / "qmaster.pid"),
-        start_controller=lambda: scenarios.run_script(CLUSTER_DIR / "sge-up.sh", {"SGE_STATE_DIR": str(STATE_DIR)}),
-    )
+        controller_pid="spool/qmaster/qmaster.pid",
+    ), sge_problem())
 
 
-def test_twelve_jobs_three_at_a_time(tmp_path, cluster):
-    scenarios.twelve_jobs_three_at_a_time(tmp_path, cluster)
-
-
-def test_failing_wrapper(tmp_path, cluster):
-    scenarios.failing_wrapper(tmp_path, cluster)
-
-
-def test_killed_by_time_limit(tmp_path, cluster):
-    scenarios.killed_by_time_limit(tmp_path, cluster)
-
-
-def test_cancelled_with_qdel(tmp_path, cluster):
-    scenarios.cancelled_from_outside(tmp_path, cluster)
-
-
-def test_daemon_killed_and_restarted_adopts_its_jobs(tmp_path, cluster):
-    scenarios.daemon_killed_and_restarted(tmp_path, cluster)
-
-
-def test_qmaster_stopped_and_restarted(tmp_path, cluster):
-    if not (STATE_DIR / "spool" / "qmaster" / "qmaster.pid").exists() or os.geteuid() != 0:
-        pytest.skip(f"needs root and the cluster of tests/cluster/sge-up.sh in {STATE_DIR}")
-    scenarios.controller_restarted(tmp_path, cluster)
+@pytest.mark.parametrize("scenario", scenarios.SCENARIOS)
+def test_scenario(tmp_path, cluster, scenario):
+    scenario(tmp_path, cluster)
 
 
 def test_error_state_job_counts_as_failed_and_leaves_the_queue(tmp_path, cluster):

@@ -7,7 +7,6 @@ qstat_running.xml: 4 and 5 running, 8 ``Eqw``, 6 held (``hqw``); qstat_deleting.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -18,16 +17,13 @@ from spearmint_nn.drivers.sge import (SgeDriver, parse_error_reasons, parse_qacc
                                       qacct_status, queue_status)
 from spearmint_nn.errors import ConfigError
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from scheduler_helpers import FIXTURES, fake_bin, fake_client, read_fixture
+
 S = SchedulerState
 
 
-def read(name: str) -> str:
-    return (FIXTURES / name).read_text()
-
-
 def test_qstat_xml_lists_running_pending_and_error_jobs():
-    states = parse_qstat_xml(read("qstat_running.xml"))
+    states = parse_qstat_xml(read_fixture("qstat_running.xml"))
     assert states == {"4": "r", "5": "r", "8": "Eqw", "6": "hqw"}
     assert {k: queue_status(v).state for k, v in states.items()} == {
         "4": S.RUNNING, "5": S.RUNNING, "8": S.FAILED, "6": S.QUEUED}
@@ -35,9 +31,9 @@ def test_qstat_xml_lists_running_pending_and_error_jobs():
 
 
 def test_qstat_xml_deleting_and_empty():
-    states = parse_qstat_xml(read("qstat_deleting.xml"))
+    states = parse_qstat_xml(read_fixture("qstat_deleting.xml"))
     assert states == {"9": "dr"} and queue_status("dr").state is S.RUNNING  # not final until it leaves
-    assert parse_qstat_xml(read("qstat_empty.xml")) == {}
+    assert parse_qstat_xml(read_fixture("qstat_empty.xml")) == {}
 
 
 @pytest.mark.parametrize("letters, expected", [
@@ -48,7 +44,7 @@ def test_state_letters(letters, expected):
 
 
 def test_qacct_records_map_to_final_states():
-    records = parse_qacct(read("qacct_cases.txt"))
+    records = parse_qacct(read_fixture("qacct_cases.txt"))
     assert sorted(records, key=int) == ["2", "3", "4", "5", "7", "8"]
     got = {k: qacct_status(r) for k, r in records.items()}
     assert {k: (v.state, v.exit_code) for k, v in got.items()} == {
@@ -61,9 +57,9 @@ def test_qacct_records_map_to_final_states():
 
 
 def test_qacct_unknown_and_qstat_j_messages_are_what_the_driver_looks_for():
-    assert "not found" in read("qacct_unknown.txt")
-    assert "do not exist" in read("qstat_j_unknown.txt")
-    assert parse_error_reasons(read("qstat_j_error.txt")) == {
+    assert "not found" in read_fixture("qacct_unknown.txt")
+    assert "do not exist" in read_fixture("qstat_j_unknown.txt")
+    assert parse_error_reasons(read_fixture("qstat_j_error.txt")) == {
         "10": 'error: can\'t open output file "/nonexistent/x": No such file or directory'}
 
 
@@ -121,15 +117,8 @@ def test_paths_qsub_would_misread_are_refused(tmp_path):
     assert not err.value.transient
 
 
-def fake_client(directory: Path, name: str, body: str) -> None:
-    (directory / name).write_text("#!/bin/bash\n" + body)
-    (directory / name).chmod(0o755)
-
-
 def test_poll_one_qstat_then_qacct_for_jobs_that_left_and_qdel_for_error_states(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    bin_dir = fake_bin(tmp_path, monkeypatch)
     log = tmp_path / "calls"
     fake_client(bin_dir, "qstat", f"""echo "qstat $*" >> {log}
 if [ "$1" = -xml ]; then cat {FIXTURES}/qstat_running.xml; else sed 's/^job_number: *10/job_number: 8/' {FIXTURES}/qstat_j_error.txt; fi\n""")

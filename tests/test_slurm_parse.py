@@ -6,7 +6,6 @@ The fixtures were captured from a real Slurm 22.05 (tests/cluster/slurm-up.sh). 
 """
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -17,16 +16,13 @@ from spearmint_nn.drivers.batch import CommandResult, clock, render_job_script
 from spearmint_nn.drivers.slurm import SlurmDriver, parse_sacct, parse_squeue, slurm_status
 from spearmint_nn.errors import ConfigError
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from scheduler_helpers import FIXTURES, fake_bin, fake_client, read_fixture
+
 S = SchedulerState
 
 
-def read(name: str) -> str:
-    return (FIXTURES / name).read_text()
-
-
 def test_squeue_finished_jobs_map_to_final_states_with_exit_codes():
-    got = parse_squeue(read("squeue_finished.txt"))
+    got = parse_squeue(read_fixture("squeue_finished.txt"))
     assert {k: (v.state, v.exit_code) for k, v in got.items()} == {
         "2": (S.COMPLETED, 0), "3": (S.FAILED, 3), "4": (S.TIMEOUT, 128 + 15),
         "5": (S.CANCELLED, 128 + 15), "6": (S.CANCELLED, 0), "7": (S.FAILED, 128 + 9)}
@@ -37,7 +33,7 @@ def test_squeue_finished_jobs_map_to_final_states_with_exit_codes():
 
 
 def test_sacct_finished_jobs_agree_with_squeue():
-    got = parse_sacct(read("sacct_finished.txt"))
+    got = parse_sacct(read_fixture("sacct_finished.txt"))
     assert {k: v.state for k, v in got.items()} == {
         "2": S.COMPLETED, "3": S.FAILED, "4": S.TIMEOUT, "5": S.CANCELLED, "6": S.CANCELLED, "7": S.FAILED}
     assert got["3"].exit_code == 3 and got["7"].exit_code == 128 + 9
@@ -45,12 +41,12 @@ def test_sacct_finished_jobs_agree_with_squeue():
 
 
 def test_active_jobs_are_queued_or_running_with_the_pending_reason():
-    got = parse_squeue(read("squeue_active.txt"))
+    got = parse_squeue(read_fixture("squeue_active.txt"))
     assert {k: v.state for k, v in got.items()} == {"12": S.QUEUED, "13": S.RUNNING, "14": S.QUEUED}
     assert "JobHeldUser" in got["12"].reason and "Resources" in got["14"].reason
     assert not any(v.state.finished for v in got.values())
     # sacct lags behind the controller: right after submission it knew only one of three jobs
-    assert {k: v.state for k, v in parse_sacct(read("sacct_active.txt")).items()} == {"13": S.QUEUED}
+    assert {k: v.state for k, v in parse_sacct(read_fixture("sacct_active.txt")).items()} == {"13": S.QUEUED}
 
 
 @pytest.mark.parametrize("state, expected", [
@@ -64,7 +60,7 @@ def test_states_not_in_the_fixtures(state, expected):
 
 def test_invalid_id_message_is_what_query_accepts_as_no_jobs():
     # the driver treats this stderr (rc 1) as "none of these ids is known to squeue"
-    assert "invalid job id" in read("squeue_invalid_id.stderr").lower()
+    assert "invalid job id" in read_fixture("squeue_invalid_id.stderr").lower()
 
 
 def test_parse_submit_reads_parsable_output_and_rejects_anything_else(tmp_path):
@@ -161,17 +157,9 @@ def test_env_names_that_are_not_shell_names_are_refused(tmp_path):
 
 # ---- commands, retries, backoff (real processes standing in for the scheduler's client) ------
 
-def fake_client(directory: Path, name: str, body: str) -> None:
-    path = directory / name
-    path.write_text("#!/bin/bash\n" + body)
-    path.chmod(0o755)
-
-
 @pytest.fixture
 def fake_path(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    bin_dir = fake_bin(tmp_path, monkeypatch)
     monkeypatch.setattr(SlurmDriver, "submit_retry_delays_s", (0.01, 0.01))
     monkeypatch.setattr(SlurmDriver, "query_retry_delays_s", (0.01,))
     return bin_dir
