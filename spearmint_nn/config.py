@@ -158,9 +158,10 @@ KEYS: dict[str, Key] = {
     "constraint-model": Key("classifier", _choice("classifier", "value", upper=False),
                             "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",
                             "constraint_model"),
-    "output-transform": Key("log-shift", _choice(*OUTPUT_TRANSFORMS, upper=False),
-                            "what the objective model fits: log-shift (log of the distance above the best "
-                            "value, standardised) or standardise", "output_transform"),
+    "output-transform": Key("auto", _choice(*OUTPUT_TRANSFORMS, upper=False),
+                            "what the objective model fits: auto (the least skewed of the two), log-shift "
+                            "(log of the distance above the best value, standardised) or standardise",
+                            "output_transform"),
     "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
                            "failure kinds that say nothing about the point: not shown to the model, not counted"),
 }

@@ -147,8 +147,9 @@ class Optimizer:
     constraint_model : "classifier" (success/failure and constraint signs) or "value" (a
         regression on constraint values).
     output_transform : what the objective model is fitted to, from
-        :data:`spearmint_nn.transforms.OUTPUT_TRANSFORMS`: "log-shift" (default; log of the
-        distance above the best value, standardised) or "standardise".
+        :data:`spearmint_nn.transforms.OUTPUT_TRANSFORMS`: "auto" (default: whichever of the
+        two below leaves the values least skewed), "log-shift" (log of the distance above the
+        best value, standardised) or "standardise".
     """
 
     def __init__(
@@ -168,7 +169,7 @@ class Optimizer:
         torch_threads: int | None = None,
         model_options: Mapping[str, Any] | None = None,
         constraint_model: str = "classifier",
-        output_transform: str = "log-shift",
+        output_transform: str = "auto",
     ):
         self.space = Space.from_config(variables)
         if constraint_model not in CONSTRAINT_MODELS:

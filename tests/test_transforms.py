@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from spearmint_nn.transforms import LOG_SHIFT_FRACTION, OUTPUT_TRANSFORMS, LogShift, Standardise
+from spearmint_nn.benchmarks.functions import FUNCTIONS
+from spearmint_nn.transforms import LOG_SHIFT_FRACTION, OUTPUT_TRANSFORMS, LogShift, Standardise, SymmetryChosen
 
 
 @pytest.mark.parametrize("name", sorted(OUTPUT_TRANSFORMS))
@@ -45,9 +46,19 @@ def test_the_optimizer_fits_its_model_to_the_configured_transform():
     with pytest.raises(ConfigError, match="output-transform"):
         Optimizer(variables, model="gp", output_transform="box-cox")
     values = [5.0, 0.5, 80.0, 1.0]
-    for name, cls in OUTPUT_TRANSFORMS.items():
+    for name in ("standardise", "log-shift"):
+        cls = OUTPUT_TRANSFORMS[name]
         opt = Optimizer(variables, model="gp", seed=0, output_transform=name, initial_design=4)
         for x, value in zip([0.1, 0.4, 0.9, 0.6], values):
             opt.observe({"x": x}, value)
         opt.suggest(1)
         assert opt._transform == cls.fit(np.array(values))
+
+
+@pytest.mark.parametrize("problem, chosen", [("branin", LogShift), ("hartmann6", Standardise)])
+def test_the_default_takes_the_log_only_where_it_makes_the_values_more_symmetric(problem, chosen):
+    f = FUNCTIONS[problem]
+    rng = np.random.default_rng(0)
+    lows, highs = np.array(f.bounds).T
+    y = np.array([f.function(x) for x in lows + (highs - lows) * rng.random((64, f.dim))])
+    assert isinstance(SymmetryChosen.fit(y), chosen)
