@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     parser.add_argument("--evals", type=int, default=200)
-    parser.add_argument("--batches", default="1,10,50", help="batch sizes; 1 is the sequential run")
+    parser.add_argument("--batches", default="1,10,50", help="batch sizes, run in this order; 1 is the sequential run")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
     parser.add_argument("--json", help="write results here (rewritten as each run ends)")
     parser.add_argument("--sequential-from", metavar="JSON",
@@ -106,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.time()
     runs.extend(_sequential_runs(args.sequential_from, seeds, args.evals) if args.sequential_from else [])
     batches = [b for b in batches if not (b == 1 and args.sequential_from)]
-    # Smallest batches first: the sequential runs take longest and should not start last.
-    jobs = [(seed, args.evals, batch) for batch in sorted(batches) for seed in seeds]
+    # In the order given: with few workers, put first what must be known first.
+    jobs = [(seed, args.evals, batch) for batch in batches for seed in seeds]
     for _, run in run_in_processes(run_batches, jobs, args.workers):
         runs.append(run)
         print(f"seed {run['seed']} batch {run['batch']}: best {min(run['values']):.4f} "
