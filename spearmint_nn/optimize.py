@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from scipy.optimize import minimize
 from scipy.stats import qmc
+from threadpoolctl import threadpool_limits
 
 from .acquisition import Acquisition
 from .space import Space
@@ -142,10 +143,14 @@ def _refine(
         return float(total.detach()), (grad * gradient_mask).numpy().ravel()
 
     x0 = starts[:, free].ravel()
-    result = minimize(
-        negative_total, x0, jac=True, method="L-BFGS-B",
-        bounds=[(0.0, 1.0)] * x0.size, options={"maxiter": maxiter},
-    )
+    # L-BFGS-B's BLAS calls are tiny; with OpenBLAS's default thread pool each one wakes the pool,
+    # and on a loaded machine (a shared login node) waiting for the woken threads made every
+    # optimiser step cost milliseconds instead of ~50 us, several times the acquisition's own cost.
+    with threadpool_limits(limits=1, user_api="blas"):
+        result = minimize(
+            negative_total, x0, jac=True, method="L-BFGS-B",
+            bounds=[(0.0, 1.0)] * x0.size, options={"maxiter": maxiter},
+        )
     refined = starts.copy()
     refined[:, free] = result.x.reshape(K, -1)
     return refined
@@ -161,7 +166,10 @@ def _neighbours(space: Space, centres: np.ndarray, per_centre: int, rng: np.rand
 
 def _unavoided(X: np.ndarray, avoid: set) -> np.ndarray:
     """Boolean mask of the rows of X whose keys are not in avoid."""
-    return np.fromiter((point_key(row) not in avoid for row in X), dtype=bool, count=X.shape[0])
+    # The keys of all rows at once (as point_key forms them): per-row numpy calls would cost more
+    # than scoring the candidates.
+    rows = (np.round(np.asarray(X, dtype=float), _KEY_DECIMALS) + 0.0).tolist()
+    return np.fromiter((tuple(row) not in avoid for row in rows), dtype=bool, count=len(rows))
 
 
 def maximize(

@@ -2,7 +2,9 @@
 
 Every model integrates its hyperparameters out by running C chains side by side: the log
 density is evaluated for all chains in one call on a (C, P) tensor, so a chain step costs a
-handful of batched evaluations instead of a Python loop over chains. Each sweep updates the P
+handful of batched evaluations instead of a Python loop over chains. A batched step waits for
+the slowest chain, so the number of calls per coordinate is what a sweep costs; stepping out
+evaluates both ends of every bracket in one (2C, P) call for that reason. Each sweep updates the P
 coordinates in turn with stepping out and shrinkage, which needs no tuning beyond an initial
 bracket width per coordinate.
 """
@@ -29,7 +31,8 @@ def slice_sweep(
 
     Parameters
     ----------
-    log_density : maps (C, P) to (C,) unnormalised log densities (``-inf`` outside the support).
+    log_density : maps states (B, P) to (B,) unnormalised log densities (``-inf`` outside the
+        support), for B = C (the chains) and B = 2 C (both bracket ends of every chain).
     x : current states, shape (C, P); must have finite log density.
     widths : initial bracket width per coordinate, scalar or shape (P,).
 
@@ -48,7 +51,8 @@ def slice_sweep(
         return torch.rand(*shape, generator=generator, dtype=x.dtype)
 
     def at(coord: int, values: Tensor) -> Tensor:
-        moved = x.clone()
+        """Log densities of x with column coord replaced by values (B * C,): B copies of x."""
+        moved = x.repeat(len(values) // C, 1)
         moved[:, coord] = values
         return log_density(moved)
 
@@ -56,17 +60,15 @@ def slice_sweep(
         level = logp + torch.log(rand(C))
         left = x[:, d] - rand(C) * w[d]
         right = left + w[d]
-        # Stepping out: widen each bracket until both ends are outside the slice.
+        # Stepping out: widen each bracket until both ends are outside the slice. Both ends of
+        # every chain go into one batched call, so a step costs one call, not two.
         for _ in range(max_step_out):
-            grow = at(d, left) > level
-            if not grow.any():
+            ends = at(d, torch.cat([left, right])) > level.repeat(2)
+            grow_left, grow_right = ends[:C], ends[C:]
+            if not (grow_left.any() or grow_right.any()):
                 break
-            left = torch.where(grow, left - w[d], left)
-        for _ in range(max_step_out):
-            grow = at(d, right) > level
-            if not grow.any():
-                break
-            right = torch.where(grow, right + w[d], right)
+            left = torch.where(grow_left, left - w[d], left)
+            right = torch.where(grow_right, right + w[d], right)
         # Shrinkage: propose uniformly in the bracket, shrink towards x on rejection.
         new = x[:, d].clone()
         new_logp = logp.clone()

@@ -8,8 +8,17 @@ import scipy.special
 import scipy.stats
 import torch
 
-from spearmint_nn.models.gp import GP, GPCapacityError, Hypers, robust_cholesky
+from spearmint_nn.models.gp import (
+    GP,
+    GPCapacityError,
+    HyperLayout,
+    Hypers,
+    _TrainingCorrelation,
+    log_prior,
+    robust_cholesky,
+)
 from spearmint_nn.models.kernels import Conditional
+from spearmint_nn.models.warping import log_shape_prior
 
 
 def dense_cov(A, B, ls, amp2, alpha=None, beta=None):
@@ -93,6 +102,51 @@ def test_slice_sampling_recovers_known_lengthscales():
     gp.fit(torch.tensor(X), torch.tensor(y))
     median = np.median(np.array(gp.hyperparameters()["lengthscales"]), axis=0)
     np.testing.assert_allclose(median, [0.15, 0.6], rtol=0.35)
+
+
+def test_log_prior_is_the_sum_of_the_per_coordinate_priors():
+    """The batched prior equals its terms written out one by one, and is -inf off the support."""
+    layout = HyperLayout(n_dims=3, warping=True, noiseless=False, n_arc=1)
+    g = torch.Generator().manual_seed(0)
+    theta = torch.randn(50, layout.size, generator=g, dtype=torch.float64).clamp(-2.0, 2.0)  # inside every box
+    theta[:, layout.rho] = 0.2 + 0.7 * torch.rand(50, 1, generator=g, dtype=torch.float64)
+    theta[:, layout.log_noise] = -8.0 + 6.0 * torch.rand(50, generator=g, dtype=torch.float64)
+    noise = theta[:, layout.log_noise]
+    expected = (
+        -0.5 * theta[:, 0] ** 2
+        - 0.5 * theta[:, 1] ** 2
+        + torch.log(torch.log1p(3.0 * 0.1**2 * torch.exp(-2.0 * noise))) + noise
+        + theta[:, layout.log_lengthscales].sum(-1)
+        + log_shape_prior(theta[:, layout.log_alpha])
+        + log_shape_prior(theta[:, layout.log_beta])
+    )
+    got = log_prior(theta, layout)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12, atol=1e-12)
+    for coordinate, value in ((layout.log_lengthscales.start, 3.0), (layout.log_alpha.start, 3.5),
+                              (layout.rho.start, 1.5), (layout.log_noise, 3.0)):
+        off = theta[:2].clone()
+        off[:, coordinate] = value
+        assert torch.isinf(log_prior(off, layout)).all()
+
+
+def test_training_correlation_memo_matches_a_fresh_computation_along_a_sweep():
+    """The per-input memo of the warped inputs gives the exact correlation for every move a
+    sweep makes: one coordinate of C chains, or of both bracket ends (2C states) at once."""
+    X, _ = data(n=10, d=3)
+    X = torch.tensor(X)
+    gp = GP(3, seed=0)
+    layout = gp.layout_for(3)
+    memo = _TrainingCorrelation(gp, X, layout)
+    g = torch.Generator().manual_seed(1)
+    chains = layout.pack(lengthscales=0.4) + 0.3 * torch.randn(4, layout.size, generator=g, dtype=torch.float64)
+    memo(chains, Hypers.unpack(chains, layout))
+    for coordinate in [0, layout.log_lengthscales.start + 1, layout.log_alpha.start + 2, layout.log_beta.start, layout.log_alpha.start]:
+        for copies in (2, 1, 2):
+            moved = chains.repeat(copies, 1)
+            moved[:, coordinate] += 0.2 * torch.randn(len(moved), generator=g, dtype=torch.float64)
+            h = Hypers.unpack(moved, layout)
+            np.testing.assert_allclose(memo(moved, h).numpy(), gp._correlation(X, h).numpy(), rtol=0, atol=1e-13)
+        chains = moved[: len(chains)]
 
 
 def test_jitter_escalation_factorises_a_duplicated_point_covariance():

@@ -3,10 +3,12 @@ points, never repeats of avoided points, and exhausted finite spaces are reporte
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from spearmint_nn.acquisition import Acquisition
 from spearmint_nn.optimize import (
+    _unavoided,
     continuous_columns,
     enumerate_space,
     maximize,
@@ -92,3 +94,37 @@ def test_large_integer_space_never_repeats_avoided_points():
         avoid = np.vstack([avoid, p.x])
     # The six best valid points are the centre and its nearest lattice neighbours.
     assert np.abs(avoid - target).max() <= 1.5 / 40
+
+
+def test_avoided_rows_are_found_by_their_point_keys():
+    """The vectorised key check agrees with point_key row by row."""
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 3))
+    X[45] = -0.0 * X[45]  # a negative zero is the same point as a zero
+    avoid = {point_key(row) for row in X[:40]} | {point_key(np.zeros(3))}
+    expected = np.array([point_key(row) not in avoid for row in X])
+    np.testing.assert_array_equal(_unavoided(X, avoid), expected)
+    assert not expected[:40].any() and not expected[45] and expected[40:45].all()
+
+
+def test_refinement_runs_blas_single_threaded_and_restores_its_threads(monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    import spearmint_nn.optimize as optimize_module
+
+    blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+    if not blas:
+        pytest.skip("no BLAS library reports its threads in this process")
+    before = [pool["num_threads"] for pool in blas]
+    seen = []
+    real_minimize = optimize_module.minimize
+
+    def spying_minimize(*args, **kwargs):
+        seen.append([pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"])
+        return real_minimize(*args, **kwargs)
+
+    monkeypatch.setattr(optimize_module, "minimize", spying_minimize)
+    space = Space.from_config({"x": {"type": "FLOAT", "min": 0.0, "max": 1.0, "size": 2}})
+    maximize(Bowl(np.array([0.3, 0.7])), space, n_candidates=64, seed=0)
+    assert seen and all(counts == [1] * len(blas) for counts in seen)
+    assert [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"] == before

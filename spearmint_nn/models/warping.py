@@ -8,9 +8,15 @@ hypergeometric series
     t_{n+1} = t_n * x (a + b + n) / (a + 1 + n),
 
 used on the side of x <= 1/2 (else through I_x(a, b) = 1 - I_{1-x}(b, a)), where the term ratio
-tends to x <= 1/2. All terms are formed at once: log t_n = n log x + c_n(a, b) with c_n a cumulative
-sum that depends on the shape parameters only, so one evaluation is a handful of tensor operations
-regardless of the number of terms, which matters inside slice sampling.
+tends to x <= 1/2. Writing t_n = e^{c_n} x^n, with c_n a cumulative sum that depends on the shape
+parameters only, the series is a polynomial in x whose coefficients e^{c_n} are formed once per
+shape; the sum over terms is then one contraction of the powers x^n (formed once per input, shared
+by every hyperparameter sample) with the coefficients (per sample), which torch turns into a batched
+matrix product. For inputs shared by the samples (the usual case) no (samples x inputs x terms)
+tensor is formed, which matters both inside slice sampling and when thousands of candidates are
+warped per acquisition call (5000 candidates x 6 inputs x 10 samples: ~1 s with a log-sum-exp over
+such a tensor, 40-70 ms this way, on a loaded 2-core VM). All terms are
+positive and c_n stays below ~50 on the shape support, so the sum is formed without log-sum-exp.
 
 The x-gradient is the Beta density, supplied analytically by a custom autograd function; the shape
 parameters carry no gradient (they are slice-sampled, never differentiated).
@@ -18,6 +24,7 @@ parameters carry no gradient (they are slice-sampled, never differentiated).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -41,65 +48,88 @@ def _n_terms(a: Tensor, b: Tensor) -> int:
     return 40 + int(math.ceil(1.75 * largest))
 
 
-def _log_term_offsets(a: Tensor, b: Tensor, n_terms: int) -> Tensor:
-    """c_n = sum_{k < n} log((a + b + k) / (a + 1 + k)) for n < n_terms; shape (*a.shape, K).
+def _series_coefficients(a: Tensor, b: Tensor, n_terms: int) -> Tensor:
+    """e^{c_n}, c_n = sum_{k < n} log((a + b + k) / (a + 1 + k)), for (a, b) and for the flipped
+    (b, a); shape (2, *a.shape, n_terms), index 0 unflipped, 1 flipped.
 
-    Depends on the shape parameters only, so it is formed at their (small) shape and broadcast
-    against the inputs afterwards.
+    Depends on the shape parameters only, so it is formed at their (small) shape and contracted
+    with the powers of the inputs afterwards.
     """
+    first = torch.stack([a, b])[..., None]
     n = torch.arange(n_terms, dtype=a.dtype)
-    steps = torch.log((a[..., None] + b[..., None] + n) / (a[..., None] + 1.0 + n))
-    return torch.cumsum(steps, dim=-1) - steps
+    steps = torch.log((a + b)[..., None] + n) - torch.log(first + 1.0 + n)
+    return torch.exp(torch.cumsum(steps, dim=-1) - steps)
 
 
 def _log_beta_fn(a: Tensor, b: Tensor) -> Tensor:
     return torch.lgamma(a) + torch.lgamma(b) - torch.lgamma(a + b)
 
 
+@dataclass(frozen=True)
+class BetaShapes:
+    """Shape parameters a, b > 0 (broadcast to one shape) with what the CDF needs of them alone.
+
+    ``coefficients`` (2, *shape, K) are the series coefficients for (a, b) and for the flipped
+    (b, a), ``log_norm`` is log B(a, b). Prepared once, they serve any number of evaluations.
+    """
+
+    a: Tensor
+    b: Tensor
+    coefficients: Tensor
+    log_norm: Tensor
+
+    @classmethod
+    def of(cls, a: Tensor, b: Tensor) -> "BetaShapes":
+        a, b = torch.broadcast_tensors(a, b)
+        return cls(a, b, _series_coefficients(a, b, _n_terms(a, b)), _log_beta_fn(a, b))
+
+    def cdf(self, x: Tensor) -> Tensor:
+        """I_x(a, b) without autograd, of the broadcast shape of x and the shapes."""
+        a, b = self.a, self.b
+        xc = x.clamp(_EDGE, 1.0 - _EDGE)
+        # On the flipped side (x > 1/2) evaluate I_{1-x}(b, a): x and 1-x swap, and so do a and b.
+        flip = xc > 0.5
+        xs = torch.where(flip, 1.0 - xc, xc)
+        log_xs = torch.log(xs)
+        n_terms = self.coefficients.shape[-1]
+        powers = torch.exp(log_xs[..., None] * torch.arange(n_terms, dtype=x.dtype))  # (*x.shape, K)
+        series = torch.einsum("...k,f...k->f...", powers, self.coefficients)  # (2, *broadcast shape)
+        series = torch.where(flip, series[1], series[0])
+        As, Bs = torch.where(flip, b, a), torch.where(flip, a, b)
+        tail = torch.exp(As * log_xs + Bs * torch.log1p(-xs) - torch.log(As) - self.log_norm) * series
+        inner = torch.where(flip, 1.0 - tail, tail).clamp(0.0, 1.0)
+        # The exact endpoints map to themselves whatever the shapes (the clamp above would not).
+        return torch.where((x <= 0.0) | (x >= 1.0), x.clamp(0.0, 1.0), inner)
+
+    def pdf(self, x: Tensor) -> Tensor:
+        """Beta density x^(a-1) (1-x)^(b-1) / B(a, b), with x clamped inside (0, 1)."""
+        x = x.clamp(_EDGE, 1.0 - _EDGE)
+        return torch.exp((self.a - 1.0) * torch.log(x) + (self.b - 1.0) * torch.log1p(-x) - self.log_norm)
+
+
 def beta_cdf_value(x: Tensor, a: Tensor, b: Tensor) -> Tensor:
     """I_x(a, b) without autograd; x, a, b broadcastable, result of the broadcast shape."""
-    a, b = torch.broadcast_tensors(a, b)
-    K = _n_terms(a, b)
-    # On the flipped side (x > 1/2) evaluate I_{1-x}(b, a): x and 1-x swap, and so do a and b.
-    offsets = _log_term_offsets(a, b, K)
-    offsets_flipped = _log_term_offsets(b, a, K)
-    log_norm = _log_beta_fn(a, b)
-    xc = x.clamp(_EDGE, 1.0 - _EDGE)
-    flip = xc > 0.5
-    xs = torch.where(flip, 1.0 - xc, xc)
-    log_x, log_1mx = torch.log(xs), torch.log1p(-xs)
-    n = torch.arange(K, dtype=x.dtype)
-    log_series = torch.logsumexp(n * log_x[..., None] + torch.where(flip[..., None], offsets_flipped, offsets), dim=-1)
-    As, Bs = torch.where(flip, b, a), torch.where(flip, a, b)
-    tail = torch.exp(As * log_x + Bs * log_1mx - torch.log(As) - log_norm + log_series)
-    inner = torch.where(flip, 1.0 - tail, tail).clamp(0.0, 1.0)
-    # The exact endpoints map to themselves whatever the shapes (the clamp above would not).
-    return torch.where((x <= 0.0) | (x >= 1.0), x.clamp(0.0, 1.0), inner)
-
-
-def beta_pdf(x: Tensor, a: Tensor, b: Tensor) -> Tensor:
-    """Beta density x^(a-1) (1-x)^(b-1) / B(a, b), with x clamped inside (0, 1)."""
-    x = x.clamp(_EDGE, 1.0 - _EDGE)
-    return torch.exp((a - 1.0) * torch.log(x) + (b - 1.0) * torch.log1p(-x) - _log_beta_fn(a, b))
+    return BetaShapes.of(a, b).cdf(x)
 
 
 class _BetaCDF(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x: Tensor, a: Tensor, b: Tensor) -> Tensor:  # type: ignore[override]
-        ctx.save_for_backward(x, a, b)
-        return beta_cdf_value(x, a, b)
+    def forward(ctx, x: Tensor, shapes: BetaShapes) -> Tensor:  # type: ignore[override]
+        ctx.save_for_backward(x)
+        ctx.shapes = shapes
+        return shapes.cdf(x)
 
     @staticmethod
     def backward(ctx, grad: Tensor):  # type: ignore[override]
-        x, a, b = ctx.saved_tensors
-        grad_x = grad * beta_pdf(x, a, b)
+        (x,) = ctx.saved_tensors
+        grad_x = grad * ctx.shapes.pdf(x)
         # Reduce over the dimensions x was broadcast along.
         while grad_x.dim() > x.dim():
             grad_x = grad_x.sum(0)
         for d, size in enumerate(x.shape):
             if size == 1 and grad_x.shape[d] != 1:
                 grad_x = grad_x.sum(d, keepdim=True)
-        return grad_x, None, None
+        return grad_x, None
 
 
 def beta_cdf(x: Tensor, a: Tensor, b: Tensor) -> Tensor:
@@ -108,15 +138,28 @@ def beta_cdf(x: Tensor, a: Tensor, b: Tensor) -> Tensor:
     x : values in [0, 1], any shape broadcastable with a and b (e.g. x (N, D) with a, b (S, 1, D)
     gives (S, N, D)). a, b : shape parameters > 0.
     """
-    return _BetaCDF.apply(x, a, b)
+    return _BetaCDF.apply(x, BetaShapes.of(a, b))
+
+
+class BetaWarp:
+    """The per-input warps of S hyperparameter samples, log_alpha and log_beta (S, D).
+
+    Calling it on inputs X (N, D), or (S, N, D) already batched, gives the warped inputs
+    (S, N, D), differentiable in X. What depends on the shapes alone is prepared here once, so
+    an acquisition evaluated a hundred times per suggestion does not recompute it.
+    """
+
+    def __init__(self, log_alpha: Tensor, log_beta: Tensor):
+        self.shapes = BetaShapes.of(torch.exp(log_alpha)[:, None, :], torch.exp(log_beta)[:, None, :])
+
+    def __call__(self, X: Tensor) -> Tensor:
+        return _BetaCDF.apply(X, self.shapes)
 
 
 def warp(X: Tensor, log_alpha: Tensor, log_beta: Tensor) -> Tensor:
-    """Warp inputs X (..., N, D) in [0, 1] with per-sample shapes log_alpha, log_beta (S, D).
-
-    Returns (S, N, D) when X is (N, D), or (S, N, D) when X is already batched as (S, N, D).
-    """
-    return beta_cdf(X, torch.exp(log_alpha)[:, None, :], torch.exp(log_beta)[:, None, :])
+    """Warp inputs X (N, D) or (S, N, D) in [0, 1] with per-sample shapes log_alpha, log_beta
+    (S, D); returns (S, N, D). See :class:`BetaWarp` to warp many inputs with the same shapes."""
+    return BetaWarp(log_alpha, log_beta)(X)
 
 
 def log_shape_prior(log_shape: Tensor) -> Tensor:
