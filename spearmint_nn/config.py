@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 from .errors import ConfigError, did_you_mean
 from .layout import ExperimentPaths
 from .space import Space
+from .transforms import AUTO as TRANSFORM_AUTO
 from .transforms import OUTPUT_TRANSFORMS
 
 LANGUAGES = ("PYTHON", "SHELL")
@@ -158,10 +159,10 @@ KEYS: dict[str, Key] = {
     "constraint-model": Key("classifier", _choice("classifier", "value", upper=False),
                             "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",
                             "constraint_model"),
-    "output-transform": Key("auto", _choice(*OUTPUT_TRANSFORMS, upper=False),
-                            "what the objective model fits: auto (the least skewed of the two), log-shift "
-                            "(log of the distance above the best value, standardised) or standardise",
-                            "output_transform"),
+    "output-transform": Key(TRANSFORM_AUTO, _choice(TRANSFORM_AUTO, *OUTPUT_TRANSFORMS, upper=False),
+                            "what the objective model fits: standardise, log-shift (log of the distance above "
+                            "the best value, standardised), least-skewed (the less skewed of the two) or auto "
+                            "(standardise for the GP, least-skewed for DNGO)", "output_transform"),
     "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
                            "failure kinds that say nothing about the point: not shown to the model, not counted"),
 }

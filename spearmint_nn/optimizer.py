@@ -51,9 +51,10 @@ from .models.classifier import ConstraintClassifier
 from .models.duration import DurationModel
 from .models.kernels import Conditional
 from .models.constraint_value import ConstraintValueModel
-from .optimize import MAX_ENUMERATED, enumerate_space, maximize, point_key, space_size
+from .optimize import MAX_ENUMERATED, continuous_columns, enumerate_space, maximize, point_key, space_size
 from .space import Space
-from .transforms import OUTPUT_TRANSFORMS, LogShift, Standardise
+from .transforms import AUTO as TRANSFORM_AUTO
+from .transforms import OUTPUT_TRANSFORMS, LogShift, Standardise, default_transform
 
 log = logging.getLogger(__name__)
 
@@ -147,9 +148,10 @@ class Optimizer:
     constraint_model : "classifier" (success/failure and constraint signs) or "value" (a
         regression on constraint values).
     output_transform : what the objective model is fitted to, from
-        :data:`spearmint_nn.transforms.OUTPUT_TRANSFORMS`: "auto" (default: whichever of the
-        two below leaves the values least skewed), "log-shift" (log of the distance above the
-        best value, standardised) or "standardise".
+        :data:`spearmint_nn.transforms.OUTPUT_TRANSFORMS`: "standardise", "log-shift" (log of the
+        distance above the best value, standardised), "least-skewed" (whichever of those two
+        leaves the values less skewed), or "auto" (default): standardise for the GP,
+        least-skewed for DNGO (:func:`spearmint_nn.transforms.default_transform`).
     """
 
     def __init__(
@@ -175,8 +177,8 @@ class Optimizer:
         if constraint_model not in CONSTRAINT_MODELS:
             raise ConfigError("constraint-model", f"must be one of {', '.join(CONSTRAINT_MODELS)} (got {constraint_model!r})")
         self.constraint_model = constraint_model
-        if output_transform not in OUTPUT_TRANSFORMS:
-            raise ConfigError("output-transform", f"must be one of {', '.join(OUTPUT_TRANSFORMS)} (got {output_transform!r})")
+        if output_transform != TRANSFORM_AUTO and output_transform not in OUTPUT_TRANSFORMS:
+            raise ConfigError("output-transform", f"must be one of {', '.join([TRANSFORM_AUTO, *OUTPUT_TRANSFORMS])} (got {output_transform!r})")
         self.output_transform = output_transform
         if model not in (RANDOM_SEARCH, AUTO) and model not in MODELS:
             raise ConfigError("model", f"unknown model {model!r}; known: {sorted(MODELS) + [AUTO, RANDOM_SEARCH]}")
@@ -257,6 +259,12 @@ class Optimizer:
     def surrogate_name(self) -> str:
         """The model in use for the objective: ``model``, or for "auto" its current choice."""
         return self._auto_choice if self.model_name == AUTO else self.model_name
+
+    def _output_transform_name(self) -> str:
+        """The configured output transform, or for "auto" the one measured best for the surrogate."""
+        if self.output_transform != TRANSFORM_AUTO:
+            return self.output_transform
+        return default_transform(model_is_gp=self.surrogate_name in GP_MODELS)
 
     def feasible_mask(self) -> np.ndarray:
         """Boolean (N,): the job succeeded and every constraint value is >= 0."""
@@ -375,7 +383,7 @@ class Optimizer:
         finite = np.isfinite(objective)
         if finite.sum() >= 2:
             y = objective[finite]
-            self._transform = OUTPUT_TRANSFORMS[self.output_transform].fit(y)
+            self._transform = OUTPUT_TRANSFORMS[self._output_transform_name()].fit(y)
             if self._model is None:
                 self._model = self._restore(OBJECTIVE_MODEL_DIR, self._new_surrogate(self.objective))
             self._model.fit(X[torch.as_tensor(finite)], torch.as_tensor(self._transform(y)))
@@ -416,6 +424,8 @@ class Optimizer:
         if name in GP_MODELS:
             options.setdefault("noiseless", self.likelihoods.get(task) == "NOISELESS")
             options.setdefault("conditional", conditional_kernel(self.space))
+            # Only value columns vary within (0, 1); a warp of a 0/1 column is the identity.
+            options.setdefault("warped_columns", continuous_columns(self.space))
         return make_model(name, self.space.dim, seed=self.seed, **options)
 
     def _saved_auto_choice(self) -> str:

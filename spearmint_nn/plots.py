@@ -8,7 +8,8 @@ stacks the sections into one image and the HTML report embeds them one by one:
   apart, as in figure 5(b) of the DNGO paper;
 * ``parameters``: the objective against each parameter, one small panel per element (log axis
   for ``"scale": "log"``, one category per option for ENUM; failed jobs as ticks on the axis);
-* ``warpings``: the learned Beta-CDF input warpings, where the model saved them in
+* ``warpings``: the learned Beta-CDF input warpings (of the columns the model warps: the FLOAT
+  and INT values, never ENUM options or relevance indicators), where the model saved them in
   ``model/objective/warpings.json`` (the format of
   :func:`spearmint_nn.models.warping.warping_summary`, as returned by ``GP.warpings()``);
 * ``durations``: predicted against actual job duration, where the jobs carry
@@ -154,6 +155,8 @@ def read_warpings(paths: ExperimentPaths) -> dict[str, Any] | None:
         for entry in summary["inputs"]:
             if np.asarray(entry["mean"], dtype=float).shape != grid.shape:
                 return None
+        if len(warped_columns(summary)) != len(summary["inputs"]):
+            return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return summary if summary["inputs"] else None
@@ -294,10 +297,19 @@ def _padded(lo: float, hi: float, log: bool) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
+def warped_columns(summary: dict[str, Any]) -> list[int]:
+    """The encoded column of each entry of a warping summary's "inputs" (older summaries, without
+    "columns", warped every column in order)."""
+    return [int(col) for col in summary.get("columns", range(len(summary["inputs"])))]
+
+
 def draw_warpings(snap: Snapshot, fig: "Figure | SubFigure", summary: dict[str, Any]) -> None:
-    """Mean learned warping (band: +-1 sd over hyperparameter samples) of each encoded input."""
+    """Mean learned warping (band: +-1 sd over hyperparameter samples) of each warped input,
+    titled with the name of its encoded column."""
     grid = np.asarray(summary["grid"], dtype=float)
     labels = encoded_column_labels(snap.space) if snap.space is not None else []
+    columns = warped_columns(summary)
+    named = all(0 <= col < len(labels) for col in columns)
     entries = summary["inputs"][:MAX_WARPING_PANELS]
     ncols = min(4, len(entries))
     axes = fig.subplots(math.ceil(len(entries) / ncols), ncols, squeeze=False, sharex=True, sharey=True).ravel()
@@ -307,7 +319,7 @@ def draw_warpings(snap: Snapshot, fig: "Figure | SubFigure", summary: dict[str, 
         ax.plot(grid, grid, linestyle="--", color="grey", linewidth=0.8)
         ax.fill_between(grid, np.clip(mean - std, 0, 1), np.clip(mean + std, 0, 1), alpha=0.25, color=FEASIBLE["color"])
         ax.plot(grid, mean, color=FEASIBLE["color"])
-        ax.set_title(labels[d] if len(labels) == len(summary["inputs"]) else f"input {d}", fontsize="small")
+        ax.set_title(labels[columns[d]] if named else f"input {columns[d]}", fontsize="small")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.tick_params(labelsize="small")

@@ -1,4 +1,5 @@
 """The Spearmint GP: likelihood and posterior against dense numpy, sampling, jitter, fantasies."""
+import dataclasses
 import json
 import math
 
@@ -19,6 +20,8 @@ from spearmint_nn.models.gp import (
 )
 from spearmint_nn.models.kernels import Conditional
 from spearmint_nn.models.warping import log_shape_prior
+from spearmint_nn.optimize import continuous_columns
+from spearmint_nn.optimizer import Optimizer
 
 
 def dense_cov(A, B, ls, amp2, alpha=None, beta=None):
@@ -72,9 +75,10 @@ def test_posterior_matches_dense_computation_for_every_sample():
         np.testing.assert_allclose(var[s].numpy(), amp2 - np.einsum("nm,nm->m", Ks, np.linalg.solve(K, Ks)), rtol=1e-6, atol=1e-9)
 
 
-def test_posterior_is_differentiable_in_x():
+@pytest.mark.parametrize("warped_columns", [None, [False, True]])
+def test_posterior_is_differentiable_in_x(warped_columns):
     X, y = data()
-    gp = GP(seed=2, burn_in=2, sweeps_per_fit=1, n_samples=3)
+    gp = GP(seed=2, burn_in=2, sweeps_per_fit=1, n_samples=3, warped_columns=warped_columns)
     gp.fit(torch.tensor(X), torch.tensor(y))
     x = torch.tensor([[0.3, 0.6]], dtype=torch.float64, requires_grad=True)
     mean, var = gp.posterior(x)
@@ -106,7 +110,8 @@ def test_slice_sampling_recovers_known_lengthscales():
 
 def test_log_prior_is_the_sum_of_the_per_coordinate_priors():
     """The batched prior equals its terms written out one by one, and is -inf off the support."""
-    layout = HyperLayout(n_dims=3, warping=True, noiseless=False, n_arc=1)
+    layout = HyperLayout(n_dims=3, warped=(0, 2), noiseless=False, n_arc=1)
+    assert layout.size == 3 + 3 + 2 * 2 + 1  # mean, amp2, noise; length scales; 2 warps; rho
     g = torch.Generator().manual_seed(0)
     theta = torch.randn(50, layout.size, generator=g, dtype=torch.float64).clamp(-2.0, 2.0)  # inside every box
     theta[:, layout.rho] = 0.2 + 0.7 * torch.rand(50, 1, generator=g, dtype=torch.float64)
@@ -129,18 +134,19 @@ def test_log_prior_is_the_sum_of_the_per_coordinate_priors():
         assert torch.isinf(log_prior(off, layout)).all()
 
 
-def test_training_correlation_memo_matches_a_fresh_computation_along_a_sweep():
+@pytest.mark.parametrize("warped_columns", [None, [0, 2]])
+def test_training_correlation_memo_matches_a_fresh_computation_along_a_sweep(warped_columns):
     """The per-input memo of the warped inputs gives the exact correlation for every move a
     sweep makes: one coordinate of C chains, or of both bracket ends (2C states) at once."""
     X, _ = data(n=10, d=3)
     X = torch.tensor(X)
-    gp = GP(3, seed=0)
+    gp = GP(3, seed=0, warped_columns=warped_columns)
     layout = gp.layout_for(3)
     memo = _TrainingCorrelation(gp, X, layout)
     g = torch.Generator().manual_seed(1)
     chains = layout.pack(lengthscales=0.4) + 0.3 * torch.randn(4, layout.size, generator=g, dtype=torch.float64)
     memo(chains, Hypers.unpack(chains, layout))
-    for coordinate in [0, layout.log_lengthscales.start + 1, layout.log_alpha.start + 2, layout.log_beta.start, layout.log_alpha.start]:
+    for coordinate in [0, layout.log_lengthscales.start + 1, layout.log_alpha.stop - 1, layout.log_beta.start, layout.log_alpha.start]:
         for copies in (2, 1, 2):
             moved = chains.repeat(copies, 1)
             moved[:, coordinate] += 0.2 * torch.randn(len(moved), generator=g, dtype=torch.float64)
@@ -306,3 +312,148 @@ def test_ei_per_second_divides_integrated_ei_by_predicted_duration():
     np.testing.assert_allclose(per_second(candidates).detach().numpy(),
                                (plain(candidates) - 5.0 * candidates[:, 0]).detach().numpy(), rtol=1e-12)
     assert candidates[per_second(candidates).argmax(), 0] <= candidates[plain(candidates).argmax(), 0]
+
+
+# ---- which inputs are warped -----------------------------------------------------------------
+
+def _one_hot_data(n=14, seed=11):
+    """Two continuous inputs and a 0/1 column (one option of a one-hot ENUM)."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 3))
+    X[:, 2] = rng.integers(0, 2, n)
+    y = np.sin(5 * X[:, 0]) + X[:, 1] ** 2 + 0.8 * X[:, 2]
+    return torch.tensor(X), torch.tensor((y - y.mean()) / y.std())
+
+
+def _conditioned_on(gp, layout, theta, X, y):
+    """gp conditioned on (X, y) at exactly the states theta (C, size), as a fit ending there would."""
+    gp.layout, gp.chains, gp._n_observed = layout, theta, len(X)
+    gp._data = gp._condition(Hypers.unpack(theta, layout), X, y.expand(len(theta), 1, len(X)))
+    return gp
+
+
+def test_an_unwarped_one_hot_column_has_no_shapes_and_predicts_as_if_its_warp_were_absent():
+    X, y = _one_hot_data()
+    full = GP(n_inputs=3, seed=0, n_samples=4)
+    part = GP(n_inputs=3, seed=0, n_samples=4, warped_columns=[True, True, False])
+    full_layout, part_layout = full.layout_for(3), part.layout_for(3)
+    assert part_layout.warped == (0, 1) and full_layout.warped == (0, 1, 2)
+    assert full_layout.size - part_layout.size == 2  # the one-hot column's (log alpha, log beta)
+    assert part.layout_for(3) == GP(n_inputs=3, warped_columns=[1, 0]).layout_for(3)  # indices or mask
+
+    g = torch.Generator().manual_seed(0)
+    theta_full = full_layout.pack(lengthscales=0.5) + 0.3 * torch.randn(4, full_layout.size, generator=g, dtype=torch.float64)
+    theta_full[:, full_layout.log_alpha.start + 2] = 1.5  # a strong warp of the one-hot column,
+    theta_full[:, full_layout.log_beta.start + 2] = -1.0  # which cannot matter at 0 and 1
+    kept = [i for i in range(full_layout.size) if i not in (full_layout.log_alpha.start + 2, full_layout.log_beta.start + 2)]
+    theta_part = theta_full[:, kept]
+    identity = theta_full.clone()
+    identity[:, [full_layout.log_alpha.start + 2, full_layout.log_beta.start + 2]] = 0.0
+
+    np.testing.assert_allclose(part.log_marginal_likelihood(theta_part, X, y).numpy(),
+                               full.log_marginal_likelihood(theta_full, X, y).numpy(), rtol=1e-12)
+    _conditioned_on(full, full_layout, theta_full, X, y)
+    _conditioned_on(part, part_layout, theta_part, X, y)
+    Xs = torch.tensor(np.random.default_rng(1).random((7, 3)))
+    Xs[:, 2] = torch.tensor([0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0], dtype=torch.float64)
+    for got, expected in zip(part.posterior(Xs), full.posterior(Xs)):
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-10, atol=1e-12)
+    # Between 0 and 1 the unwarped column is the identity, not the sampled warp.
+    Xs[:, 2] = 0.3
+    with_identity = _conditioned_on(GP(n_inputs=3, seed=0, n_samples=4), full_layout, identity, X, y)
+    for got, expected in zip(part.posterior(Xs), with_identity.posterior(Xs)):
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-10, atol=1e-12)
+    assert not torch.allclose(part.posterior(Xs)[0], full.posterior(Xs)[0], atol=1e-3)
+
+    hypers = part.hyperparameters()
+    assert hypers["warped_columns"] == [0, 1] and np.array(hypers["alpha"]).shape == (4, 2)
+    assert part.warpings(grid_size=5)["columns"] == [0, 1]
+    assert len(part.warpings(grid_size=5)["inputs"]) == 2
+
+
+def test_a_gp_warping_no_column_has_no_warp_shapes_and_no_warpings(tmp_path):
+    X, y = _one_hot_data(n=8)
+    gp = GP(n_inputs=3, seed=0, n_samples=2, burn_in=1, sweeps_per_fit=1, warped_columns=[False] * 3)
+    assert gp.layout_for(3).size == GP(n_inputs=3, warping=False).layout_for(3).size
+    gp.fit(X, y)
+    gp.save(tmp_path)
+    assert gp.warpings() is None and "alpha" not in gp.hyperparameters()
+    assert not (tmp_path / "warpings.json").exists()
+
+
+@pytest.mark.parametrize("bad", [[0, 3], [1, 1], [True, False], [-1]])
+def test_a_bad_warped_column_list_is_a_clear_error(bad):
+    with pytest.raises(ValueError, match="warped_columns"):
+        GP(n_inputs=3, warped_columns=bad)
+
+
+def test_saved_chains_of_another_warped_column_set_or_format_are_rejected(tmp_path):
+    X, y = _one_hot_data(n=8)
+    everything = GP(n_inputs=3, seed=0, n_samples=3, burn_in=1, sweeps_per_fit=1)
+    everything.fit(X, y)
+    everything.save(tmp_path)
+    masked = GP(n_inputs=3, n_samples=3, warped_columns=[True, True, False])
+    with pytest.raises(ValueError, match="layout"):
+        masked.load(tmp_path)
+    assert masked.chains is None
+    # The format before warped columns were recorded: {"warping": true} and no column list.
+    old = {"n_inputs": 3, "layout": {"n_dims": 3, "warping": True, "noiseless": False, "n_arc": 0},
+           "chains": everything.chains.tolist()}
+    (tmp_path / "gp.json").write_text(json.dumps(old))
+    for model in (masked, GP(n_inputs=3, n_samples=3)):
+        with pytest.raises(ValueError, match="not in this version's format"):
+            model.load(tmp_path)
+
+
+MIXED = {
+    "kind": {"type": "ENUM", "options": ["a", "b", "c"]},
+    "shared": {"type": "FLOAT", "min": 0.0, "max": 1.0, "size": 2},
+    "layers": {"type": "INT", "min": 1, "max": 3},
+    "only_a": {"type": "FLOAT", "min": 0.0, "max": 1.0, "when": {"kind": "a"}},
+    "second": {"type": "FLOAT", "min": 1e-3, "max": 1.0, "scale": "log", "when": {"layers": {">=": 2}}},
+}
+QUICK = {"n_samples": 3, "burn_in": 2, "sweeps_per_fit": 1}
+
+
+def _observe_random(opt, n, seed=0):
+    rng = np.random.default_rng(seed)
+    for params in opt.space.decode(opt.space.project(rng.random((n, opt.space.dim)))):
+        opt.observe(params, float(rng.random()))
+
+
+def test_the_optimizer_warps_the_float_and_int_value_columns_only(tmp_path):
+    opt = Optimizer(MIXED, model="gp", seed=0, initial_design=3, model_options=QUICK, state_dir=tmp_path)
+    space = opt.space
+    value_columns = [col for name in ("shared", "layers", "only_a", "second")
+                     for col in range(space.dim)[space.value_columns(name)]]
+    assert np.flatnonzero(continuous_columns(space)).tolist() == value_columns
+    gp = opt._new_surrogate("main")
+    assert gp.layout_for(space.dim).warped == tuple(value_columns)
+    # Not warped: the three one-hot columns of "kind" and the indicators of "only_a" and "second".
+    assert space.dim - len(value_columns) == 5
+    every = GP(n_inputs=space.dim, conditional=gp.conditional, noiseless=gp.noiseless)
+    assert every.layout_for(space.dim).size - gp.layout_for(space.dim).size == 2 * 5
+    _observe_random(opt, 6)
+    opt.suggest(1)
+    assert opt._model.hyperparameters()["warped_columns"] == value_columns
+    assert json.loads((tmp_path / "objective" / "warpings.json").read_text())["columns"] == value_columns
+    assert Optimizer(MIXED, model="gp-nowarp", seed=0)._new_surrogate("main").layout_for(space.dim).warped == ()
+
+
+def test_the_optimizer_starts_fresh_chains_over_a_state_that_warped_every_column(tmp_path, caplog):
+    fresh = Optimizer(MIXED, model="gp", seed=0, model_options=QUICK)._new_surrogate("main")
+    space_dim = fresh.n_inputs
+    everything = GP(n_inputs=space_dim, n_samples=3, conditional=fresh.conditional, noiseless=fresh.noiseless)
+    layout = everything.layout_for(space_dim)
+    assert dataclasses.replace(layout, warped=fresh.layout_for(space_dim).warped) == fresh.layout_for(space_dim)
+    (tmp_path / "objective").mkdir()
+    (tmp_path / "objective" / "gp.json").write_text(json.dumps({
+        "n_inputs": space_dim, "layout": layout.to_json(), "chains": [layout.pack().tolist()] * 3}))
+    opt = Optimizer(MIXED, model="gp", seed=0, initial_design=3, model_options=QUICK, state_dir=tmp_path)
+    _observe_random(opt, 6)
+    with caplog.at_level("WARNING", logger="spearmint_nn"):
+        opt.suggest(1)
+    assert "ignoring saved objective model" in caplog.text and "layout" in caplog.text
+    assert opt._model.layout.warped == tuple(np.flatnonzero(continuous_columns(opt.space)))
+    saved = json.loads((tmp_path / "objective" / "gp.json").read_text())
+    assert saved["layout"]["warped"] == list(opt._model.layout.warped)  # replaced by the fresh chains

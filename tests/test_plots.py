@@ -145,6 +145,26 @@ def test_warpings_and_durations_appear_when_the_data_exists(tmp_path):
 
     paths.warpings.write_text('{"grid": [0, 1], "inputs": [{"mean": [0]}]}')
     assert plots.read_warpings(paths) is None  # malformed: left out, not a crash
+    paths.warpings.write_text('{"grid": [0, 1], "columns": [0, 1], "inputs": [{"mean": [0, 1]}]}')
+    assert plots.read_warpings(paths) is None  # a column named for a missing entry
+
+
+def test_the_warping_panels_show_the_warped_columns_under_their_names(tmp_path):
+    """A model that warps only the value columns (not the one-hot options of "act") saves their
+    column indices; each panel is titled with the name of its column."""
+    exp = write_experiment(tmp_path, 12)
+    snap = take_snapshot(exp)
+    labels = plots.encoded_column_labels(snap.space)
+    columns = [col for col, label in enumerate(labels) if not label.startswith("act=")]
+    assert len(columns) < snap.space.dim
+    paths = ExperimentPaths(exp)
+    paths.warpings.parent.mkdir(parents=True, exist_ok=True)
+    log_alpha = torch.full((4, len(columns)), 0.5, dtype=torch.float64)
+    paths.warpings.write_text(json.dumps(warping_summary(log_alpha, torch.zeros_like(log_alpha), 11, columns=columns)))
+    section = next(s for s in plots.sections(take_snapshot(exp)) if s.key == "warpings")
+    titles = [ax.get_title() for ax in plots.section_figure(section).axes if ax.get_visible()]
+    assert titles == [labels[col] for col in columns][:plots.MAX_WARPING_PANELS]
+    assert titles[:3] == ["lr", "layers", "w[0]"]
 
 
 def test_a_clear_message_without_matplotlib(tmp_path, monkeypatch):

@@ -46,13 +46,13 @@ def test_the_optimizer_fits_its_model_to_the_configured_transform():
     with pytest.raises(ConfigError, match="output-transform"):
         Optimizer(variables, model="gp", output_transform="box-cox")
     values = [5.0, 0.5, 80.0, 1.0]
-    for name in ("standardise", "log-shift"):
-        cls = OUTPUT_TRANSFORMS[name]
-        opt = Optimizer(variables, model="gp", seed=0, output_transform=name, initial_design=4)
+    for model, name, cls in [("gp", "standardise", Standardise), ("gp", "log-shift", LogShift),
+                             ("gp", "auto", Standardise), ("dngo", "auto", LogShift)]:
+        opt = Optimizer(variables, model=model, seed=0, output_transform=name, initial_design=4)
         for x, value in zip([0.1, 0.4, 0.9, 0.6], values):
             opt.observe({"x": x}, value)
         opt.suggest(1)
-        assert opt._transform == cls.fit(np.array(values))
+        assert opt._transform == cls.fit(np.array(values)), (model, name)
 
 
 @pytest.mark.parametrize("problem, chosen", [("branin", LogShift), ("hartmann6", Standardise)])

@@ -10,6 +10,7 @@ import torch
 
 from spearmint_nn.models.warping import (
     LOG_SHAPE_BOUND,
+    BetaWarp,
     beta_cdf,
     log_shape_prior,
     warp,
@@ -56,6 +57,30 @@ def test_warp_broadcasts_over_samples_and_sums_their_gradients():
     np.testing.assert_allclose(W[1, :, 0].detach().numpy(), X[:, 0].detach().numpy(), atol=1e-12)
 
 
+def test_only_the_named_columns_are_warped_and_the_others_pass_through():
+    X = torch.rand(6, 4, dtype=torch.float64, requires_grad=True)
+    log_alpha = torch.tensor([[0.5, -1.0], [1.2, 0.3]], dtype=torch.float64)
+    log_beta = torch.tensor([[-0.5, 0.2], [0.1, -0.9]], dtype=torch.float64)
+    W = warp(X, log_alpha, log_beta, columns=[1, 3])
+    assert W.shape == (2, 6, 4)
+    everywhere = warp(X[:, [1, 3]], log_alpha, log_beta)
+    np.testing.assert_allclose(W[:, :, [1, 3]].detach().numpy(), everywhere.detach().numpy(), rtol=1e-14)
+    np.testing.assert_array_equal(W[:, :, [0, 2]].detach().numpy(), X[:, [0, 2]].detach().expand(2, 6, 2).numpy())
+    W.sum().backward()
+    np.testing.assert_allclose(X.grad[:, [0, 2]].numpy(), 2.0)  # identity, summed over 2 samples
+    a, b = np.exp(log_alpha.numpy()), np.exp(log_beta.numpy())
+    xw = X.detach().numpy()[:, [1, 3]]
+    expected = sum(scipy.stats.beta.pdf(xw, a[s], b[s]) for s in range(2))
+    np.testing.assert_allclose(X.grad[:, [1, 3]].numpy(), expected, rtol=1e-9)
+    # inputs already batched over samples
+    batched = X.detach().expand(2, 6, 4)
+    np.testing.assert_allclose(BetaWarp(log_alpha, log_beta, [1, 3])(batched).numpy(), W.detach().numpy(), rtol=1e-14)
+    with pytest.raises(ValueError, match="ascending"):
+        BetaWarp(log_alpha, log_beta, [3, 1])
+    with pytest.raises(ValueError, match="warped columns"):
+        BetaWarp(log_alpha, log_beta, [0, 1, 2])
+
+
 def test_warp_is_monotone_and_fixes_the_endpoints():
     x = torch.linspace(0, 1, 501, dtype=torch.float64)
     w = beta_cdf(x, torch.tensor(0.05, dtype=torch.float64), torch.tensor(20.0, dtype=torch.float64))
@@ -84,3 +109,7 @@ def test_warping_summary_is_json_with_mean_and_spread_per_input():
     assert np.array(concave["samples"]).shape == (2, 11)
     assert concave["mean"][2] > 0.5  # alpha < 1 stretches small inputs (a log-like warp)
     assert max(concave["std"]) > 0.01
+    assert summary["columns"] == [0, 1]  # by default entry k is encoded column k
+    assert warping_summary(log_alpha, log_beta, grid_size=3, columns=[4, 7])["columns"] == [4, 7]
+    with pytest.raises(ValueError, match="columns"):
+        warping_summary(log_alpha, log_beta, columns=[4])

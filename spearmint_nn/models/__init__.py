@@ -36,9 +36,11 @@ MODELS: dict[str, ModelFactory] = {
     "gp-nowarp": _gp_without_warping,
 }
 
-#: Models that take the objective's likelihood (``noiseless=True`` for NOISELESS) and the arc
-#: kernel of a conditional space (``conditional=``). DNGO takes neither: it has no fixed-noise
-#: mode, and it reads a conditional space through the encoding (indicator plus neutral value).
+#: Models that take the objective's likelihood (``noiseless=True`` for NOISELESS), the arc
+#: kernel of a conditional space (``conditional=``) and the columns worth warping
+#: (``warped_columns=``, a boolean mask over the encoded columns; "gp-nowarp" warps none).
+#: DNGO takes none of these: it has no fixed-noise mode, it reads a conditional space through
+#: the encoding (indicator plus neutral value), and its basis net learns any input transform.
 GP_MODELS = frozenset({"gp", "gp-nowarp"})
 
 

@@ -13,9 +13,14 @@ Sampled coordinates (one row of the (C, P) state) and their priors, as in Spearm
     log amp2      signal variance            log-normal: log amp2 ~ N(0, 1)
     log noise     noise variance             horseshoe(scale 0.1) on noise, noise in [1e-12, 10]
     log l_d       ARD length scales          top-hat: l_d uniform on [1e-3, 10]
-    log alpha_d,  Beta-CDF warp shapes       log-normal, variance 0.75, |log| <= 3  (warping)
+    log alpha_d,  Beta-CDF warp shapes       log-normal, variance 0.75, |log| <= 3  (warped inputs d)
     log beta_d
     rho_c         arc angles                 uniform on [1e-3, 1]                  (conditional)
+
+Only the inputs named in ``warped_columns`` get warp shapes (default: all). On a 0/1 input (a
+one-hot ENUM option, a relevance indicator) every Beta CDF is the identity, so its two shapes
+would only lengthen the slice-sampling sweeps and add noise to the posterior; the Optimizer
+warps the FLOAT and INT value columns only.
 
 Scale parameters are sampled in log coordinates (the densities include the Jacobian), which lets
 one bracket width suit values across decades.
@@ -27,6 +32,7 @@ import functools
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,12 +91,33 @@ def robust_cholesky(K: Tensor, max_tries: int = 7) -> tuple[Tensor, Tensor, Tens
 
 @dataclass(frozen=True)
 class HyperLayout:
-    """Where each hyperparameter sits in a sampled state vector of length ``size``."""
+    """Where each hyperparameter sits in a sampled state vector of length ``size``.
+
+    ``warped`` lists the input columns (ascending) that have warp shapes; entry k of the
+    log alpha and log beta blocks belongs to input column ``warped[k]``.
+    """
 
     n_dims: int
-    warping: bool
+    warped: tuple[int, ...]
     noiseless: bool
     n_arc: int
+
+    @property
+    def warping(self) -> bool:
+        return bool(self.warped)
+
+    def to_json(self) -> dict:
+        return {"n_dims": self.n_dims, "warped": list(self.warped), "noiseless": self.noiseless, "n_arc": self.n_arc}
+
+    @classmethod
+    def from_json(cls, saved: dict) -> "HyperLayout":
+        """The layout written by ``to_json``; ValueError for anything else (e.g. an older format)."""
+        try:
+            return cls(int(saved["n_dims"]), tuple(int(c) for c in saved["warped"]), bool(saved["noiseless"]),
+                       int(saved["n_arc"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"saved GP layout {saved!r} is not in this version's format ({exc!r} missing or "
+                             f"invalid); its chains cannot be continued") from None
 
     @property
     def log_noise(self) -> int | None:
@@ -104,16 +131,16 @@ class HyperLayout:
     @property
     def log_alpha(self) -> slice | None:
         end = self.log_lengthscales.stop
-        return slice(end, end + self.n_dims) if self.warping else None
+        return slice(end, end + len(self.warped)) if self.warping else None
 
     @property
     def log_beta(self) -> slice | None:
-        end = self.log_lengthscales.stop + self.n_dims
-        return slice(end, end + self.n_dims) if self.warping else None
+        end = self.log_lengthscales.stop + len(self.warped)
+        return slice(end, end + len(self.warped)) if self.warping else None
 
     @property
     def rho(self) -> slice:
-        start = self.log_lengthscales.stop + (2 * self.n_dims if self.warping else 0)
+        start = self.log_lengthscales.stop + 2 * len(self.warped)
         return slice(start, start + self.n_arc)
 
     @property
@@ -149,7 +176,8 @@ class HyperLayout:
         beta: Tensor | float = 1.0,
         rho: Tensor | float = 0.5,
     ) -> Tensor:
-        """One state vector (size,) from natural-unit values (noise ignored when noiseless)."""
+        """One state vector (size,) from natural-unit values (noise ignored when noiseless);
+        alpha and beta are per warped column (length ``len(warped)``) or scalars."""
         theta = torch.zeros(self.size, dtype=torch.float64)
         theta[0] = mean
         theta[1] = math.log(amp2)
@@ -171,9 +199,10 @@ class Hypers:
     amp2: Tensor  # (S,)
     noise: Tensor  # (S,) noise variance (the fixed jitter when noiseless)
     log_lengthscales: Tensor  # (S, D)
-    log_alpha: Tensor | None  # (S, D)
-    log_beta: Tensor | None  # (S, D)
+    log_alpha: Tensor | None  # (S, W), W = len(warped)
+    log_beta: Tensor | None  # (S, W)
     rho: Tensor  # (S, n_arc)
+    warped: tuple[int, ...] = ()  # the input column of each of the W warp shapes
 
     @classmethod
     def unpack(cls, theta: Tensor, layout: HyperLayout) -> "Hypers":
@@ -192,12 +221,13 @@ class Hypers:
             log_alpha=shape(layout.log_alpha),
             log_beta=shape(layout.log_beta),
             rho=theta[:, layout.rho].clamp(*RHO_BOUNDS),
+            warped=layout.warped,
         )
 
     @functools.cached_property
     def warp(self) -> BetaWarp | None:
         """The samples' input warps, prepared once per set of samples; None without warping."""
-        return None if self.log_alpha is None else BetaWarp(self.log_alpha, self.log_beta)
+        return None if self.log_alpha is None else BetaWarp(self.log_alpha, self.log_beta, self.warped)
 
 
 @functools.lru_cache(maxsize=32)
@@ -259,9 +289,10 @@ class _TrainingCorrelation:
 
     A slice-sampling sweep moves one coordinate at a time. While it moves the mean, amplitude or
     noise the correlation is unchanged, and while it moves a length scale or an arc angle the
-    warped inputs are; while it moves the warp shapes of input d only column d of the warped
-    inputs changes. Recomputing none of that saves most of the cost of a sweep. The kernel-shape
-    coordinates (length scales, warp shapes, arc angles) are the tail of the state vector.
+    warped inputs are; while it moves the warp shapes of warped input d only column d of the
+    warped inputs changes (unwarped columns never do). Recomputing none of that saves most of
+    the cost of a sweep. The kernel-shape coordinates (length scales, warp shapes, arc angles)
+    are the tail of the state vector.
 
     The sampler evaluates the C chains, or both bracket ends of each (2C states: the chains
     stacked twice), so row r of a call is compared with row r mod B_last of the last call. The
@@ -271,6 +302,8 @@ class _TrainingCorrelation:
 
     def __init__(self, gp: "GP", X: Tensor, layout: HyperLayout):
         self.gp, self.X = gp, X
+        self.warping = layout.warping
+        self.warped = torch.tensor(layout.warped, dtype=torch.long)
         self.shape_coords = slice(layout.log_lengthscales.start, layout.size)
         self.warp_coords = slice(layout.log_lengthscales.stop, layout.rho.start)  # log alpha then log beta
         self._shape_key: Tensor | None = None
@@ -284,7 +317,7 @@ class _TrainingCorrelation:
 
     def _warped(self, theta: Tensor, h: Hypers) -> Tensor:
         """Warped training inputs (B, N, D), recomputing only the inputs whose shapes moved."""
-        if not self.gp.warping:
+        if not self.warping:
             return self.X
         warp_key = theta[:, self.warp_coords]
         if self._W is None:
@@ -292,9 +325,10 @@ class _TrainingCorrelation:
         else:
             W = self._aligned(self._W, len(theta)).clone()
             moved = (warp_key != self._aligned(self._warp_key, len(theta))).reshape(len(theta), 2, -1).any(0).any(0)
-            dims = torch.nonzero(moved)[:, 0]
-            if len(dims):
-                W[:, :, dims] = warp(self.X[:, dims], h.log_alpha[:, dims], h.log_beta[:, dims])
+            shapes = torch.nonzero(moved)[:, 0]  # which of the warped columns' shapes moved
+            if len(shapes):
+                columns = self.warped[shapes]
+                W[:, :, columns] = warp(self.X[:, columns], h.log_alpha[:, shapes], h.log_beta[:, shapes])
         self._W, self._warp_key = W, warp_key.clone()
         return W
 
@@ -314,7 +348,10 @@ class GP(Surrogate):
     Parameters
     ----------
     n_inputs : D, if known in advance (checked against the data).
-    warping : warp every input through a sampled Beta CDF (on by default).
+    warping : warp inputs through sampled Beta CDFs (on by default).
+    warped_columns : which inputs to warp, as column indices or a boolean mask of length D;
+        None (default) warps every input. The others enter the kernel unwarped and have no
+        warp shapes to sample.
     noiseless : fixed tiny noise (``NOISELESS_JITTER``) instead of a sampled noise variance.
     n_samples : S, the number of slice-sampling chains run side by side; each contributes its
         current state as one posterior sample.
@@ -329,6 +366,7 @@ class GP(Surrogate):
         self,
         n_inputs: int | None = None,
         warping: bool = True,
+        warped_columns: Sequence[int] | Sequence[bool] | Tensor | None = None,
         noiseless: bool = False,
         n_samples: int = 10,
         burn_in: int = 20,
@@ -339,6 +377,9 @@ class GP(Surrogate):
     ):
         self.n_inputs = n_inputs
         self.warping = warping
+        self.warped_columns = warped_columns
+        if n_inputs is not None:
+            self._warped_for(n_inputs)  # a bad column list fails here, not at the first fit
         self.noiseless = noiseless
         self.n_samples = n_samples
         self.burn_in = burn_in
@@ -399,7 +440,24 @@ class GP(Surrogate):
 
     def layout_for(self, n_dims: int) -> HyperLayout:
         """The state-vector layout of this model's hyperparameters for D = n_dims inputs."""
-        return HyperLayout(n_dims, self.warping, self.noiseless, len(self.conditional.dims) if self.conditional else 0)
+        return HyperLayout(n_dims, self._warped_for(n_dims), self.noiseless,
+                           len(self.conditional.dims) if self.conditional else 0)
+
+    def _warped_for(self, n_dims: int) -> tuple[int, ...]:
+        """The warped input columns, ascending, for D = n_dims inputs (empty without warping)."""
+        if not self.warping:
+            return ()
+        if self.warped_columns is None:
+            return tuple(range(n_dims))
+        spec = torch.as_tensor(self.warped_columns)
+        if spec.dtype == torch.bool:
+            if spec.shape != (n_dims,):
+                raise ValueError(f"warped_columns mask of shape {tuple(spec.shape)} for {n_dims} inputs")
+            return tuple(torch.nonzero(spec)[:, 0].tolist())
+        columns = sorted(set(int(c) for c in spec.reshape(-1).tolist()))
+        if len(columns) != spec.numel() or (columns and not 0 <= columns[0] <= columns[-1] < n_dims):
+            raise ValueError(f"warped_columns {spec.tolist()} are not distinct columns of {n_dims} inputs")
+        return tuple(columns)
 
     def log_marginal_likelihood(self, theta: Tensor, X: Tensor, y: Tensor) -> Tensor:
         """log p(y | X, theta) = log N(y; mean, K + noise I) for states theta (C, size) -> (C,).
@@ -424,8 +482,8 @@ class GP(Surrogate):
         return torch.where(ok & torch.isfinite(ll), ll, torch.full_like(ll, -math.inf))
 
     def _warp(self, X: Tensor, h: Hypers) -> Tensor:
-        """Warped inputs, (S, N, D) with warping, else X itself (N, D)."""
-        return h.warp(X) if self.warping else X
+        """Warped inputs, (S, N, D) with warping (unwarped columns copied), else X itself (N, D)."""
+        return X if h.warp is None else h.warp(X)
 
     def _embed(self, X: Tensor, h: Hypers, W: Tensor | None = None) -> Tensor:
         """Warped, length-scaled (and arc-embedded) inputs of X (N, D): (S, N, E)."""
@@ -503,14 +561,16 @@ class GP(Surrogate):
 
     # ------------------------------------------------------------- introspection
     def warpings(self, grid_size: int = 51) -> dict | None:
-        """JSON-able learned warpings (see ``warping.warping_summary``), None without warping."""
-        d = self._require_fit()
-        if not self.warping:
+        """JSON-able learned warpings of the warped columns (see ``warping.warping_summary``; its
+        "columns" names the encoded input of each entry), None without warped columns."""
+        h = self._require_fit().hypers
+        if h.log_alpha is None:
             return None
-        return warping_summary(d.hypers.log_alpha, d.hypers.log_beta, grid_size)
+        return warping_summary(h.log_alpha, h.log_beta, grid_size, columns=h.warped)
 
     def hyperparameters(self) -> dict:
-        """JSON-able current samples: lists over the S samples (per input for length scales)."""
+        """JSON-able current samples: lists over the S samples (per input for length scales, per
+        warped input for alpha and beta, whose input columns "warped_columns" lists)."""
         h = self._require_fit().hypers
         out = {
             "mean": h.mean.tolist(),
@@ -518,7 +578,8 @@ class GP(Surrogate):
             "noise": h.noise.tolist(),
             "lengthscales": torch.exp(h.log_lengthscales).tolist(),
         }
-        if self.warping:
+        if h.log_alpha is not None:
+            out["warped_columns"] = list(h.warped)
             out["alpha"] = torch.exp(h.log_alpha).tolist()
             out["beta"] = torch.exp(h.log_beta).tolist()
         if self.conditional:
@@ -527,27 +588,37 @@ class GP(Surrogate):
 
     def state_dict(self) -> dict:
         """JSON-able sampler state, so that a restarted process continues the chains."""
-        return {"layout": None if self.layout is None else vars(self.layout).copy(),
+        return {"layout": None if self.layout is None else self.layout.to_json(),
                 "chains": None if self.chains is None else self.chains.tolist()}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore the chains saved by ``state_dict`` (the next fit continues them, no burn-in)."""
+        """Restore the chains saved by ``state_dict`` (the next fit continues them, no burn-in).
+
+        ValueError when they were sampled under another layout (other inputs, warped columns,
+        noise model or arc inputs) or by another number of chains: they cannot be continued.
+        """
         if state.get("chains") is None:
             return
-        layout = HyperLayout(**state["layout"])
+        layout = HyperLayout.from_json(state["layout"])
+        expected = self.layout_for(layout.n_dims)
+        if layout != expected:
+            raise ValueError(f"saved GP chains were sampled with layout {layout.to_json()}, this model "
+                             f"samples {expected.to_json()}; they cannot be continued")
         chains = torch.tensor(state["chains"], dtype=torch.float64)
-        if chains.shape != (self.n_samples, layout.size) or layout != self.layout_for(layout.n_dims):
-            raise ValueError(f"saved GP chains {tuple(chains.shape)} do not fit this model's settings")
+        if chains.shape != (self.n_samples, layout.size):
+            raise ValueError(f"saved GP chains have shape {tuple(chains.shape)}, this model runs "
+                             f"{(self.n_samples, layout.size)}")
         self.layout, self.chains = layout, chains
 
     def save(self, folder: str | Path) -> None:
-        """Write ``folder/gp.json`` (sampler state) and, when fitted with warping,
+        """Write ``folder/gp.json`` (sampler state) and, when fitted with warped inputs,
         ``folder/warpings.json`` (see ``warping.warping_summary``); each replaced atomically."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         _write_json_atomically(folder / STATE_FILE, {"n_inputs": self.n_inputs, **self.state_dict()})
-        if self._data is not None and self.warping:
-            _write_json_atomically(folder / WARPINGS_FILE, self.warpings())
+        warpings = self.warpings() if self._data is not None else None
+        if warpings is not None:
+            _write_json_atomically(folder / WARPINGS_FILE, warpings)
 
     def load(self, folder: str | Path) -> None:
         """Continue the chains saved by ``save`` in folder (in place); OSError/ValueError if unusable."""

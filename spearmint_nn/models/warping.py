@@ -1,8 +1,11 @@
 """Input warping by the Beta CDF (Snoek et al. 2014), in torch and differentiable in x.
 
-Each input dimension x_d in [0, 1] is mapped through w_d(x_d) = I_{x_d}(alpha_d, beta_d), the
-regularised incomplete beta function. torch has no ``betainc``, so it is computed here from the
-hypergeometric series
+Each warped input dimension x_d in [0, 1] is mapped through w_d(x_d) = I_{x_d}(alpha_d, beta_d),
+the regularised incomplete beta function. Only columns with values in between 0 and 1 are worth
+warping: on a 0/1 column (a one-hot ENUM option, a relevance indicator) every Beta CDF is the
+identity, so :class:`BetaWarp` takes the list of warped columns and passes the others through.
+
+torch has no ``betainc``, so I_x is computed here from the hypergeometric series
 
     I_x(a, b) = x^a (1 - x)^b / (a B(a, b)) * sum_n t_n,   t_0 = 1,
     t_{n+1} = t_n * x (a + b + n) / (a + 1 + n),
@@ -24,6 +27,7 @@ parameters carry no gradient (they are slice-sampled, never differentiated).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -142,24 +146,42 @@ def beta_cdf(x: Tensor, a: Tensor, b: Tensor) -> Tensor:
 
 
 class BetaWarp:
-    """The per-input warps of S hyperparameter samples, log_alpha and log_beta (S, D).
+    """The input warps of S hyperparameter samples, log_alpha and log_beta (S, W).
 
-    Calling it on inputs X (N, D), or (S, N, D) already batched, gives the warped inputs
-    (S, N, D), differentiable in X. What depends on the shapes alone is prepared here once, so
-    an acquisition evaluated a hundred times per suggestion does not recompute it.
+    ``columns`` names the W input columns that are warped (ascending, distinct; None: every
+    column, W = D); the other columns pass through unchanged. Calling it on inputs X (N, D), or
+    (S, N, D) already batched, gives the warped inputs (S, N, D), differentiable in X. What
+    depends on the shapes alone is prepared here once, so an acquisition evaluated a hundred
+    times per suggestion does not recompute it.
     """
 
-    def __init__(self, log_alpha: Tensor, log_beta: Tensor):
+    def __init__(self, log_alpha: Tensor, log_beta: Tensor, columns: Sequence[int] | None = None):
         self.shapes = BetaShapes.of(torch.exp(log_alpha)[:, None, :], torch.exp(log_beta)[:, None, :])
+        self.columns = None if columns is None else torch.as_tensor(columns, dtype=torch.long).reshape(-1)
+        if self.columns is not None:
+            if len(self.columns) != log_alpha.shape[-1]:
+                raise ValueError(f"{len(self.columns)} warped columns but shapes for {log_alpha.shape[-1]}")
+            if len(self.columns) > 1 and not bool((self.columns.diff() > 0).all()):
+                raise ValueError(f"warped columns must be ascending and distinct, got {self.columns.tolist()}")
 
     def __call__(self, X: Tensor) -> Tensor:
-        return _BetaCDF.apply(X, self.shapes)
+        # Ascending distinct columns as many as X has are all of them: the plain warp.
+        if self.columns is None or len(self.columns) == X.shape[-1]:
+            return _BetaCDF.apply(X, self.shapes)
+        warped = _BetaCDF.apply(X[..., self.columns], self.shapes)  # (S, N, W)
+        kept = torch.ones(X.shape[-1], dtype=torch.bool)
+        kept[self.columns] = False
+        kept = torch.nonzero(kept)[:, 0]
+        rest = X[..., kept].expand(*warped.shape[:-1], len(kept))  # (S, N, D - W), not warped
+        order = torch.argsort(torch.cat([self.columns, kept]))
+        return torch.cat([warped, rest], dim=-1)[..., order]
 
 
-def warp(X: Tensor, log_alpha: Tensor, log_beta: Tensor) -> Tensor:
-    """Warp inputs X (N, D) or (S, N, D) in [0, 1] with per-sample shapes log_alpha, log_beta
-    (S, D); returns (S, N, D). See :class:`BetaWarp` to warp many inputs with the same shapes."""
-    return BetaWarp(log_alpha, log_beta)(X)
+def warp(X: Tensor, log_alpha: Tensor, log_beta: Tensor, columns: Sequence[int] | None = None) -> Tensor:
+    """Warp the given columns (None: all) of inputs X (N, D) or (S, N, D) in [0, 1] with
+    per-sample shapes log_alpha, log_beta (S, W); returns (S, N, D). See :class:`BetaWarp` to
+    warp many inputs with the same shapes."""
+    return BetaWarp(log_alpha, log_beta, columns)(X)
 
 
 def log_shape_prior(log_shape: Tensor) -> Tensor:
@@ -172,16 +194,22 @@ def log_shape_prior(log_shape: Tensor) -> Tensor:
     return torch.where(inside, logp, torch.full_like(logp, -math.inf))
 
 
-def warping_summary(log_alpha: Tensor, log_beta: Tensor, grid_size: int = 51) -> dict:
-    """JSON-able summary of sampled warpings: per input, the warp of a grid for every sample.
+def warping_summary(log_alpha: Tensor, log_beta: Tensor, grid_size: int = 51,
+                    columns: Sequence[int] | None = None) -> dict:
+    """JSON-able summary of sampled warpings: per warped input, the warp of a grid for every sample.
 
-    log_alpha, log_beta : (S, D). Returns::
+    log_alpha, log_beta : (S, W). columns : the encoded input column of each of the W entries
+    (default 0..W-1). Returns::
 
         {"grid": [g_0..g_{G-1}],                    # G points in [0, 1]
+         "columns": [W ints],                       # encoded column of each entry of "inputs"
          "inputs": [{"alpha": [S floats], "beta": [S floats],
                      "samples": [[S x G]],           # w(grid) per hyperparameter sample
-                     "mean": [G], "std": [G]}, ...]} # one entry per encoded input dimension
+                     "mean": [G], "std": [G]}, ...]} # one entry per warped input column
     """
+    columns = list(range(log_alpha.shape[1])) if columns is None else [int(c) for c in columns]
+    if len(columns) != log_alpha.shape[1]:
+        raise ValueError(f"{len(columns)} columns named for warps of {log_alpha.shape[1]} inputs")
     grid = torch.linspace(0.0, 1.0, grid_size, dtype=log_alpha.dtype)
     with torch.no_grad():
         warped = beta_cdf_value(grid[None, :, None], torch.exp(log_alpha)[:, None, :], torch.exp(log_beta)[:, None, :])
@@ -195,4 +223,4 @@ def warping_summary(log_alpha: Tensor, log_beta: Tensor, grid_size: int = 51) ->
             "mean": samples.mean(0).tolist(),
             "std": samples.std(0, unbiased=False).tolist(),
         })
-    return {"grid": grid.tolist(), "inputs": inputs}
+    return {"grid": grid.tolist(), "columns": columns, "inputs": inputs}
