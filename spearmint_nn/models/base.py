@@ -21,8 +21,13 @@ class Surrogate(abc.ABC):
         """Fit to inputs X of shape (N, D) in [0, 1] and standardised targets y of shape (N,)."""
 
     @abc.abstractmethod
-    def posterior(self, X: Tensor) -> tuple[Tensor, Tensor]:
-        """Predictive mean and variance of f at X (M, D), each of shape (S, M); differentiable in X."""
+    def posterior(self, X: Tensor, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
+        """Mean and variance of f at X (M, D), each of shape (S, M); differentiable in X.
+
+        With ``observation_noise`` the variance is that of a new observation y = f + noise, the
+        calibrated predictive of what a job would report; without, that of f itself, the
+        uncertainty an evaluation removes (what acquisitions need).
+        """
 
     @abc.abstractmethod
     def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "Surrogate":

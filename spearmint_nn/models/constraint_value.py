@@ -25,8 +25,13 @@ from .base import Surrogate
 
 
 def _probability_above(model: Surrogate, threshold: float, X: Tensor) -> Tensor:
-    """P(f(X) >= threshold) per posterior row, shape (R, M); differentiable in X."""
-    mean, var = model.posterior(X)
+    """P(c >= threshold) for a new observation c at X, per posterior row, shape (R, M).
+
+    The observation's predictive (noise included) rather than the latent function's: on a
+    deterministic constraint the fitted noise is where the model puts its misfit, and without it
+    P(feasible) is overconfident next to the boundary. Differentiable in X.
+    """
+    mean, var = model.posterior(X, observation_noise=True)
     return torch.special.ndtr((mean - threshold) / var.clamp_min(1e-18).sqrt())
 
 

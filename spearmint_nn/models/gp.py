@@ -513,8 +513,9 @@ class GP(Surrogate):
             raise RuntimeError("GP.posterior called before fit")
         return self._data
 
-    def posterior(self, X: Tensor) -> tuple[Tensor, Tensor]:
-        """Mean and variance of f at X (M, D), each (S * F, M) with F = 1 unless fantasised."""
+    def posterior(self, X: Tensor, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
+        """Mean and variance of f at X (M, D), each (S * F, M) with F = 1 unless fantasised;
+        ``observation_noise`` adds the noise variance (that of a new observation)."""
         d = self._require_fit()
         h = d.hypers
         S, F, _ = d.Y.shape
@@ -522,6 +523,8 @@ class GP(Surrogate):
         mean = h.mean[:, None, None] + torch.einsum("snf,snm->sfm", d.alpha, Ks)
         V = torch.linalg.solve_triangular(d.L, Ks, upper=False)
         var = (h.amp2[:, None] - (V**2).sum(1)).clamp_min(1e-12)
+        if observation_noise:
+            var = var + h.noise[:, None]
         M = Ks.shape[-1]
         return mean.reshape(S * F, M), var[:, None, :].expand(S, F, M).reshape(S * F, M)
 
