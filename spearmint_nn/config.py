@@ -22,7 +22,7 @@ from .errors import ConfigError, did_you_mean
 from .layout import ExperimentPaths
 from .space import Space
 from .transforms import AUTO as TRANSFORM_AUTO
-from .transforms import OUTPUT_TRANSFORMS
+from .transforms import TRANSFORM_CHOICES
 
 LANGUAGES = ("PYTHON", "SHELL")
 LIKELIHOODS = ("NOISELESS", "GAUSSIAN")
@@ -159,7 +159,7 @@ KEYS: dict[str, Key] = {
     "constraint-model": Key("classifier", _choice("classifier", "value", upper=False),
                             "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",
                             "constraint_model"),
-    "output-transform": Key(TRANSFORM_AUTO, _choice(TRANSFORM_AUTO, *OUTPUT_TRANSFORMS, upper=False),
+    "output-transform": Key(TRANSFORM_AUTO, _choice(*TRANSFORM_CHOICES, upper=False),
                             "what the objective model fits: standardise, log-shift (log of the distance above "
                             "the best value, standardised), least-skewed (the less skewed of the two) or auto "
                             "(standardise for the GP, least-skewed for DNGO)", "output_transform"),

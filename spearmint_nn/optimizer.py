@@ -53,8 +53,9 @@ from .models.kernels import Conditional
 from .models.constraint_value import ConstraintValueModel
 from .optimize import MAX_ENUMERATED, continuous_columns, enumerate_space, maximize, point_key, space_size
 from .space import Space
+from .store import atomic_write_bytes
 from .transforms import AUTO as TRANSFORM_AUTO
-from .transforms import OUTPUT_TRANSFORMS, LogShift, Standardise, default_transform
+from .transforms import OUTPUT_TRANSFORMS, TRANSFORM_CHOICES, LogShift, Standardise, default_transform
 
 log = logging.getLogger(__name__)
 
@@ -177,8 +178,8 @@ class Optimizer:
         if constraint_model not in CONSTRAINT_MODELS:
             raise ConfigError("constraint-model", f"must be one of {', '.join(CONSTRAINT_MODELS)} (got {constraint_model!r})")
         self.constraint_model = constraint_model
-        if output_transform != TRANSFORM_AUTO and output_transform not in OUTPUT_TRANSFORMS:
-            raise ConfigError("output-transform", f"must be one of {', '.join([TRANSFORM_AUTO, *OUTPUT_TRANSFORMS])} (got {output_transform!r})")
+        if output_transform not in TRANSFORM_CHOICES:
+            raise ConfigError("output-transform", f"must be one of {', '.join(TRANSFORM_CHOICES)} (got {output_transform!r})")
         self.output_transform = output_transform
         if model not in (RANDOM_SEARCH, AUTO) and model not in MODELS:
             raise ConfigError("model", f"unknown model {model!r}; known: {sorted(MODELS) + [AUTO, RANDOM_SEARCH]}")
@@ -456,8 +457,8 @@ class Optimizer:
         self._fitted_n = 0  # fit the new model at the next model proposal
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
-            (self.state_dir / AUTO_STATE_FILE).write_text(json.dumps(
-                {"model": "dngo", "observations": self.n_observed, "in_flight": n_in_flight}))
+            atomic_write_bytes(self.state_dir / AUTO_STATE_FILE, json.dumps(
+                {"model": "dngo", "observations": self.n_observed, "in_flight": n_in_flight}).encode())
 
     def _refit_duration_model(self, X: torch.Tensor) -> None:
         """Fit the model of log duration on the positive durations seen, if new ones arrived."""

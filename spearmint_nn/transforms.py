@@ -105,6 +105,8 @@ class SymmetryChosen:
 OUTPUT_TRANSFORMS = {"least-skewed": SymmetryChosen, "standardise": Standardise, "log-shift": LogShift}
 #: The config value that picks :func:`default_transform`.
 AUTO = "auto"
+#: Every value the ``output-transform`` key accepts.
+TRANSFORM_CHOICES = (AUTO, *OUTPUT_TRANSFORMS)
 
 
 def default_transform(model_is_gp: bool) -> str:

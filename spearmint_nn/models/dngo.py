@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from ..sampling import slice_sweep
-from .base import Surrogate
+from .base import Surrogate, atomic_write_bytes, save_tensors
 from .basis import BasisNetwork
 from .blr import BLRPosterior, log_marginal_likelihood
 
@@ -461,8 +460,8 @@ class DNGO(Surrogate):
             "last_loss": self.last_loss,
             "chains": self.chains.tolist(),
         }
-        _atomic_write(directory / WEIGHTS_FILE, lambda f: torch.save(tensors, f))
-        _atomic_write(directory / STATE_FILE, lambda f: f.write(json.dumps(meta).encode()))
+        save_tensors(directory / WEIGHTS_FILE, tensors)
+        atomic_write_bytes(directory / STATE_FILE, json.dumps(meta).encode())
 
     def load(self, directory: str | os.PathLike) -> None:
         """Restore a model written by ``save``; the next ``fit`` warm-starts from it."""
@@ -480,17 +479,3 @@ class DNGO(Surrogate):
         self._trained = True
         hypers = Hyperparameters(self.chains)
         self.state = DNGOPosterior(self.net, hypers, BLRPosterior(tensors["gram"], tensors["rhs"], hypers.alpha, hypers.beta))
-
-
-def _atomic_write(path: Path, write) -> None:
-    """Write via a temporary file in the same folder, fsync, then rename over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise

@@ -31,7 +31,6 @@ import copy
 import functools
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +40,7 @@ from torch import Tensor
 
 from ..layout import WARPINGS_FILE
 from ..sampling import slice_sweep
-from .base import Surrogate
+from .base import Surrogate, atomic_write_bytes
 from .kernels import Conditional, embed, matern52, matern52_cov, squared_distances
 from .warping import LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, BetaWarp, warp, warping_summary
 
@@ -618,10 +617,10 @@ class GP(Surrogate):
         ``folder/warpings.json`` (see ``warping.warping_summary``); each replaced atomically."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        _write_json_atomically(folder / STATE_FILE, {"n_inputs": self.n_inputs, **self.state_dict()})
+        atomic_write_bytes(folder / STATE_FILE, json.dumps({"n_inputs": self.n_inputs, **self.state_dict()}).encode())
         warpings = self.warpings() if self._data is not None else None
         if warpings is not None:
-            _write_json_atomically(folder / WARPINGS_FILE, warpings)
+            atomic_write_bytes(folder / WARPINGS_FILE, json.dumps(warpings).encode())
 
     def load(self, folder: str | Path) -> None:
         """Continue the chains saved by ``save`` in folder (in place); OSError/ValueError if unusable."""
@@ -629,12 +628,3 @@ class GP(Surrogate):
         if self.n_inputs is not None and state.get("n_inputs") not in (None, self.n_inputs):
             raise ValueError(f"saved GP is for {state['n_inputs']} inputs, not {self.n_inputs}")
         self.load_state_dict(state)
-
-
-def _write_json_atomically(path: Path, value: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(value, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
