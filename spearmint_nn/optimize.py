@@ -50,9 +50,17 @@ def default_n_candidates(dim: int) -> int:
     return min(10_000, 2000 + 500 * dim)
 
 
+def point_keys(X: np.ndarray) -> list[tuple]:
+    """Hashable identities of the encoded points X (M, dim), robust to encode/decode round-off.
+
+    All rows are rounded at once: per-row numpy calls would cost more than scoring the candidates.
+    """
+    return [tuple(row) for row in (np.round(np.asarray(X, dtype=float), _KEY_DECIMALS) + 0.0).tolist()]
+
+
 def point_key(row: np.ndarray) -> tuple:
-    """Hashable identity of an encoded point, robust to encode/decode round-off."""
-    return tuple(np.round(np.asarray(row, dtype=float), _KEY_DECIMALS) + 0.0)
+    """Hashable identity of one encoded point (dim,); see :func:`point_keys`."""
+    return point_keys(np.asarray(row, dtype=float)[None])[0]
 
 
 def continuous_columns(space: Space) -> np.ndarray:
@@ -166,10 +174,7 @@ def _neighbours(space: Space, centres: np.ndarray, per_centre: int, rng: np.rand
 
 def _unavoided(X: np.ndarray, avoid: set) -> np.ndarray:
     """Boolean mask of the rows of X whose keys are not in avoid."""
-    # The keys of all rows at once (as point_key forms them): per-row numpy calls would cost more
-    # than scoring the candidates.
-    rows = (np.round(np.asarray(X, dtype=float), _KEY_DECIMALS) + 0.0).tolist()
-    return np.fromiter((tuple(row) not in avoid for row in rows), dtype=bool, count=len(rows))
+    return np.fromiter((key not in avoid for key in point_keys(X)), dtype=bool, count=len(X))
 
 
 def maximize(
@@ -197,7 +202,7 @@ def maximize(
     seed : seed of the Sobol scrambling and of the anchor perturbations.
     """
     rng = np.random.default_rng(seed)
-    avoid_keys = {point_key(row) for row in (avoid if avoid is not None else np.zeros((0, space.dim)))}
+    avoid_keys = set(point_keys(avoid if avoid is not None else np.zeros((0, space.dim))))
     n_candidates = n_candidates or default_n_candidates(space.dim)
     size = space_size(space)
 

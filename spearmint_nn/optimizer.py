@@ -51,7 +51,7 @@ from .models.classifier import ConstraintClassifier
 from .models.duration import DurationModel
 from .models.kernels import Conditional
 from .models.constraint_value import ConstraintValueModel
-from .optimize import MAX_ENUMERATED, continuous_columns, enumerate_space, maximize, point_key, space_size
+from .optimize import MAX_ENUMERATED, continuous_columns, enumerate_space, maximize, point_key, point_keys, space_size
 from .space import Space
 from .store import atomic_write_bytes
 from .transforms import AUTO as TRANSFORM_AUTO
@@ -319,7 +319,7 @@ class Optimizer:
 
     def _next_sobol(self, avoid: np.ndarray) -> np.ndarray:
         """The next Sobol point not in avoid; in a finite space, an unused point once Sobol stalls."""
-        keys = {point_key(row) for row in avoid}
+        keys = set(point_keys(avoid))
         size = space_size(self.space)
         for _ in range(int(min(4 * size, 1024)) if math.isfinite(size) else 1024):
             if not self._sobol_buffer:
@@ -331,7 +331,7 @@ class Optimizer:
                 return x
         if size <= MAX_ENUMERATED:
             every = enumerate_space(self.space)
-            unused = [row for row in every if point_key(row) not in keys]
+            unused = [row for row, key in zip(every, point_keys(every)) if key not in keys]
             if unused:
                 return unused[int(self._rng.integers(len(unused)))]
         log.warning("search space exhausted: every valid point has been tried; repeating one")
