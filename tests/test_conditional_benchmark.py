@@ -100,6 +100,17 @@ def test_end_to_end_in_processes_writes_every_run(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| flat | 2 |" in printed and "s / training" in printed
 
+    # --reuse takes every run from the earlier report, cut to the shorter budget: the values
+    # are the first ones of the earlier runs, and nothing ran again (suggest seconds identical).
+    again = bench.main(["--problems", "synthetic", "--seeds", "2", "--evals", "synthetic:5", "--model", "sobol",
+                        "--reuse", str(out)])
+    earlier = {(r["arm"], r["seed"]): r for r in saved["runs"] if r["problem"] == "synthetic"}
+    assert len(again["runs"]) == 3 * 2
+    for run in again["runs"]:
+        before = earlier[(run["arm"], run["seed"])]
+        assert run["values"] == before["values"][:5] and run["params"] == before["params"][:5]
+        assert run["suggest_seconds"] == before["suggest_seconds"][:5]
+
 
 @pytest.mark.slow
 def test_model_arms_run_past_the_initial_design():

@@ -33,7 +33,7 @@ included: it has the same size in both model arms) and mean wall seconds per eva
 ``mlp``: per training, 30 epochs, see that module).
 
     python -m spearmint_nn.benchmarks.conditional [--problems synthetic,mlp] [--seeds 10]
-        [--evals synthetic:60 mlp:30] [--model auto] [--workers 1] [--json out.json]
+        [--evals synthetic:60 mlp:30] [--model auto] [--workers 1] [--json out.json] [--reuse earlier.json]
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ import numpy as np
 import torch
 
 from ..optimizer import RANDOM_SEARCH, Optimizer
-from .runs import run_in_processes
+from .runs import earlier_runs, first_evaluations, run_in_processes
 
 SYNTHETIC_BEST = 0.39788735772973816
 
@@ -221,6 +221,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--model", default="auto", help="surrogate of the conditional and flat arms")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
     parser.add_argument("--json", help="also write the results (every run's values) here, rewritten as each run ends")
+    parser.add_argument("--reuse", nargs="*", default=[], metavar="JSON",
+                        help="JSON files of earlier conditional benchmarks: a run found there (same problem, arm "
+                             "and seed, at least as many evaluations) is taken instead of rerun")
     args = parser.parse_args(argv)
     problems = [p for p in args.problems.split(",") if p]
     unknown = sorted(set(problems) - set(PROBLEMS))
@@ -249,8 +252,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=1)
 
-    jobs = [(problem, arm, seed, evals[problem], args.model)
-            for problem in problems for arm in ARMS for seed in range(args.seeds)]
+    earlier = earlier_runs(args.reuse, ("problem", "arm", "seed"))
+    jobs = []
+    for problem in problems:
+        for arm in ARMS:
+            for seed in range(args.seeds):
+                run = first_evaluations(earlier.get((problem, arm, seed)), evals[problem])
+                if run is not None:
+                    report["runs"].append(run)
+                else:
+                    jobs.append((problem, arm, seed, evals[problem], args.model))
     print(f"conditional benchmark: {len(jobs)} runs on {args.workers} worker(s), model {args.model}",
           file=sys.stderr, flush=True)
     for (problem, arm, seed, _, _), run in run_in_processes(run_once, jobs, args.workers):

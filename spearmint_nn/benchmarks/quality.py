@@ -27,7 +27,7 @@ import torch
 
 from ..optimizer import Optimizer
 from .functions import FUNCTIONS, TestFunction
-from .runs import run_in_processes
+from .runs import earlier_runs, first_evaluations, run_in_processes
 
 
 def run_once(problem_name: str, method: str, seed: int, n_evals: int) -> dict[str, Any]:
@@ -85,16 +85,6 @@ def time_suggestion(n: int, seed: int = 0, model: str = "dngo") -> dict[str, flo
     return {"n": n, "cold_seconds": cold, "warm_seconds": opt.last_suggest_seconds, "warm_fit_seconds": opt.last_fit_seconds}
 
 
-def _earlier_runs(paths: list[str]) -> dict[tuple[str, str, int], dict[str, Any]]:
-    """(problem, method, seed) -> run, from the ``runs`` of earlier JSON reports (later files win)."""
-    found = {}
-    for path in paths:
-        with open(path) as f:
-            for run in json.load(f)["runs"]:
-                found[(run["problem"], run["method"], run["seed"])] = run
-    return found
-
-
 def _fmt(value: float) -> str:
     return "-" if not math.isfinite(value) else (f"{value:.0f}" if value >= 10 and value == int(value) else f"{value:.4g}")
 
@@ -148,15 +138,14 @@ def main(
         problem_name, budgets_text = entry.split(":")
         plan.append((FUNCTIONS[problem_name], sorted(int(b) for b in budgets_text.split(","))))
     methods = args.methods.split(",")
-    earlier = _earlier_runs(args.reuse)
+    earlier = earlier_runs(args.reuse, ("problem", "method", "seed"))
     jobs = []
     for problem, budgets in plan:
         for method in methods:
             for seed in range(args.seeds):
-                run = earlier.get((problem.name, method, seed))
-                if run is not None and len(run["values"]) >= budgets[-1]:
-                    report["runs"].append({**run, "values": run["values"][: budgets[-1]],
-                                           "suggest_seconds": run["suggest_seconds"][: budgets[-1]]})
+                run = first_evaluations(earlier.get((problem.name, method, seed)), budgets[-1])
+                if run is not None:
+                    report["runs"].append(run)
                 else:
                     jobs.append((problem.name, method, seed, budgets[-1]))
     for (problem_name, method, seed, _), run in run_in_processes(run_once, jobs, args.workers):

@@ -6,6 +6,7 @@ its JSON file, and an interrupted benchmark keeps every run that finished.
 """
 from __future__ import annotations
 
+import json
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Iterator, Sequence
@@ -24,3 +25,26 @@ def run_in_processes(
         futures = {pool.submit(function, *job): job for job in jobs}
         for future in as_completed(futures):
             yield futures[future], future.result()
+
+
+def earlier_runs(paths: Sequence[str], key_fields: Sequence[str]) -> dict[tuple, dict[str, Any]]:
+    """Runs of earlier JSON reports (their ``runs`` lists) by the tuple of their ``key_fields``
+    (e.g. problem, method, seed); later files win.
+
+    Runs are deterministic given their seed, so a benchmark can take a finished run from an
+    earlier report instead of repeating it.
+    """
+    found = {}
+    for path in paths:
+        with open(path) as f:
+            for run in json.load(f)["runs"]:
+                found[tuple(run[k] for k in key_fields)] = run
+    return found
+
+
+def first_evaluations(run: dict[str, Any] | None, evals: int) -> dict[str, Any] | None:
+    """``run`` cut to its first ``evals`` evaluations (every list field is per evaluation), or
+    None when there is no run or it has fewer evaluations."""
+    if run is None or len(run["values"]) < evals:
+        return None
+    return {k: v[:evals] if isinstance(v, list) else v for k, v in run.items()}
