@@ -3,7 +3,9 @@
 Hartmann6 (minimum -3.32237), ``--evals`` evaluations per run, for each batch size b in
 ``--batches``: ``evals / b`` rounds, each round one ``suggest(b)`` (the b points chosen one
 after another, each fantasising the earlier ones as pending), then all b evaluated and observed.
-b = 1 is the sequential run. Reported per batch size: the median over seeds of the best value
+b = 1 is the sequential run. ``--model`` is the surrogate (default "auto", the users' default:
+the GP while fewer than 200 observations are finished and at most 20 jobs are in flight, so
+batches of 10 use the GP and batches of 50 DNGO; "dngo" runs DNGO throughout). Reported per batch size: the median over seeds of the best value
 after the whole budget and after each quarter of it, and the difference to the sequential
 median (the target for b = 10 is within 0.05 at 200 evaluations).
 
@@ -11,7 +13,7 @@ Each (seed, batch size) run is its own process; ``--workers`` of them run at onc
 appended to ``--json`` as each run ends, so an interrupted benchmark keeps what ran.
 
     python -m spearmint_nn.benchmarks.batch [--seeds 0,1,2] [--evals 200] [--batches 1,10,50]
-        [--workers 1] [--json out.json]
+        [--model auto] [--workers 1] [--json out.json] [--sequential-from quality.json]
 """
 from __future__ import annotations
 
@@ -26,13 +28,13 @@ from typing import Any
 import numpy as np
 
 from .functions import FUNCTIONS
-from .runs import run_in_processes
+from .runs import earlier_runs, first_evaluations, run_in_processes
 
 PROBLEM = "hartmann6"
 TARGET_GAP = 0.05
 
 
-def run_batches(seed: int, evals: int, batch: int, problem_name: str = PROBLEM) -> dict[str, Any]:
+def run_batches(seed: int, evals: int, batch: int, model: str = "auto", problem_name: str = PROBLEM) -> dict[str, Any]:
     """One run: ``evals // batch`` rounds of ``suggest(batch)``; the values in evaluation order."""
     import torch
 
@@ -40,7 +42,7 @@ def run_batches(seed: int, evals: int, batch: int, problem_name: str = PROBLEM) 
 
     torch.set_num_threads(1)
     problem = FUNCTIONS[problem_name]
-    opt = Optimizer(problem.variables, model="dngo", seed=seed)
+    opt = Optimizer(problem.variables, model=model, seed=seed)
     values: list[float] = []
     start = time.perf_counter()
     cpu = time.process_time()
@@ -49,7 +51,7 @@ def run_batches(seed: int, evals: int, batch: int, problem_name: str = PROBLEM) 
             value = problem(params)
             opt.observe(params, value)
             values.append(value)
-    return {"seed": seed, "batch": batch, "evals": len(values), "values": values,
+    return {"seed": seed, "batch": batch, "model": model, "evals": len(values), "values": values,
             "wall_s": time.perf_counter() - start, "cpu_s": time.process_time() - cpu}
 
 
@@ -90,11 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     parser.add_argument("--evals", type=int, default=200)
     parser.add_argument("--batches", default="1,10,50", help="batch sizes, run in this order; 1 is the sequential run")
+    parser.add_argument("--model", default="auto", help="surrogate of every run (auto, dngo, gp)")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
     parser.add_argument("--json", help="write results here (rewritten as each run ends)")
     parser.add_argument("--sequential-from", metavar="JSON",
-                        help="take the sequential runs from this JSON of `benchmarks.dngo` (its Hartmann6 "
-                             "DNGO runs are the same runs: same optimizer, seed and loop) instead of rerunning them")
+                        help="take the sequential runs from this JSON of `benchmarks.dngo` or `benchmarks.compare` "
+                             "(its Hartmann6 runs of the same model are the same runs: same optimizer, seed and "
+                             "loop) instead of rerunning them")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     batches = [int(b) for b in args.batches.split(",")]
@@ -104,10 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     runs: list[dict[str, Any]] = []
     start = time.time()
-    runs.extend(_sequential_runs(args.sequential_from, seeds, args.evals) if args.sequential_from else [])
+    if args.sequential_from:
+        runs.extend(_sequential_runs(args.sequential_from, args.model, seeds, args.evals))
     batches = [b for b in batches if not (b == 1 and args.sequential_from)]
     # In the order given: with few workers, put first what must be known first.
-    jobs = [(seed, args.evals, batch) for batch in batches for seed in seeds]
+    jobs = [(seed, args.evals, batch, args.model) for batch in batches for seed in seeds]
     for _, run in run_in_processes(run_batches, jobs, args.workers):
         runs.append(run)
         print(f"seed {run['seed']} batch {run['batch']}: best {min(run['values']):.4f} "
@@ -116,21 +121,21 @@ def main(argv: list[str] | None = None) -> int:
             _write(args.json, runs, args.evals, load_before, start)
     rows = summarise(runs, args.evals)
     print(table(rows, args.evals))
-    print(f"Hartmann6 minimum {FUNCTIONS[PROBLEM].minimum:.5f}; target: batch 10 within {TARGET_GAP} of "
+    print(f"model {args.model}; Hartmann6 minimum {FUNCTIONS[PROBLEM].minimum:.5f}; target: batch 10 within {TARGET_GAP} of "
           f"sequential at {args.evals}. machine: {os.cpu_count()} CPUs, load average {load_before[0]:.1f} "
           f"before, {os.getloadavg()[0]:.1f} after, {time.time() - start:.0f} s")
     return 0
 
 
-def _sequential_runs(path: str, seeds: list[int], evals: int) -> list[dict[str, Any]]:
-    """The Hartmann6 DNGO runs of a ``benchmarks.dngo`` JSON, as batch-1 runs of this benchmark."""
-    with open(path) as handle:
-        runs = json.load(handle)["runs"]
-    found = {r["seed"]: r for r in runs if r["problem"] == PROBLEM and r["method"] == "dngo" and len(r["values"]) >= evals}
-    missing = sorted(set(seeds) - set(found))
+def _sequential_runs(path: str, model: str, seeds: list[int], evals: int) -> list[dict[str, Any]]:
+    """The Hartmann6 runs of ``model`` in a quality benchmark's JSON, as batch-1 runs of this benchmark."""
+    found = earlier_runs([path], ("problem", "method", "seed"))
+    runs = {seed: first_evaluations(found.get((PROBLEM, model, seed)), evals) for seed in seeds}
+    missing = [seed for seed, run in runs.items() if run is None]
     if missing:
-        sys.exit(f"{path} has no {evals}-evaluation {PROBLEM} DNGO run for seed(s) {missing}")
-    return [{"seed": seed, "batch": 1, "evals": evals, "values": found[seed]["values"][:evals]} for seed in seeds]
+        sys.exit(f"{path} has no {evals}-evaluation {PROBLEM} {model} run for seed(s) {missing}")
+    return [{"seed": seed, "batch": 1, "model": model, "evals": evals, "values": run["values"]}
+            for seed, run in runs.items()]
 
 
 def _write(path: str, runs: list[dict[str, Any]], evals: int, load_before: tuple, start: float) -> None:

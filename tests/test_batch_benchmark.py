@@ -1,0 +1,34 @@
+"""The batch-quality benchmark's bookkeeping: rounds, the sequential runs taken from a quality
+report, and the gap to sequential. Random search keeps it quick; the model runs are the
+benchmark itself."""
+import json
+
+import pytest
+
+from spearmint_nn.benchmarks import batch, compare
+
+
+def test_batch_runs_against_sequential_runs_of_a_quality_report(tmp_path, capsys):
+    quality_json = tmp_path / "quality.json"
+    compare.main(["--seeds", "2", "--evals", "hartmann6:20", "--methods", "sobol", "--timing-sizes", "",
+                  "--json", str(quality_json)])
+    out = tmp_path / "batch.json"
+    assert batch.main(["--seeds", "0,1", "--evals", "20", "--batches", "1,10", "--model", "sobol",
+                       "--sequential-from", str(quality_json), "--json", str(out)]) == 0
+    saved = json.loads(out.read_text())
+    sequential = {r["seed"]: r["values"] for r in json.loads(quality_json.read_text())["runs"]}
+    rows = {row["batch"]: row for row in saved["summary"]}
+    assert rows[1]["best_per_seed"] == [min(sequential[0]), min(sequential[1])]
+    assert rows[10]["rounds"] == 2 and all(len(r["values"]) == 20 for r in saved["runs"])
+    gap = rows[10]["median_best"]["20"] - rows[1]["median_best"]["20"]
+    assert rows[10]["gap_to_sequential"]["20"] == pytest.approx(gap)
+    assert "model sobol" in capsys.readouterr().out
+
+
+def test_missing_sequential_runs_are_named(tmp_path):
+    quality_json = tmp_path / "quality.json"
+    compare.main(["--seeds", "1", "--evals", "hartmann6:20", "--methods", "sobol", "--timing-sizes", "",
+                  "--json", str(quality_json)])
+    with pytest.raises(SystemExit, match=r"no 20-evaluation hartmann6 dngo run for seed\(s\) \[0\]"):
+        batch.main(["--seeds", "0", "--evals", "20", "--batches", "1,10", "--model", "dngo",
+                    "--sequential-from", str(quality_json)])
