@@ -282,3 +282,53 @@ def test_default_model_end_to_end(make_experiment):
     assert [s for s, _ in jobs.values()].count("complete") == 12
     log = (folder / ".spearmint" / "daemon.log").read_text()
     assert "model refit" in log and "started   experiment exp" in log and "model auto" in log
+
+
+CONDITIONAL_VARIABLES = {
+    "layers": {"type": "INT", "min": 1, "max": 3},
+    "kind": {"type": "ENUM", "options": ["add", "mul"]},
+    "factors": {"type": "INT", "min": 1, "max": 8, "when": {"kind": "mul"}},
+    "width_2": {"type": "FLOAT", "min": 1.0, "max": 100.0, "scale": "log", "when": {"layers": {">=": 2}}},
+    "width_3": {"type": "FLOAT", "min": 1.0, "max": 100.0, "scale": "log", "when": {"layers": 3}},
+    # a chain: active only when factors is, and then only for factors >= 4
+    "factor_decay": {"type": "FLOAT", "min": 0.0, "max": 1.0, "when": {"factors": {">=": 4}}},
+}
+
+# The wrapper fails the job (an exception) if it gets an inactive variable or misses an active one.
+CONDITIONAL_WRAPPER = '''
+def main(job_id, params):
+    expected = {"layers", "kind"}
+    if params["kind"][0] == "mul":
+        expected.add("factors")
+        if params["factors"][0] >= 4:
+            expected.add("factor_decay")
+    if params["layers"][0] >= 2:
+        expected.add("width_2")
+    if params["layers"][0] == 3:
+        expected.add("width_3")
+    if set(params) != expected:
+        raise ValueError(f"got {sorted(params)}, expected {sorted(expected)}")
+    return float(params["layers"][0]) + (params["factors"][0] if "factors" in params else 0.0)
+'''
+
+
+def test_conditional_space_passes_only_active_variables_and_shows_inactive_as_empty(make_experiment):
+    folder = make_experiment(quick_config(variables=CONDITIONAL_VARIABLES, **{"max-finished-jobs": 12}),
+                             {"wrapper.py": CONDITIONAL_WRAPPER})
+    result = cli("run", folder, timeout=600)
+    assert result.returncode == 0, result.stderr
+    jobs = all_jobs(folder)
+    assert len(jobs) == 12 and {s for s, _ in jobs.values()} == {"complete"}  # no wrapper refused its params
+    layer_counts = {job["params"]["layers"][0] for _, job in jobs.values()}
+    kinds = {job["params"]["kind"][0] for _, job in jobs.values()}
+    assert layer_counts == {1, 2, 3} and kinds == {"add", "mul"}  # every branch was exercised
+    assert any("factor_decay" in job["params"] for _, job in jobs.values())
+    with open(folder / ".spearmint" / "results.csv") as handle:
+        table = {int(r["id"]): r for r in csv.DictReader(handle)}
+    for job_id, (_, job) in jobs.items():
+        row, params = table[job_id], job["params"]
+        for name in ("factors", "factor_decay", "width_2", "width_3"):
+            if name in params:
+                assert float(row[name]) == params[name][0]
+            else:
+                assert row[name] == ""  # inactive: empty, not a value that never mattered
