@@ -53,6 +53,7 @@ import torch
 
 from ..optimizer import RANDOM_SEARCH, Optimizer
 from .runs import earlier_runs, first_evaluations, run_in_processes
+from .summary import best_so_far, quartiles
 
 SYNTHETIC_BEST = 0.39788735772973816
 
@@ -160,12 +161,6 @@ def run_once(problem: str, arm: str, seed: int, evals: int, model: str) -> dict[
     return {"params": points, "values": values, "suggest_seconds": suggest_seconds, "eval_seconds": eval_seconds}
 
 
-def best_so_far(values: list[float]) -> np.ndarray:
-    """Running minimum of one run's values, shape (evals,); failures (NaN) are skipped, inf before any success."""
-    finite = np.where(np.isfinite(values), np.asarray(values, dtype=float), np.inf)
-    return np.minimum.accumulate(finite)
-
-
 def checkpoints(evals: int) -> list[int]:
     """Budgets at which the best value is reported: a third, two thirds and all of ``evals``."""
     return sorted({max(1, evals * k // 3) for k in (1, 2, 3)})
@@ -176,10 +171,7 @@ def summarise(runs: list[dict[str, Any]], evals: int) -> dict[str, Any]:
     best = np.array([best_so_far(r["values"]) for r in runs])  # (runs, evals)
     row: dict[str, Any] = {"seeds": len(runs), "checkpoints": {}}
     for c in checkpoints(evals):
-        column = best[:, c - 1]
-        # A run with no success yet is +inf, which interpolation would turn into NaN.
-        method = "linear" if np.isfinite(column).all() else "inverted_cdf"
-        q25, q50, q75 = (float(np.percentile(column, q, method=method)) for q in (25, 50, 75))
+        q25, q50, q75 = quartiles(best[:, c - 1])
         row["checkpoints"][str(c)] = {"median": q50, "q25": q25, "q75": q75}
     row["seconds_per_suggest"] = float(np.mean([np.mean(r["suggest_seconds"]) for r in runs]))
     row["seconds_per_evaluation"] = float(np.mean([np.mean(r["eval_seconds"]) for r in runs]))

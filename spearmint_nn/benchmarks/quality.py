@@ -28,6 +28,7 @@ import torch
 from ..optimizer import Optimizer
 from .functions import FUNCTIONS, TestFunction
 from .runs import earlier_runs, first_evaluations, run_in_processes
+from .summary import best_so_far, quartiles
 
 
 def run_once(problem_name: str, method: str, seed: int, n_evals: int) -> dict[str, Any]:
@@ -50,22 +51,21 @@ def summarise(values: list[list[float]], problem: TestFunction, budget: int, thr
     best = np.array([np.min(v[:budget]) for v in values])
     hits = []
     for v in values:
-        regret = np.minimum.accumulate(np.asarray(v[:budget])) - problem.minimum
+        regret = best_so_far(v[:budget]) - problem.minimum
         reached = np.flatnonzero(regret <= threshold)
         hits.append(int(reached[0]) + 1 if reached.size else math.inf)
-    hits_arr = np.array(hits, dtype=float)
-    # Not-reached runs are +inf; an interpolating percentile would turn inf - inf into NaN.
-    q = lambda a, p: float(np.percentile(a, p, method="inverted_cdf"))
+    best_q25, best_median, best_q75 = quartiles(best)
+    hits_q25, hits_median, hits_q75 = quartiles(hits)  # not reached: +inf
     return {
         "budget": budget,
         "threshold": threshold,
-        "best_median": float(np.median(best)),
-        "best_q25": float(np.percentile(best, 25)),
-        "best_q75": float(np.percentile(best, 75)),
-        "evals_to_threshold_median": q(hits_arr, 50),
-        "evals_to_threshold_q25": q(hits_arr, 25),
-        "evals_to_threshold_q75": q(hits_arr, 75),
-        "reached": int(np.isfinite(hits_arr).sum()),
+        "best_median": best_median,
+        "best_q25": best_q25,
+        "best_q75": best_q75,
+        "evals_to_threshold_median": hits_median,
+        "evals_to_threshold_q25": hits_q25,
+        "evals_to_threshold_q75": hits_q75,
+        "reached": int(np.isfinite(hits).sum()),
         "runs": len(values),
     }
 
