@@ -16,7 +16,7 @@ in the spirit of the log-transformed costs of SMAC).
 The log is not always right. On Hartmann-like objectives most of the box is flat and bad and a
 few points are much better: the values already have a long tail on the *good* side, and the log
 stretches it further, so the best observation becomes an outlier the fit chases (skewness of 100
-Sobol values of Hartmann6: -2.3 standardised, -3.9 after the log). :class:`SymmetryChosen` (the
+Sobol values of Hartmann6: -2.3 standardised, -3.9 after the log). :class:`SymmetryChosen` (DNGO's
 default) therefore fits both and keeps the one whose transformed values are closer to symmetric,
 a two-point version of choosing a Box-Cox exponent by how normal the result looks (Branin: 1.1
 standardised, -0.4 after the log, so the log is kept).

@@ -52,7 +52,7 @@ import numpy as np
 import torch
 
 from ..optimizer import RANDOM_SEARCH, Optimizer
-from .runs import earlier_runs, first_evaluations, run_in_processes
+from .runs import earlier_runs, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
 
 SYNTHETIC_BEST = 0.39788735772973816
@@ -244,16 +244,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=1)
 
-    earlier = earlier_runs(args.reuse, ("problem", "arm", "seed"))
-    jobs = []
-    for problem in problems:
-        for arm in ARMS:
-            for seed in range(args.seeds):
-                run = first_evaluations(earlier.get((problem, arm, seed)), evals[problem])
-                if run is not None:
-                    report["runs"].append(run)
-                else:
-                    jobs.append((problem, arm, seed, evals[problem], args.model))
+    planned = [((problem, arm, seed), evals[problem], (problem, arm, seed, evals[problem], args.model))
+               for problem in problems for arm in ARMS for seed in range(args.seeds)]
+    reused, jobs = reused_and_new(planned, earlier_runs(args.reuse, ("problem", "arm", "seed")))
+    report["runs"].extend(reused)
     print(f"conditional benchmark: {len(jobs)} runs on {args.workers} worker(s), model {args.model}",
           file=sys.stderr, flush=True)
     for (problem, arm, seed, _, _), run in run_in_processes(run_once, jobs, args.workers):

@@ -27,7 +27,7 @@ import torch
 
 from ..optimizer import Optimizer
 from .functions import FUNCTIONS, TestFunction
-from .runs import earlier_runs, first_evaluations, run_in_processes
+from .runs import earlier_runs, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
 
 
@@ -48,11 +48,11 @@ def run_once(problem_name: str, method: str, seed: int, n_evals: int) -> dict[st
 
 def summarise(values: list[list[float]], problem: TestFunction, budget: int, threshold: float) -> dict[str, Any]:
     """Median / IQR of the best value after ``budget`` evaluations and of evals-to-threshold."""
-    best = np.array([np.min(v[:budget]) for v in values])
+    running = [best_so_far(v[:budget]) for v in values]
+    best = np.array([r[-1] for r in running])
     hits = []
-    for v in values:
-        regret = best_so_far(v[:budget]) - problem.minimum
-        reached = np.flatnonzero(regret <= threshold)
+    for r in running:
+        reached = np.flatnonzero(r - problem.minimum <= threshold)
         hits.append(int(reached[0]) + 1 if reached.size else math.inf)
     best_q25, best_median, best_q75 = quartiles(best)
     hits_q25, hits_median, hits_q75 = quartiles(hits)  # not reached: +inf
@@ -138,16 +138,10 @@ def main(
         problem_name, budgets_text = entry.split(":")
         plan.append((FUNCTIONS[problem_name], sorted(int(b) for b in budgets_text.split(","))))
     methods = args.methods.split(",")
-    earlier = earlier_runs(args.reuse, ("problem", "method", "seed"))
-    jobs = []
-    for problem, budgets in plan:
-        for method in methods:
-            for seed in range(args.seeds):
-                run = first_evaluations(earlier.get((problem.name, method, seed)), budgets[-1])
-                if run is not None:
-                    report["runs"].append(run)
-                else:
-                    jobs.append((problem.name, method, seed, budgets[-1]))
+    planned = [((problem.name, method, seed), budgets[-1], (problem.name, method, seed, budgets[-1]))
+               for problem, budgets in plan for method in methods for seed in range(args.seeds)]
+    reused, jobs = reused_and_new(planned, earlier_runs(args.reuse, ("problem", "method", "seed")))
+    report["runs"].extend(reused)
     for (problem_name, method, seed, _), run in run_in_processes(run_once, jobs, args.workers):
         report["runs"].append({"problem": problem_name, "method": method, "seed": seed, **run})
         print(f"  {problem_name} {method} seed {seed}: best {min(run['values']):.5g}", file=sys.stderr, flush=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 
 def run_in_processes(
@@ -40,6 +40,21 @@ def earlier_runs(paths: Sequence[str], key_fields: Sequence[str]) -> dict[tuple,
             for run in json.load(f)["runs"]:
                 found[tuple(run[k] for k in key_fields)] = run
     return found
+
+
+def reused_and_new(
+    planned: Iterable[tuple[tuple, int, tuple]], earlier: dict[tuple, dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[tuple]]:
+    """Split planned runs, each (key, evals, job), into the runs ``earlier`` already holds (cut
+    to ``evals``, see :func:`first_evaluations`) and the jobs that still have to run."""
+    reused, jobs = [], []
+    for key, evals, job in planned:
+        run = first_evaluations(earlier.get(key), evals)
+        if run is not None:
+            reused.append(run)
+        else:
+            jobs.append(job)
+    return reused, jobs
 
 
 def first_evaluations(run: dict[str, Any] | None, evals: int) -> dict[str, Any] | None:
