@@ -155,6 +155,8 @@ KEYS: dict[str, Key] = {
     "initial-design": Key(None, _int(1, optional=True), "Sobol points before the model is used (default: number of parameters + 1)", "initial_design"),
     "seed": Key(None, _seed, "seed of every random choice (null: fresh randomness)", "seed"),
     "fantasies": Key(10, _int(1), "fantasised outcomes per pending job when proposing in parallel", "fantasies"),
+    "thompson-every": Key(10, _int(0), "one proposal in every this many made while other jobs are pending is a "
+                          "Thompson sample (an exploratory batch member); 0: never", "thompson_every"),
     "torch-threads": Key(1, _int(1), "torch threads of the daemon (a login node is shared)", "torch_threads"),
     "constraint-model": Key("classifier", _choice("classifier", "value", upper=False),
                             "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",

@@ -51,7 +51,8 @@ from .models.classifier import ConstraintClassifier
 from .models.duration import DurationModel
 from .models.kernels import Conditional
 from .models.constraint_value import ConstraintValueModel
-from .optimize import MAX_ENUMERATED, continuous_columns, enumerate_space, maximize, point_key, point_keys, space_size
+from .optimize import (MAX_ENUMERATED, continuous_columns, enumerate_space, maximize, minimize_sample_path, point_key,
+                       point_keys, space_size)
 from .space import Space
 from .store import atomic_write_bytes
 from .transforms import AUTO as TRANSFORM_AUTO
@@ -69,6 +70,7 @@ DURATION_ACQUISITION = "ei-per-second"
 DEFAULT_TASK = "main"
 SUCCESS = "success"  # the implicit constraint "the job returned a finite objective"
 DEFAULT_FANTASIES = 10
+DEFAULT_THOMPSON_EVERY = 10
 CONSTRAINT_MODELS = ("classifier", "value")
 
 
@@ -139,6 +141,9 @@ class Optimizer:
     acquisition_options : keyword options of the acquisition (e.g. ``{"kappa": 2.0}`` for lcb).
     initial_design : Sobol points before the model is used (default :func:`default_initial_design`).
     fantasies : fantasised outcome sets of the pending jobs (default 10).
+    thompson_every : one proposal in every this many (counting every job ever proposed) that is
+        made while other jobs are pending is a Thompson sample instead of the acquisition's
+        maximiser (default 10; 0: never). Sequential runs are unaffected; see :meth:`suggest`.
     tasks : Spearmint's tasks as name -> "OBJECTIVE" | "CONSTRAINT" (default: one objective
         "main"). A constraint value >= 0 means satisfied.
     likelihoods : task name -> "NOISELESS" | "GAUSSIAN"; a NOISELESS constraint gets the step
@@ -166,6 +171,7 @@ class Optimizer:
         acquisition_options: Mapping[str, Any] | None = None,
         initial_design: int | None = None,
         fantasies: int = DEFAULT_FANTASIES,
+        thompson_every: int = DEFAULT_THOMPSON_EVERY,
         tasks: Mapping[str, str] | None = None,
         likelihoods: Mapping[str, str] | None = None,
         state_dir: str | Path | None = None,
@@ -188,12 +194,15 @@ class Optimizer:
             raise ConfigError("acquisition", f"unknown acquisition {acquisition!r}; known: {sorted(ACQUISITIONS)}")
         if fantasies < 1:
             raise ConfigError("fantasies", f"must be >= 1 (got {fantasies})")
+        if thompson_every < 0:
+            raise ConfigError("thompson-every", f"must be >= 0 (got {thompson_every})")
         self.model_name, self.seed = model, seed
         self.acquisition_name = acquisition
         self.acquisition_options = dict(acquisition_options or {})
         self.initial_design = (default_initial_design(self.space.n_parameters) if initial_design is None
                                else int(initial_design))
         self.fantasies = int(fantasies)
+        self.thompson_every = int(thompson_every)
         self.tasks = dict(tasks) if tasks else {DEFAULT_TASK: "OBJECTIVE"}
         objectives = [name for name, kind in self.tasks.items() if kind.upper() == "OBJECTIVE"]
         if len(objectives) != 1:
@@ -294,6 +303,14 @@ class Optimizer:
         of this batch as running jobs, so a batch spreads out. A proposal never repeats a
         finished, failed or pending point unless every point of a finite space is taken
         (then a warning is logged).
+
+        Every ``thompson_every``-th proposal (by its position among all jobs proposed, so a
+        batch of 10 has one and a restarted daemon keeps the rhythm) made while other jobs are
+        pending is a Thompson sample: the lowest point of one posterior draw of f (given the
+        fantasies). Fantasies spread a batch only where the model is unsure; when it is sure of
+        a basin, every EI maximiser stays in it, while a sequential run would learn from each
+        result there in turn. The Thompson member keeps exploring in proportion to the
+        probability that a region holds the minimum.
         """
         start = time.perf_counter()
         if self.model_name == AUTO:
@@ -304,10 +321,12 @@ class Optimizer:
         chosen: list[np.ndarray] = []
         for _ in range(n):
             avoid = np.asarray(taken + chosen, dtype=float).reshape(-1, self.space.dim)
+            n_pending = len(avoid) - self.n_observed
             if self.model_name == RANDOM_SEARCH or len(avoid) < self.initial_design:
                 x = self._next_sobol(avoid)
             else:
-                x = self._model_proposal(avoid, len(taken) - self.n_observed + len(chosen))
+                thompson = n_pending > 0 and self.thompson_every > 0 and (len(avoid) + 1) % self.thompson_every == 0
+                x = self._model_proposal(avoid, n_pending, thompson)
             chosen.append(x)
         self.last_predicted_durations = [self._predicted_duration(x) for x in chosen]
         self.last_suggest_seconds = time.perf_counter() - start
@@ -338,8 +357,9 @@ class Optimizer:
         log.warning("search space exhausted: every valid point has been tried; repeating one")
         return avoid[int(self._rng.integers(len(avoid)))]
 
-    def _model_proposal(self, avoid: np.ndarray, n_pending: int) -> np.ndarray:
-        """Maximise the acquisition; ``avoid``'s last n_pending rows are the pending points."""
+    def _model_proposal(self, avoid: np.ndarray, n_pending: int, thompson: bool = False) -> np.ndarray:
+        """Maximise the acquisition, or with ``thompson`` minimise a posterior draw of f (once
+        there is a model and a feasible point); ``avoid``'s last n_pending rows are pending."""
         self._refit_if_needed()
         objective = np.asarray(self._objective, dtype=float)
         finite = np.isfinite(objective)
@@ -363,6 +383,11 @@ class Optimizer:
             model, best = condition_on_pending(self._model, best_value, X_pending, self.fantasies, generator)
         elif not feasibility:
             return self._next_sobol(avoid)  # fewer than two finite values and no failure model
+        if thompson and anchors is not None:
+            x = minimize_sample_path(model, self.space, avoid=avoid, anchors=anchors,
+                                     feasibility=feasibility, seed=self._seed_draw())
+            if x is not None:
+                return x
         options = dict(self.acquisition_options)
         if self.acquisition_name == DURATION_ACQUISITION:
             options["duration"] = self._duration_model

@@ -77,6 +77,14 @@ class ExactGP(Surrogate):
         new.Y = torch.cat([self.Y.repeat_interleave(n_fantasies, 0), draws.transpose(1, 2).reshape(-1, J)], dim=1)
         return new
 
+    def sample_f(self, X: Tensor, generator: torch.Generator) -> Tensor:
+        row = int(torch.randint(len(self.lengthscales), (1,), generator=generator))
+        mean, _ = self.posterior(X)
+        L = self._factor()[row]
+        v = torch.linalg.solve_triangular(L, self._kernel(self.X, X)[row], upper=False)
+        cov = self._kernel(X, X)[row] - v.T @ v + 1e-9 * torch.eye(X.shape[0], dtype=torch.float64)
+        return mean[row] + torch.linalg.cholesky(cov) @ torch.randn(X.shape[0], generator=generator, dtype=torch.float64)
+
 
 class FixedPosterior(Surrogate):
     """A model with a prescribed posterior, for testing acquisitions at extreme values."""
@@ -91,6 +99,9 @@ class FixedPosterior(Surrogate):
         return self.mean, self.var
 
     def fantasize(self, X_pending, n_fantasies, generator):  # pragma: no cover
+        raise NotImplementedError
+
+    def sample_f(self, X, generator):  # pragma: no cover
         raise NotImplementedError
 
 

@@ -95,6 +95,7 @@ CONFIG_CASES = [
     ("seed beyond 64 bits", _config(seed=2**70), "seed: must be < 2**63 (got 1180591620717411303424)"),
     ("seed a string", _config(seed="1"), "seed: must be an integer (got '1')"),
     ("fantasies zero", _config(fantasies=0), "fantasies: must be >= 1 (got 0)"),
+    ("thompson-every negative", _config(thompson_every=-1), "thompson-every: must be >= 0 (got -1)"),
     ("driver as a list", _config(driver=["local"]), "driver: must be an object such as {{\"name\": \"local\"}} (got ['local'])"),
     ("driver name a number", _config(driver={"name": 3}), "driver.name: must be a driver name such as \"local\" (got 3)"),
     ("time-limit negative", _config(driver={"name": "local", "time-limit": -5}), "driver.time-limit: must be > 0 (got -5)"),

@@ -23,6 +23,11 @@ def test_batch_runs_against_sequential_runs_of_a_quality_report(tmp_path, capsys
     gap = rows[10]["median_best"]["20"] - rows[1]["median_best"]["20"]
     assert rows[10]["gap_to_sequential"]["20"] == pytest.approx(gap)
     assert "model sobol" in capsys.readouterr().out
+    # a batch report's own sequential runs serve the same way (the batch runs are rerun)
+    again = tmp_path / "again.json"
+    assert batch.main(["--seeds", "0,1", "--evals", "20", "--batches", "10,1", "--model", "sobol",
+                       "--sequential-from", str(out), "--json", str(again)]) == 0
+    assert json.loads(again.read_text())["summary"] == saved["summary"]
 
 
 def test_missing_sequential_runs_are_named(tmp_path):

@@ -148,6 +148,23 @@ def test_fantasies_are_joint_draws_from_the_posterior_predictive(branin_model):
     assert twice.posterior(X_pending)[0].shape == (10 * 3 * 2, 3)
 
 
+def test_thompson_draws_are_latent_functions_of_random_rows(branin_model):
+    model, _, _, _, _ = branin_model
+    g = torch.Generator().manual_seed(5)
+    points = torch.tensor([[0.2, 0.7], [0.2001, 0.7], [0.9, 0.1]], dtype=DT)
+    draws = torch.stack([model.sample_f(points, g) for _ in range(4000)])
+    mean, var = model.posterior(points, observation_noise=False)  # (10, 3): f, without noise
+    mixture_mean = mean.mean(0)
+    mixture_var = (var + mean**2).mean(0) - mixture_mean**2
+    z = (draws.mean(0) - mixture_mean) / (mixture_var.sqrt() / math.sqrt(4000))
+    assert z.abs().max() < 4.5
+    torch.testing.assert_close(draws.var(0) / mixture_var, torch.ones(3, dtype=DT), rtol=0, atol=0.12)
+    # a draw is one function of x: next-door points move together, with no noise between them
+    # (y-draws would differ by sqrt(2 / beta) in spread)
+    noise_sd = (1.0 / model.state.blr.beta).sqrt().min()
+    assert (draws[:, 0] - draws[:, 1]).std() < 0.05 * noise_sd
+
+
 def test_refits_warm_start_and_reinitialise_periodically(branin_model):
     _, X, y, _, _ = branin_model
     model = DNGO(n_inputs=2, seed=5, n_samples=4, reinit_every=2, train_steps=200, warm_steps=50,

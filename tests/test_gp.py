@@ -203,6 +203,42 @@ def test_fantasies_condition_on_joint_draws_at_the_pending_points():
     assert gp.posterior(pending)[0].shape == (4, 3)
 
 
+def test_a_thompson_draw_has_its_rows_posterior_mean_and_covariance():
+    X, y = data(n=10)
+    gp = GP(seed=3, burn_in=3, sweeps_per_fit=1, n_samples=1)
+    gp.fit(torch.tensor(X), torch.tensor(y))
+    points = torch.tensor([[0.5, 0.5], [0.52, 0.5], [0.9, 0.1]], dtype=torch.float64)
+    g = torch.Generator().manual_seed(0)
+    draws = torch.stack([gp.sample_f(points, g) for _ in range(4000)]).numpy()
+    h = Hypers.unpack(gp.chains, gp.layout)
+    ls, amp2, noise, m = np.exp(h.log_lengthscales[0].numpy()), h.amp2[0].item(), h.noise[0].item(), h.mean[0].item()
+    a, b = np.exp(h.log_alpha[0].numpy()), np.exp(h.log_beta[0].numpy())
+    K = dense_cov(X, X, ls, amp2, a, b) + noise * np.eye(len(X))
+    Ks = dense_cov(X, points.numpy(), ls, amp2, a, b)
+    mean = m + Ks.T @ np.linalg.solve(K, y - m)
+    cov = dense_cov(points.numpy(), points.numpy(), ls, amp2, a, b) - Ks.T @ np.linalg.solve(K, Ks)
+    sd = np.sqrt(np.diag(cov))
+    assert np.abs((draws.mean(0) - mean) / (sd / math.sqrt(4000))).max() < 4.5
+    np.testing.assert_allclose(np.cov(draws.T), cov, atol=0.08 * sd.max() ** 2)
+    # f, not f plus noise, and drawn jointly: the two close points move together
+    assert np.corrcoef(draws[:, 0], draws[:, 1])[0, 1] > 0.9 and abs(np.corrcoef(draws[:, 0], draws[:, 2])[0, 1]) < 0.5
+
+
+def test_chains_advance_in_proportion_to_the_new_observations(monkeypatch):
+    import spearmint_nn.models.gp as gp_module
+    sweeps = []
+    real = gp_module.slice_sweep
+    monkeypatch.setattr(gp_module, "slice_sweep", lambda *args: sweeps.append(1) or real(*args))
+    X, y = data(n=40)
+    gp = GP(seed=0, burn_in=5, sweeps_per_fit=2, n_samples=2)
+    counts = []
+    for n in (10, 11, 12, 22, 40, 40):  # first fit, one result, one, a batch of 10, 18 (capped at 10), none
+        sweeps.clear()
+        gp.fit(torch.tensor(X[:n]), torch.tensor(y[:n]))
+        counts.append(len(sweeps))
+    assert counts == [5 + 2, 2, 2, 20, 20, 2]
+
+
 def test_chains_continue_across_fits_and_state_is_json():
     X, y = data(n=8)
     gp = GP(seed=4, burn_in=2, sweeps_per_fit=1, n_samples=3)

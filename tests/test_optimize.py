@@ -12,10 +12,12 @@ from spearmint_nn.optimize import (
     continuous_columns,
     enumerate_space,
     maximize,
+    minimize_sample_path,
     point_key,
     space_size,
 )
 from spearmint_nn.space import Space
+from test_acquisition import DiskFeasibility, ExactGP
 
 torch.set_num_threads(1)
 
@@ -128,3 +130,28 @@ def test_refinement_runs_blas_single_threaded_and_restores_its_threads(monkeypat
     maximize(Bowl(np.array([0.3, 0.7])), space, n_candidates=64, seed=0)
     assert seen and all(counts == [1] * len(blas) for counts in seen)
     assert [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"] == before
+
+
+def test_a_thompson_sample_lands_near_the_minimum_when_the_model_is_sure_and_spreads_when_not():
+    space = Space.from_config({"x": {"type": "FLOAT", "min": 0, "max": 1}})
+    X = torch.linspace(0, 1, 12, dtype=torch.float64)[:, None]
+    sure = ExactGP(1, lengthscales=(0.2,))
+    sure.fit(X, ((X[:, 0] - 0.37) ** 2 * 20 - 1))
+    picks = [minimize_sample_path(sure, space, avoid=X.numpy(), seed=s)[0] for s in range(20)]
+    assert np.abs(np.array(picks) - 0.37).max() < 0.05  # where f is known, the draw's minimum is its minimum
+    unsure = ExactGP(1, lengthscales=(0.2,))
+    unsure.fit(X[[0, -1]], torch.zeros(2, dtype=torch.float64))
+    picks = [minimize_sample_path(unsure, space, avoid=X[[0, -1]].numpy(), seed=s)[0] for s in range(20)]
+    assert np.std(picks) > 0.15  # a flat, unsure posterior: the minimum of a draw is anywhere
+
+
+def test_a_thompson_sample_avoids_taken_points_and_unlikely_feasible_ones():
+    space = Space.from_config({"x": {"type": "FLOAT", "min": 0, "max": 1, "size": 2}})
+    X = torch.rand(8, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    model = ExactGP(2, lengthscales=(0.3,))
+    model.fit(X, ((X - torch.tensor([0.95, 0.95])) ** 2).sum(1))  # lowest in a corner, outside the disk
+    feasible = DiskFeasibility(radius=0.3)
+    for seed in range(10):
+        x = minimize_sample_path(model, space, avoid=X.numpy(), feasibility=[feasible], seed=seed)
+        assert point_key(x) not in {point_key(r) for r in X.numpy()}
+        assert feasible.probability(torch.as_tensor(x[None]))[0] >= 0.5

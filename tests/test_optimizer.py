@@ -12,6 +12,7 @@ import torch
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.models import MODELS
 from spearmint_nn.optimize import point_key
+from spearmint_nn import optimizer as optimizer_module
 from spearmint_nn.optimizer import Optimizer
 from test_acquisition import ExactGP
 
@@ -106,6 +107,32 @@ def test_a_batch_spreads_out_where_the_same_point_would_be_proposed_repeatedly(e
     alone = opt.space.encode(twin_of(opt).suggest(1))[0]
     assert np.allclose(alone, batch[0], atol=1e-6)
     assert opt.last_suggest_seconds > 0 and opt.last_fit_seconds is not None
+
+
+def test_every_tenth_proposal_made_beside_pending_jobs_is_a_thompson_sample(exact_gp, monkeypatch):
+    positions = []  # how many jobs were proposed before each Thompson sample
+    real = optimizer_module.minimize_sample_path
+    monkeypatch.setattr(optimizer_module, "minimize_sample_path",
+                        lambda *args, **kw: positions.append(len(kw["avoid"])) or real(*args, **kw))
+    opt = Optimizer(SQUARE, model=exact_gp, seed=3, initial_design=6)
+    for p in opt.suggest(6):
+        opt.observe(p, bowl(p))
+    batch = opt.suggest(10)  # positions 6-15: the 10th job (position 9) is the Thompson sample
+    assert positions == [9]
+    plain = Optimizer(SQUARE, model=exact_gp, seed=3, initial_design=6, thompson_every=0)
+    for p in plain.suggest(6):
+        plain.observe(p, bowl(p))
+    other = plain.suggest(10)
+    assert positions == [9] and other[:3] == batch[:3] and other[3] != batch[3]
+    for p in batch:
+        opt.observe(p, bowl(p))
+    for _ in range(6):  # a sequential run (nothing pending) is never affected: positions 16-21
+        p = opt.suggest(1)[0]
+        opt.observe(p, bowl(p))
+    assert positions == [9]
+    running = opt.suggest(1)  # position 22, alone
+    opt.suggest(8, pending=running)  # positions 23-30: the 30th job is beside 7 pending ones
+    assert positions == [9, 29]
 
 
 def twin_of(opt: Optimizer) -> Optimizer:

@@ -97,9 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
     parser.add_argument("--json", help="write results here (rewritten as each run ends)")
     parser.add_argument("--sequential-from", metavar="JSON",
-                        help="take the sequential runs from this JSON of `benchmarks.dngo` or `benchmarks.compare` "
-                             "(its Hartmann6 runs of the same model are the same runs: same optimizer, seed and "
-                             "loop) instead of rerunning them")
+                        help="take the sequential runs from this JSON of this benchmark (its batch-1 runs), of "
+                             "`benchmarks.dngo` or of `benchmarks.compare` (Hartmann6 runs of the same model are "
+                             "the same runs: same optimizer, seed and loop) instead of rerunning them")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     batches = [int(b) for b in args.batches.split(",")]
@@ -129,9 +129,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _sequential_runs(path: str, model: str, seeds: list[int], evals: int) -> list[dict[str, Any]]:
-    """The Hartmann6 runs of ``model`` in a quality benchmark's JSON, as batch-1 runs of this benchmark."""
-    found = earlier_runs([path], ("problem", "method", "seed"))
-    runs = {seed: first_evaluations(found.get((PROBLEM, model, seed)), evals) for seed in seeds}
+    """The sequential Hartmann6 runs of ``model`` in an earlier report, as batch-1 runs of this
+    benchmark: the batch-1 runs of this benchmark's own JSON, or the runs of a quality
+    benchmark's (``benchmarks.dngo`` or ``benchmarks.compare``)."""
+    with open(path) as handle:
+        own_report = "batch" in json.load(handle)["runs"][0]
+    if own_report:
+        found = earlier_runs([path], ("batch", "model", "seed"))
+        runs = {seed: first_evaluations(found.get((1, model, seed)), evals) for seed in seeds}
+    else:
+        found = earlier_runs([path], ("problem", "method", "seed"))
+        runs = {seed: first_evaluations(found.get((PROBLEM, model, seed)), evals) for seed in seeds}
     missing = [seed for seed, run in runs.items() if run is None]
     if missing:
         sys.exit(f"{path} has no {evals}-evaluation {PROBLEM} {model} run for seed(s) {missing}")

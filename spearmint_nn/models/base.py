@@ -43,6 +43,14 @@ class Surrogate(abc.ABC):
         Its ``posterior`` returns shape (S * n_fantasies, M): one row per (sample, fantasy).
         """
 
+    @abc.abstractmethod
+    def sample_f(self, X: Tensor, generator: torch.Generator) -> Tensor:
+        """One joint posterior draw of f (no observation noise) at X (M, D), shape (M,).
+
+        The draw comes from one row of ``posterior`` (a hyperparameter sample and, for a
+        fantasised model, one fantasy) chosen at random: a Thompson sample.
+        """
+
 
 def save_tensors(path: Path, state: Any) -> None:
     """``torch.save`` of ``state`` (tensors and containers of them; read back with

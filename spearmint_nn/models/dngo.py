@@ -240,6 +240,14 @@ class DNGOPosterior(Surrogate):
         values = targets + self.prior_mean(X_pending)[:, None, :]
         return DNGOPosterior(self.net, self.hypers, blr, values.reshape(S * F * n, -1))
 
+    @torch.no_grad()
+    def sample_f(self, X: Tensor, generator: torch.Generator) -> Tensor:
+        """phi(X) w + eta(X) for one draw w ~ N(m, K^{-1}) of a random row; shape (M,)."""
+        weights = self.blr.sample_weights(1, generator)  # (S, F, 1, D)
+        S, F = weights.shape[:2]
+        s, f = divmod(int(torch.randint(S * F, (1,), generator=generator)), F)
+        return self.features(X) @ weights[s, f, 0] + self.prior_mean(X)[s]
+
 
 class DNGO(Surrogate):
     """Deep Networks for Global Optimization: the default surrogate of the objective.
@@ -434,6 +442,10 @@ class DNGO(Surrogate):
     def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> DNGOPosterior:
         """See ``DNGOPosterior.fantasize``; ``posterior`` of the result returns (S * n_fantasies, M)."""
         return self._fitted().fantasize(X_pending, n_fantasies, generator)
+
+    def sample_f(self, X: Tensor, generator: torch.Generator) -> Tensor:
+        """See ``DNGOPosterior.sample_f``."""
+        return self._fitted().sample_f(X, generator)
 
     # ----------------------------------------------------------------------------- persistence
 

@@ -3,8 +3,9 @@
 Model: y = f(x) + eps with f ~ GP(m, amp2 * Matérn52(w(x), w(x') / lengthscales)), eps ~ N(0, noise),
 w the per-input Beta CDF warping (``warping.py``), optionally the arc embedding of conditional
 inputs (``kernels.py``). The hyperparameters are integrated out by slice sampling C chains side by
-side (``sampling.slice_sweep``): a burn-in the first time, then a few sweeps per fit continuing the
-chains, and the final state of each chain is one of the S = C posterior samples. Everything
+side (``sampling.slice_sweep``): a burn-in the first time, then a few sweeps per new observation
+at each fit, continuing the chains, and the final state of each chain is one of the S = C
+posterior samples. Everything
 downstream (Cholesky factors, posteriors, fantasies) is batched over those samples.
 
 Sampled coordinates (one row of the (C, P) state) and their priors, as in Spearmint:
@@ -53,6 +54,9 @@ LOG_NOISE_BOUNDS = (math.log(1e-12), math.log(10.0))
 LOG_LENGTHSCALE_BOUNDS = (math.log(1e-3), math.log(10.0))
 RHO_BOUNDS = (1e-3, 1.0)
 STATE_FILE = "gp.json"
+# A refit after a batch (or a daemon restart) sweeps at most this many observations' worth:
+# ten times a one-at-a-time refit, so its cost stays bounded.
+MAX_CATCH_UP_OBSERVATIONS = 10
 
 
 class GPCapacityError(ValueError):
@@ -355,7 +359,8 @@ class GP(Surrogate):
     n_samples : S, the number of slice-sampling chains run side by side; each contributes its
         current state as one posterior sample.
     burn_in : sweeps on the first fit (and after the input dimension changes).
-    sweeps_per_fit : sweeps on every later fit, continuing the chains.
+    sweeps_per_fit : sweeps on every later fit per observation added since the last fit (at
+        most ``MAX_CATCH_UP_OBSERVATIONS`` counted), continuing the chains.
     conditional : arc-kernel treatment of inputs that are only active under a condition.
     max_observations : fit refuses more observations than this (exact GPs cost O(N^3)).
     seed : seed of the sampler's random stream (fantasies use the generator they are given).
@@ -408,8 +413,11 @@ class GP(Surrogate):
                 f"linearly in N"
             )
         layout = self.layout_for(D)
-        sweeps = self.sweeps_per_fit
+        # The chains advance in proportion to the new data: a batch of ten results moves them as
+        # far as ten one-at-a-time refits would (batch runs otherwise mix ten times less).
+        sweeps = self.sweeps_per_fit * min(max(N - self._n_observed, 1), MAX_CATCH_UP_OBSERVATIONS)
         if self.chains is None or self.layout != layout:
+            sweeps = self.sweeps_per_fit
             self.layout = layout
             self.chains = self._initial_chains(y)
             sweeps += self.burn_in
@@ -553,6 +561,28 @@ class GP(Surrogate):
             fantasy = copy.copy(self)
             fantasy._data = self._condition(h, torch.cat([d.X, Xp]), Y.reshape(S, F * n_fantasies, n + J))
         return fantasy
+
+    @torch.no_grad()
+    def sample_f(self, X: Tensor, generator: torch.Generator) -> Tensor:
+        """One joint draw of f at X (M, D) from a random (sample, fantasy) row, shape (M,).
+
+        Costs one M x M Cholesky factorisation (of that row's posterior covariance), so M is
+        meant to be a candidate set of a thousand or so points, not tens of thousands.
+        """
+        d = self._require_fit()
+        h = d.hypers
+        S, F, _ = d.Y.shape
+        s, f = divmod(int(torch.randint(S * F, (1,), generator=generator)), F)
+        E = self._embed(torch.as_tensor(X, dtype=torch.float64), h)[s : s + 1]  # (1, M, E)
+        amp2 = h.amp2[s : s + 1]
+        Ks = matern52_cov(d.embedded[s : s + 1], E, amp2)[0]  # (n, M)
+        mean = h.mean[s] + d.alpha[s, :, f] @ Ks
+        V = torch.linalg.solve_triangular(d.L[s], Ks, upper=False)
+        L, _, ok = robust_cholesky(matern52_cov(E, E, amp2) - V.T @ V)
+        if not ok.all():
+            raise CholeskyError("posterior covariance of the Thompson sample not positive definite after jitter")
+        z = torch.randn(Ks.shape[1], generator=generator, dtype=torch.float64)
+        return mean + L[0] @ z
 
     @property
     def fantasy_values(self) -> Tensor:
