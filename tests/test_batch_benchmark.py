@@ -28,6 +28,7 @@ def test_batch_runs_against_sequential_runs_of_a_quality_report(tmp_path, capsys
     assert batch.main(["--seeds", "0,1", "--evals", "20", "--batches", "10,1", "--model", "sobol",
                        "--sequential-from", str(out), "--json", str(again)]) == 0
     assert json.loads(again.read_text())["summary"] == saved["summary"]
+    assert {r["thompson_every"] for r in json.loads(again.read_text())["runs"] if r["batch"] == 10} == {10}
 
 
 def test_missing_sequential_runs_are_named(tmp_path):

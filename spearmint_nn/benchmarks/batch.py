@@ -14,7 +14,7 @@ Each (seed, batch size) run is its own process; ``--workers`` of them run at onc
 appended to ``--json`` as each run ends, so an interrupted benchmark keeps what ran.
 
     python -m spearmint_nn.benchmarks.batch [--seeds 0,1,2] [--evals 200] [--batches 1,10,50]
-        [--model auto] [--workers 1] [--json out.json] [--sequential-from quality.json]
+        [--model auto] [--thompson-every 10] [--workers 1] [--json out.json] [--sequential-from quality.json]
 """
 from __future__ import annotations
 
@@ -35,15 +35,18 @@ PROBLEM = "hartmann6"
 TARGET_GAP = 0.05
 
 
-def run_batches(seed: int, evals: int, batch: int, model: str = "auto", problem_name: str = PROBLEM) -> dict[str, Any]:
-    """One run: ``evals // batch`` rounds of ``suggest(batch)``; the values in evaluation order."""
+def run_batches(seed: int, evals: int, batch: int, model: str = "auto", problem_name: str = PROBLEM,
+                thompson_every: int | None = None) -> dict[str, Any]:
+    """One run: ``evals // batch`` rounds of ``suggest(batch)``; the values in evaluation order.
+    ``thompson_every`` None is the optimizer's default."""
     import torch
 
     from ..optimizer import Optimizer
 
     torch.set_num_threads(1)
     problem = FUNCTIONS[problem_name]
-    opt = Optimizer(problem.variables, model=model, seed=seed)
+    options = {} if thompson_every is None else {"thompson_every": thompson_every}
+    opt = Optimizer(problem.variables, model=model, seed=seed, **options)
     values: list[float] = []
     start = time.perf_counter()
     cpu = time.process_time()
@@ -52,7 +55,8 @@ def run_batches(seed: int, evals: int, batch: int, model: str = "auto", problem_
             value = problem(params)
             opt.observe(params, value)
             values.append(value)
-    return {"seed": seed, "batch": batch, "model": model, "evals": len(values), "values": values,
+    return {"seed": seed, "batch": batch, "model": model, "thompson_every": opt.thompson_every,
+            "evals": len(values), "values": values,
             "wall_s": time.perf_counter() - start, "cpu_s": time.process_time() - cpu}
 
 
@@ -94,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evals", type=int, default=200)
     parser.add_argument("--batches", default="1,10,50", help="batch sizes, run in this order; 1 is the sequential run")
     parser.add_argument("--model", default="auto", help="surrogate of every run (auto, dngo, gp)")
+    parser.add_argument("--thompson-every", type=int,
+                        help="the optimizer's thompson_every (default: its default; 0: no Thompson samples)")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
     parser.add_argument("--json", help="write results here (rewritten as each run ends)")
     parser.add_argument("--sequential-from", metavar="JSON",
@@ -113,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         runs.extend(_sequential_runs(args.sequential_from, args.model, seeds, args.evals))
     batches = [b for b in batches if not (b == 1 and args.sequential_from)]
     # In the order given: with few workers, put first what must be known first.
-    jobs = [(seed, args.evals, batch, args.model) for batch in batches for seed in seeds]
+    jobs = [(seed, args.evals, batch, args.model, PROBLEM, args.thompson_every) for batch in batches for seed in seeds]
     for _, run in run_in_processes(run_batches, jobs, args.workers):
         runs.append(run)
         print(f"seed {run['seed']} batch {run['batch']}: best {min(run['values']):.4f} "
