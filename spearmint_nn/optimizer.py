@@ -371,12 +371,15 @@ class Optimizer:
             for c in self._classifiers.values() if not c.trivial
         ]
         model, best, anchors = None, None, None
-        if self._model is not None and feasible.any():
+        # The model is fitted once two values are finite (the auto switch to DNGO makes an
+        # unfitted one, possibly before that).
+        fitted = self._model is not None and finite.sum() >= 2
+        if fitted and feasible.any():
             best_index = np.flatnonzero(feasible)[np.argmin(objective[feasible])]
             best_value = float(self._transform(objective[best_index]))
             model, best = condition_on_pending(self._model, best_value, X_pending, self.fantasies, generator)
             anchors = self._X[best_index][None]
-        elif self._model is not None and not feasibility:
+        elif fitted and not feasibility:
             # No feasible point yet and nothing learned about feasibility: improve on the best
             # finite value, the only signal there is.
             best_value = float(self._transform(np.min(objective[finite])))

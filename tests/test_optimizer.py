@@ -135,6 +135,15 @@ def test_every_tenth_proposal_made_beside_pending_jobs_is_a_thompson_sample(exac
     assert positions == [9, 29]
 
 
+def test_auto_switching_to_dngo_before_two_results_proposes_without_a_fitted_model():
+    opt = Optimizer(SQUARE, seed=0)  # "auto"; 30 in flight at the start: DNGO before any result
+    batch = opt.suggest(30)
+    assert opt.surrogate_name == "dngo" and len({(p["x"][0], p["y"][0]) for p in batch}) == 30
+    opt.observe(batch[0], bowl(batch[0]))  # one value: still nothing to fit
+    more = opt.suggest(2, pending=batch[1:])
+    assert len({(p["x"][0], p["y"][0]) for p in batch + more}) == 32
+
+
 def twin_of(opt: Optimizer) -> Optimizer:
     """An optimizer with the same observations and seed as opt."""
     twin = Optimizer(SQUARE, model=opt.model_name, seed=3, initial_design=opt.initial_design)
