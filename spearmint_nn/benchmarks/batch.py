@@ -140,12 +140,10 @@ def _sequential_runs(path: str, model: str, seeds: list[int], evals: int) -> lis
     benchmark's (``benchmarks.dngo`` or ``benchmarks.compare``)."""
     with open(path) as handle:
         own_report = "batch" in json.load(handle)["runs"][0]
-    if own_report:
-        found = earlier_runs([path], ("batch", "model", "seed"))
-        runs = {seed: first_evaluations(found.get((1, model, seed)), evals) for seed in seeds}
-    else:
-        found = earlier_runs([path], ("problem", "method", "seed"))
-        runs = {seed: first_evaluations(found.get((PROBLEM, model, seed)), evals) for seed in seeds}
+    # (key fields, the key's first part): batch size 1 of this benchmark, or the problem of a quality run
+    key_fields, first = (("batch", "model", "seed"), 1) if own_report else (("problem", "method", "seed"), PROBLEM)
+    found = earlier_runs([path], key_fields)
+    runs = {seed: first_evaluations(found.get((first, model, seed)), evals) for seed in seeds}
     missing = [seed for seed, run in runs.items() if run is None]
     if missing:
         sys.exit(f"{path} has no {evals}-evaluation {PROBLEM} {model} run for seed(s) {missing}")

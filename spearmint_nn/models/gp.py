@@ -417,10 +417,9 @@ class GP(Surrogate):
         # far as ten one-at-a-time refits would (batch runs otherwise mix ten times less).
         sweeps = self.sweeps_per_fit * min(max(N - self._n_observed, 1), MAX_CATCH_UP_OBSERVATIONS)
         if self.chains is None or self.layout != layout:
-            sweeps = self.sweeps_per_fit
             self.layout = layout
             self.chains = self._initial_chains(y)
-            sweeps += self.burn_in
+            sweeps = self.sweeps_per_fit + self.burn_in
 
         correlation = _TrainingCorrelation(self, X, layout)
 
