@@ -121,7 +121,8 @@ def test_log_prior_is_the_sum_of_the_per_coordinate_priors():
         -0.5 * theta[:, 0] ** 2
         - 0.5 * theta[:, 1] ** 2
         + torch.log(torch.log1p(3.0 * 0.1**2 * torch.exp(-2.0 * noise))) + noise
-        + theta[:, layout.log_lengthscales].sum(-1)
+        # log-normal length scales: the Gaussian in log l up to its constant
+        - 0.5 * ((theta[:, layout.log_lengthscales] - math.log(0.5)) ** 2 - math.log(0.5) ** 2).sum(-1)
         + log_shape_prior(theta[:, layout.log_alpha])
         + log_shape_prior(theta[:, layout.log_beta])
     )

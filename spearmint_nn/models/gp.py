@@ -8,12 +8,13 @@ at each fit, continuing the chains, and the final state of each chain is one of 
 posterior samples. Everything
 downstream (Cholesky factors, posteriors, fantasies) is batched over those samples.
 
-Sampled coordinates (one row of the (C, P) state) and their priors, as in Spearmint:
+Sampled coordinates (one row of the (C, P) state) and their priors (Spearmint's, except the length
+scales' log-normal in place of its top-hat; see LOG_LENGTHSCALE_PRIOR_MEAN):
 
     mean          constant mean              N(0, 1)          (targets are standardised)
     log amp2      signal variance            log-normal: log amp2 ~ N(0, 1)
     log noise     noise variance             horseshoe(scale 0.1) on noise, noise in [1e-12, 10]
-    log l_d       ARD length scales          top-hat: l_d uniform on [1e-3, 10]
+    log l_d       ARD length scales          log-normal: log l_d ~ N(log 0.5, 1), l_d in [1e-3, 10]
     log alpha_d,  Beta-CDF warp shapes       log-normal, variance 0.75, |log| <= 3  (warped inputs d)
     log beta_d
     rho_c         arc angles                 uniform on [1e-3, 1]                  (conditional)
@@ -52,6 +53,12 @@ HORSESHOE_SCALE = 0.1
 # Branin is 2e-5 in standardised units.
 LOG_NOISE_BOUNDS = (math.log(1e-12), math.log(10.0))
 LOG_LENGTHSCALE_BOUNDS = (math.log(1e-3), math.log(10.0))
+# Spearmint's top-hat (uniform l) pulls towards l ~ 5 in the unit cube, and a log-uniform one
+# towards l ~ 0.02: with 3-20 points either mode explains the data as noise or as isolated
+# spikes, and EI then searches like random search. A log-normal centred on half the cube keeps
+# both within reach of the data but not favoured (README, "The GP's length-scale prior").
+LOG_LENGTHSCALE_PRIOR_MEAN = math.log(0.5)
+LOG_LENGTHSCALE_PRIOR_SD = 1.0
 RHO_BOUNDS = (1e-3, 1.0)
 STATE_FILE = "gp.json"
 # A refit after a batch (or a daemon restart) sweeps at most this many observations' worth:
@@ -249,9 +256,10 @@ def _prior_terms(layout: HyperLayout) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     if layout.log_noise is not None:
         lower[layout.log_noise], upper[layout.log_noise] = LOG_NOISE_BOUNDS
         slope[layout.log_noise] = 1.0  # the Jacobian noise of the log transform
-    # Top-hat on the length scale is density proportional to l in log coordinates.
+    # Log-normal on the length scale: a Gaussian in the sampled log coordinate (no Jacobian).
     lower[layout.log_lengthscales], upper[layout.log_lengthscales] = LOG_LENGTHSCALE_BOUNDS
-    slope[layout.log_lengthscales] = 1.0
+    precision[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_SD**-2
+    slope[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_MEAN * LOG_LENGTHSCALE_PRIOR_SD**-2
     if layout.warping:
         for shapes in (layout.log_alpha, layout.log_beta):
             lower[shapes], upper[shapes] = -LOG_SHAPE_BOUND, LOG_SHAPE_BOUND
