@@ -71,6 +71,8 @@ DEFAULT_TASK = "main"
 SUCCESS = "success"  # the implicit constraint "the job returned a finite objective"
 DEFAULT_FANTASIES = 10
 DEFAULT_THOMPSON_EVERY = 10
+# A surrogate is fitted once this many objective values are finite (standardising needs a spread).
+MIN_VALUES_TO_FIT = 2
 CONSTRAINT_MODELS = ("classifier", "value")
 
 
@@ -371,9 +373,8 @@ class Optimizer:
             for c in self._classifiers.values() if not c.trivial
         ]
         model, best, anchors = None, None, None
-        # The model is fitted once two values are finite (the auto switch to DNGO makes an
-        # unfitted one, possibly before that).
-        fitted = self._model is not None and finite.sum() >= 2
+        # The auto switch to DNGO can make a model before there is anything to fit it to.
+        fitted = self._model is not None and finite.sum() >= MIN_VALUES_TO_FIT
         if fitted and feasible.any():
             best_index = np.flatnonzero(feasible)[np.argmin(objective[feasible])]
             best_value = float(self._transform(objective[best_index]))
@@ -411,7 +412,7 @@ class Optimizer:
         X = _torch_rows(self._X, self.space.dim)
         objective = np.asarray(self._objective, dtype=float)
         finite = np.isfinite(objective)
-        if finite.sum() >= 2:
+        if finite.sum() >= MIN_VALUES_TO_FIT:
             y = objective[finite]
             self._transform = OUTPUT_TRANSFORMS[self._output_transform_name()].fit(y)
             if self._model is None:

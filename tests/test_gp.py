@@ -504,10 +504,11 @@ def test_few_points_of_a_smooth_function_are_not_explained_as_noise():
     points sits in an "all noise" mode, noise variance 0.5-0.85 of the data's (measured, seeds
     0-5); the log-normal length-scale prior keeps it at 0.04-0.16, which lets EI exploit.
     """
-    lower, upper = np.array([-5.0, 0.0]), np.array([10.0, 15.0])
+    branin = FUNCTIONS["branin"]
+    lower, upper = np.array(branin.bounds).T
     for seed in range(6):
-        X = scipy.stats.qmc.Sobol(2, seed=seed).random(8)
-        y = np.array([FUNCTIONS["branin"].function(lower + x * (upper - lower)) for x in X])
+        X = scipy.stats.qmc.Sobol(branin.dim, seed=seed).random(8)
+        y = np.array([branin.function(lower + x * (upper - lower)) for x in X])
         gp = GP(warping=False, seed=seed)
         gp.fit(torch.tensor(X), torch.tensor((y - y.mean()) / y.std()))
         assert np.median(gp.hyperparameters()["noise"]) < 0.3, seed
