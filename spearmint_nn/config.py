@@ -29,6 +29,7 @@ LIKELIHOODS = ("NOISELESS", "GAUSSIAN")
 TASK_TYPES = ("OBJECTIVE", "CONSTRAINT")
 MODELS = ("auto", "dngo", "gp", "gp-nowarp", "sobol")
 ACQUISITIONS = ("ei", "pi", "lcb", "ei-per-second")
+KERNELS = ("matern52", "squared-exponential")
 DEFAULT_TASK_NAME = "main"  # Spearmint's name for the single objective when no tasks are given
 _TASK_KEYS = ("type", "likelihood")
 
@@ -149,6 +150,9 @@ KEYS: dict[str, Key] = {
     "model": Key("auto", _choice(*MODELS, upper=False),
                  "surrogate: auto (GP below 200 observations and 20 jobs in flight, then DNGO), dngo, gp, "
                  "gp-nowarp or sobol (no model)", "model"),
+    "kernel": Key("matern52", _choice(*KERNELS, upper=False),
+                  "the GP's covariance: matern52 (Spearmint's) or squared-exponential (for very smooth "
+                  "objectives); DNGO ignores it", "kernel"),
     "acquisition": Key("ei", _choice(*ACQUISITIONS, upper=False),
                        "acquisition function: ei (expected improvement), pi, lcb or ei-per-second "
                        "(EI over the predicted job duration)", "acquisition"),

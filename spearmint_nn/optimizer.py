@@ -49,7 +49,7 @@ from .layout import OBJECTIVE_MODEL_DIR
 from .models import GP_MODELS, MODELS, make_model
 from .models.classifier import ConstraintClassifier
 from .models.duration import DurationModel
-from .models.kernels import Conditional
+from .models.kernels import CORRELATIONS, Conditional
 from .models.constraint_value import ConstraintValueModel
 from .optimize import (MAX_ENUMERATED, continuous_columns, enumerate_space, maximize, minimize_sample_path, point_key,
                        point_keys, space_size)
@@ -154,6 +154,8 @@ class Optimizer:
     n_candidates : Sobol screening candidates of the acquisition optimiser (default from D).
     torch_threads : if given, ``torch.set_num_threads`` for this process.
     model_options : keyword options of the model factory (e.g. ``{"n_samples": 10}``).
+    kernel : the GP's correlation function, "matern52" (Spearmint's, default) or
+        "squared-exponential" (:data:`spearmint_nn.models.kernels.CORRELATIONS`); DNGO has no kernel.
     constraint_model : "classifier" (success/failure and constraint signs) or "value" (a
         regression on constraint values).
     output_transform : what the objective model is fitted to, from
@@ -180,6 +182,7 @@ class Optimizer:
         n_candidates: int | None = None,
         torch_threads: int | None = None,
         model_options: Mapping[str, Any] | None = None,
+        kernel: str = "matern52",
         constraint_model: str = "classifier",
         output_transform: str = "auto",
     ):
@@ -194,6 +197,8 @@ class Optimizer:
             raise ConfigError("model", f"unknown model {model!r}; known: {sorted(MODELS) + [AUTO, RANDOM_SEARCH]}")
         if acquisition not in ACQUISITIONS:
             raise ConfigError("acquisition", f"unknown acquisition {acquisition!r}; known: {sorted(ACQUISITIONS)}")
+        if kernel not in CORRELATIONS:
+            raise ConfigError("kernel", f"unknown kernel {kernel!r}; known: {', '.join(CORRELATIONS)}")
         if fantasies < 1:
             raise ConfigError("fantasies", f"must be >= 1 (got {fantasies})")
         if thompson_every < 0:
@@ -215,6 +220,7 @@ class Optimizer:
         self.state_dir = Path(state_dir) if state_dir is not None else None
         self.n_candidates = n_candidates
         self.model_options = dict(model_options or {})
+        self.kernel = kernel
         if torch_threads is not None:
             torch.set_num_threads(int(torch_threads))
 
@@ -453,6 +459,7 @@ class Optimizer:
         name = self.surrogate_name
         options = dict(self.model_options)
         if name in GP_MODELS:
+            options.setdefault("kernel", self.kernel)
             options.setdefault("noiseless", self.likelihoods.get(task) == "NOISELESS")
             options.setdefault("conditional", conditional_kernel(self.space))
             # Only value columns vary within (0, 1); a warp of a 0/1 column is the identity.

@@ -65,6 +65,8 @@ BAD_CONFIGS = [
     ("driver time-limit", _with(driver={"name": "local", "time-limit": "soon"}),
      "driver.time-limit: must be seconds or [D-]HH:MM:SS (got 'soon')"),
     ("model typo", _with(model="dnog"), "model: must be one of auto, dngo, gp, gp-nowarp, sobol (got 'dnog') (did you mean 'dngo'?)"),
+    ("kernel typo", _with(kernel="matern"),
+     "kernel: must be one of matern52, squared-exponential (got 'matern') (did you mean 'matern52'?)"),
     ("shell without command", _with(language="SHELL", **{"main-file": DELETE}),
      'command: required for language SHELL: an argument list such as ["bash", "run.sh"]'),
     ("command as one string", _with(language="SHELL", command="bash run.sh", **{"main-file": DELETE}),
@@ -145,6 +147,7 @@ def test_spearmint_config_with_defaults(tmp_path):
     options = optimizer_options(config)
     assert options["model"] == "auto" and options["tasks"] == {"main": "OBJECTIVE"}
     assert options["initial_design"] == 3 and options["torch_threads"] == 1
+    assert options["kernel"] == "matern52"
     assert set(KEYS) >= {"language", "main-file", "max-concurrent", "driver", "model", "seed"}
 
 

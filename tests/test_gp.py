@@ -25,11 +25,13 @@ from spearmint_nn.optimize import continuous_columns
 from spearmint_nn.optimizer import Optimizer
 
 
-def dense_cov(A, B, ls, amp2, alpha=None, beta=None):
-    """Reference Matérn 5/2 on Beta-CDF-warped inputs, plain numpy/scipy."""
+def dense_cov(A, B, ls, amp2, alpha=None, beta=None, kernel="matern52"):
+    """Reference Matérn 5/2 (or squared exponential) on Beta-CDF-warped inputs, plain numpy/scipy."""
     if alpha is not None:
         A, B = scipy.special.betainc(alpha, beta, A), scipy.special.betainc(alpha, beta, B)
     r = np.sqrt((((A[:, None, :] - B[None, :, :]) / ls) ** 2).sum(-1))
+    if kernel == "squared-exponential":
+        return amp2 * np.exp(-0.5 * r**2)
     return amp2 * (1 + math.sqrt(5) * r + 5 / 3 * r**2) * np.exp(-math.sqrt(5) * r)
 
 
@@ -40,10 +42,11 @@ def data(n=12, d=2, seed=0):
     return X, (y - y.mean()) / y.std()
 
 
+@pytest.mark.parametrize("kernel", ["matern52", "squared-exponential"])
 @pytest.mark.parametrize("warping", [True, False])
-def test_log_marginal_likelihood_matches_dense_computation(warping):
+def test_log_marginal_likelihood_matches_dense_computation(warping, kernel):
     X, y = data()
-    gp = GP(warping=warping, seed=0)
+    gp = GP(warping=warping, kernel=kernel, seed=0)
     layout = gp.layout_for(2)
     ls, alpha, beta = np.array([0.3, 1.2]), np.array([0.5, 2.0]), np.array([1.5, 0.7])
     theta = torch.stack([
@@ -53,14 +56,15 @@ def test_log_marginal_likelihood_matches_dense_computation(warping):
     got = gp.log_marginal_likelihood(theta, torch.tensor(X), torch.tensor(y)).numpy()
     expected = []
     for mean, amp2, noise, ls_s, a, b in [(0.2, 1.7, 0.01, ls, alpha, beta), (-0.1, 0.5, 1e-4, 0.7, 1.0, 1.0)]:
-        K = dense_cov(X, X, ls_s, amp2, a if warping else None, b) + noise * np.eye(len(X))
+        K = dense_cov(X, X, ls_s, amp2, a if warping else None, b, kernel) + noise * np.eye(len(X))
         expected.append(scipy.stats.multivariate_normal(mean * np.ones(len(X)), K).logpdf(y))
     np.testing.assert_allclose(got, expected, rtol=1e-10)
 
 
-def test_posterior_matches_dense_computation_for_every_sample():
+@pytest.mark.parametrize("kernel", ["matern52", "squared-exponential"])
+def test_posterior_matches_dense_computation_for_every_sample(kernel):
     X, y = data(n=15)
-    gp = GP(seed=1, burn_in=3, sweeps_per_fit=1, n_samples=4)
+    gp = GP(seed=1, burn_in=3, sweeps_per_fit=1, n_samples=4, kernel=kernel)
     gp.fit(torch.tensor(X), torch.tensor(y))
     Xs = np.random.default_rng(5).random((9, 2))
     mean, var = gp.posterior(torch.tensor(Xs))
@@ -70,8 +74,8 @@ def test_posterior_matches_dense_computation_for_every_sample():
         ls = np.exp(h.log_lengthscales[s].numpy())
         a, b = np.exp(h.log_alpha[s].numpy()), np.exp(h.log_beta[s].numpy())
         amp2, noise, m = h.amp2[s].item(), h.noise[s].item(), h.mean[s].item()
-        K = dense_cov(X, X, ls, amp2, a, b) + noise * np.eye(len(X))
-        Ks = dense_cov(X, Xs, ls, amp2, a, b)
+        K = dense_cov(X, X, ls, amp2, a, b, kernel) + noise * np.eye(len(X))
+        Ks = dense_cov(X, Xs, ls, amp2, a, b, kernel)
         np.testing.assert_allclose(mean[s].numpy(), m + Ks.T @ np.linalg.solve(K, y - m), rtol=1e-7, atol=1e-9)
         np.testing.assert_allclose(var[s].numpy(), amp2 - np.einsum("nm,nm->m", Ks, np.linalg.solve(K, Ks)), rtol=1e-6, atol=1e-9)
 

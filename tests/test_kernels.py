@@ -1,10 +1,10 @@
-"""Matérn 5/2 and the arc kernel for conditional inputs (Swersky et al. 2013)."""
+"""Matérn 5/2, the squared exponential and the arc kernel for conditional inputs (Swersky et al. 2013)."""
 import math
 
 import numpy as np
 import torch
 
-from spearmint_nn.models.kernels import Conditional, embed, matern52, matern52_cov, squared_distances
+from spearmint_nn.models.kernels import CORRELATIONS, Conditional, covariance, embed, matern52, squared_distances, squared_exponential
 
 # Input 0 is always active; input 1 is active when input 0 > 0.5; input 2 when input 0 > 0.25.
 CONDITIONAL = Conditional(dims=(1, 2), active=lambda X: torch.stack([X[:, 0] >= 0, X[:, 0] > 0.5, X[:, 0] > 0.25], dim=-1))
@@ -12,7 +12,7 @@ CONDITIONAL = Conditional(dims=(1, 2), active=lambda X: torch.stack([X[:, 0] >= 
 
 def arc_cov(X: torch.Tensor, log_ls: torch.Tensor, rho: torch.Tensor, conditional=CONDITIONAL) -> torch.Tensor:
     E = embed(X, log_ls, conditional, conditional.active(X), rho)
-    return matern52_cov(E, E, torch.ones(log_ls.shape[0], dtype=X.dtype))
+    return covariance(E, E, torch.ones(log_ls.shape[0], dtype=X.dtype))
 
 
 def test_matern52_matches_the_closed_form_and_has_a_finite_gradient_at_zero():
@@ -20,8 +20,23 @@ def test_matern52_matches_the_closed_form_and_has_a_finite_gradient_at_zero():
     expected = (1 + math.sqrt(5) * r + 5 / 3 * r**2) * np.exp(-math.sqrt(5) * r)
     np.testing.assert_allclose(matern52(torch.tensor(r**2)).numpy(), expected, rtol=1e-14)
     A = torch.rand(1, 5, 3, dtype=torch.float64, requires_grad=True)
-    matern52_cov(A, A, torch.ones(1, dtype=torch.float64)).sum().backward()
+    covariance(A, A, torch.ones(1, dtype=torch.float64)).sum().backward()
     assert torch.isfinite(A.grad).all()
+
+
+def test_squared_exponential_matches_the_closed_form_and_is_positive_definite_on_the_arc_embedding():
+    r = np.linspace(0, 4, 41)
+    np.testing.assert_allclose(squared_exponential(torch.tensor(r**2)).numpy(), np.exp(-0.5 * r**2), rtol=1e-14)
+    assert CORRELATIONS["squared-exponential"] is squared_exponential and CORRELATIONS["matern52"] is matern52
+    # Distinct points of a conditional space, some inactive: the arc embedding keeps K PD.
+    X = torch.rand(12, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    log_ls = torch.full((1, 3), math.log(0.4), dtype=torch.float64)
+    E = embed(X, log_ls, CONDITIONAL, CONDITIONAL.active(X), torch.full((1, 2), 0.7, dtype=torch.float64))
+    K = covariance(E, E, torch.ones(1, dtype=torch.float64), squared_exponential)[0]
+    assert torch.linalg.eigvalsh(K).min() > 0
+    # It is smoother than Matérn 5/2: higher correlation at short range, lower far away.
+    r2 = torch.tensor([0.01, 9.0], dtype=torch.float64)
+    assert squared_exponential(r2)[0] > matern52(r2)[0] and squared_exponential(r2)[1] < matern52(r2)[1]
 
 
 def test_squared_distances_match_direct_differences():

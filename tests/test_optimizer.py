@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from spearmint_nn import config as config_module
 from spearmint_nn.errors import ConfigError
+from spearmint_nn.models.kernels import CORRELATIONS
 from spearmint_nn.models import MODELS
 from spearmint_nn.optimize import point_key
 from spearmint_nn import optimizer as optimizer_module
@@ -69,6 +71,18 @@ def test_unknown_names_are_config_errors():
         Optimizer(SQUARE, acquisition="nope")
     with pytest.raises(ConfigError):
         Optimizer(SQUARE, tasks={"a": "CONSTRAINT"})
+    with pytest.raises(ConfigError):
+        Optimizer(SQUARE, kernel="matern32")
+
+
+def test_the_kernel_reaches_the_gp_and_the_config_offers_every_kernel():
+    assert config_module.KERNELS == tuple(CORRELATIONS)  # the config's list stays torch-free
+    opt = Optimizer(SQUARE, model="gp-nowarp", seed=0, kernel="squared-exponential", model_options={"burn_in": 2})
+    for params in opt.suggest(4):
+        opt.observe(params, bowl(params))
+    opt.suggest(1)
+    assert opt._model.kernel == "squared-exponential"
+    assert Optimizer(SQUARE, model="gp", seed=0)._new_surrogate("main").kernel == "matern52"
 
 
 def test_exhausted_space_returns_repeats_with_a_warning_instead_of_looping(caplog):

@@ -31,11 +31,18 @@ from .runs import earlier_runs, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
 
 
+def method_options(method: str) -> dict[str, str]:
+    """Optimizer keywords of a method name: a model, optionally with "+kernel" for the GPs
+    (e.g. "gp-nowarp+squared-exponential")."""
+    model, _, kernel = method.partition("+")
+    return {"model": model, "kernel": kernel} if kernel else {"model": model}
+
+
 def run_once(problem_name: str, method: str, seed: int, n_evals: int) -> dict[str, Any]:
     """One sequential optimisation run; the values in order and the seconds of each suggestion."""
     torch.set_num_threads(1)
     problem = FUNCTIONS[problem_name]
-    opt = Optimizer(problem.variables, model=method, seed=seed)
+    opt = Optimizer(problem.variables, seed=seed, **method_options(method))
     values, seconds = [], []
     for _ in range(n_evals):
         params = opt.suggest(1)[0]
@@ -74,7 +81,7 @@ def time_suggestion(n: int, seed: int = 0, model: str = "dngo") -> dict[str, flo
     """Seconds of one cold and one warm-started suggestion with N Hartmann6 observations."""
     problem = FUNCTIONS["hartmann6"]
     rng = np.random.default_rng(seed)
-    opt = Optimizer(problem.variables, model=model, seed=seed, initial_design=1)
+    opt = Optimizer(problem.variables, seed=seed, initial_design=1, **method_options(model))
     for x in rng.random((n, problem.dim)):
         opt.observe({"x": x}, problem.function(x))
     opt.suggest(1)
@@ -108,7 +115,9 @@ def main(
     parser.add_argument("--seeds", type=int, default=10, help="runs per problem and method (seeds 0..N-1)")
     parser.add_argument("--evals", nargs="+", default=default_evals,
                         help=f"problem:budget[,budget...] entries; problems: {', '.join(FUNCTIONS)}")
-    parser.add_argument("--methods", default=default_methods, help="comma-separated models (sobol = random search)")
+    parser.add_argument("--methods", default=default_methods,
+                        help="comma-separated models (sobol = random search); a GP may name its kernel after a "
+                             "'+', e.g. gp-nowarp+squared-exponential")
     parser.add_argument("--timing-sizes", default=default_timing_sizes, help="comma-separated N ('' to skip)")
     parser.add_argument("--timing-methods", default=default_timing_methods, help="models timed against N")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")

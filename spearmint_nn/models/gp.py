@@ -1,6 +1,7 @@
 """The Spearmint Gaussian process (Snoek et al. 2012) with input warping (Snoek et al. 2014).
 
-Model: y = f(x) + eps with f ~ GP(m, amp2 * Matérn52(w(x), w(x') / lengthscales)), eps ~ N(0, noise),
+Model: y = f(x) + eps with f ~ GP(m, amp2 * k(w(x) / lengthscales, w(x') / lengthscales)), eps ~ N(0, noise),
+k the Matérn 5/2 correlation (or, by choice, the squared exponential: ``kernels.CORRELATIONS``),
 w the per-input Beta CDF warping (``warping.py``), optionally the arc embedding of conditional
 inputs (``kernels.py``). The hyperparameters are integrated out by slice sampling C chains side by
 side (``sampling.slice_sweep``): a burn-in the first time, then a few sweeps per new observation
@@ -43,7 +44,7 @@ from torch import Tensor
 from ..layout import WARPINGS_FILE
 from ..sampling import slice_sweep
 from .base import Surrogate, atomic_write_bytes
-from .kernels import Conditional, embed, matern52, matern52_cov, squared_distances
+from .kernels import CORRELATIONS, Conditional, covariance, embed, squared_distances
 from .warping import LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, BetaWarp, warp, warping_summary
 
 # Fixed noise variance for a NOISELESS likelihood: jitter for stability, not a model of noise.
@@ -359,6 +360,8 @@ class GP(Surrogate):
     Parameters
     ----------
     n_inputs : D, if known in advance (checked against the data).
+    kernel : the correlation function, a name from ``kernels.CORRELATIONS``: "matern52"
+        (Spearmint's, default) or "squared-exponential".
     warping : warp inputs through sampled Beta CDFs (on by default).
     warped_columns : which inputs to warp, as column indices or a boolean mask of length D;
         None (default) warps every input. The others enter the kernel unwarped and have no
@@ -377,6 +380,7 @@ class GP(Surrogate):
     def __init__(
         self,
         n_inputs: int | None = None,
+        kernel: str = "matern52",
         warping: bool = True,
         warped_columns: Sequence[int] | Sequence[bool] | Tensor | None = None,
         noiseless: bool = False,
@@ -387,7 +391,10 @@ class GP(Surrogate):
         max_observations: int = 3000,
         seed: int | None = None,
     ):
+        if kernel not in CORRELATIONS:
+            raise ValueError(f"unknown GP kernel {kernel!r}; known: {', '.join(CORRELATIONS)}")
         self.n_inputs = n_inputs
+        self.kernel = kernel
         self.warping = warping
         self.warped_columns = warped_columns
         if n_inputs is not None:
@@ -506,15 +513,19 @@ class GP(Surrogate):
         return embed(W, h.log_lengthscales, self.conditional, active, h.rho)
 
     def _correlation(self, X: Tensor, h: Hypers, W: Tensor | None = None) -> Tensor:
-        """Matérn correlation (unit amplitude) of X with itself, (S, N, N)."""
+        """Kernel correlation (unit amplitude) of X with itself, (S, N, N)."""
         E = self._embed(X, h, W)
-        return matern52(squared_distances(E, E))
+        return CORRELATIONS[self.kernel](squared_distances(E, E))
+
+    def _covariance(self, A: Tensor, B: Tensor, amp2: Tensor) -> Tensor:
+        """Kernel covariance of embedded points A (S, N, E) and B (S, M, E) for amplitudes (S,)."""
+        return covariance(A, B, amp2, CORRELATIONS[self.kernel])
 
     @torch.no_grad()
     def _condition(self, h: Hypers, X: Tensor, Y: Tensor) -> _Conditioned:
         """Factorise the training covariance of every sample for targets Y (S, F, n)."""
         E = self._embed(X, h)
-        K = matern52_cov(E, E, h.amp2) + h.noise[:, None, None] * torch.eye(len(X), dtype=X.dtype)
+        K = self._covariance(E, E, h.amp2) + h.noise[:, None, None] * torch.eye(len(X), dtype=X.dtype)
         L, _, ok = robust_cholesky(K)
         if not ok.all():
             raise CholeskyError(f"GP covariance not positive definite for {int((~ok).sum())} samples after jitter")
@@ -533,7 +544,7 @@ class GP(Surrogate):
         d = self._require_fit()
         h = d.hypers
         S, F, _ = d.Y.shape
-        Ks = matern52_cov(d.embedded, self._embed(X, h), h.amp2)  # (S, n, M)
+        Ks = self._covariance(d.embedded, self._embed(X, h), h.amp2)  # (S, n, M)
         mean = h.mean[:, None, None] + torch.einsum("snf,snm->sfm", d.alpha, Ks)
         V = torch.linalg.solve_triangular(d.L, Ks, upper=False)
         var = (h.amp2[:, None] - (V**2).sum(1)).clamp_min(1e-12)
@@ -555,9 +566,9 @@ class GP(Surrogate):
         J = len(Xp)
         with torch.no_grad():
             Ep = self._embed(Xp, h)
-            Knp = matern52_cov(d.embedded, Ep, h.amp2)
+            Knp = self._covariance(d.embedded, Ep, h.amp2)
             V = torch.linalg.solve_triangular(d.L, Knp, upper=False)
-            cov = matern52_cov(Ep, Ep, h.amp2) - V.transpose(1, 2) @ V + h.noise[:, None, None] * torch.eye(J, dtype=Xp.dtype)
+            cov = self._covariance(Ep, Ep, h.amp2) - V.transpose(1, 2) @ V + h.noise[:, None, None] * torch.eye(J, dtype=Xp.dtype)
             Lp, _, ok = robust_cholesky(cov)
             if not ok.all():
                 raise CholeskyError("fantasy covariance not positive definite after jitter")
@@ -582,10 +593,10 @@ class GP(Surrogate):
         s, f = divmod(int(torch.randint(S * F, (1,), generator=generator)), F)
         E = self._embed(torch.as_tensor(X, dtype=torch.float64), h)[s : s + 1]  # (1, M, E)
         amp2 = h.amp2[s : s + 1]
-        Ks = matern52_cov(d.embedded[s : s + 1], E, amp2)[0]  # (n, M)
+        Ks = self._covariance(d.embedded[s : s + 1], E, amp2)[0]  # (n, M)
         mean = h.mean[s] + d.alpha[s, :, f] @ Ks
         V = torch.linalg.solve_triangular(d.L[s], Ks, upper=False)
-        L, _, ok = robust_cholesky(matern52_cov(E, E, amp2) - V.T @ V)
+        L, _, ok = robust_cholesky(self._covariance(E, E, amp2) - V.T @ V)
         if not ok.all():
             raise CholeskyError("posterior covariance of the Thompson sample not positive definite after jitter")
         z = torch.randn(Ks.shape[1], generator=generator, dtype=torch.float64)

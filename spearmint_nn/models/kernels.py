@@ -1,8 +1,9 @@
-"""Covariance functions of the GP: ARD Matérn 5/2, optionally on the arc embedding of conditional inputs.
+"""Covariance functions of the GP: ARD Matérn 5/2 (or squared exponential), optionally on the arc
+embedding of conditional inputs.
 
-Every kernel here is a stationary Matérn 5/2 on a Euclidean *embedding* of the (warped) inputs, so
-the covariance is always positive semi-definite and one code path serves plain and conditional
-spaces:
+Every kernel here is a stationary, isotropic correlation of squared distances in a Euclidean
+*embedding* of the (warped) inputs, so the covariance is always positive semi-definite and one
+code path serves plain and conditional spaces:
 
 - an ordinary input d contributes the coordinate w_d / l_d (ARD length scale l_d);
 - a conditional input d (Swersky et al. 2013, "Raiders of the lost architecture") contributes the
@@ -53,6 +54,19 @@ def matern52(r2: Tensor) -> Tensor:
     return (1.0 + _SQRT5 * r + (5.0 / 3.0) * r2) * torch.exp(-_SQRT5 * r)
 
 
+def squared_exponential(r2: Tensor) -> Tensor:
+    """Squared-exponential (RBF) correlation exp(-r^2 / 2) of squared distances r2."""
+    return torch.exp(-0.5 * r2)
+
+
+#: Correlation functions of squared length-scaled distances, by the name the config uses.
+#: Matérn 5/2 is Spearmint's choice (Snoek et al. 2012: sample paths twice differentiable, not
+#: infinitely smooth like the squared exponential's, which suits objectives of real experiments).
+#: The squared exponential is the default of other GP libraries and fits very smooth objectives
+#: better (README, "Which kernel").
+CORRELATIONS: dict[str, Callable[[Tensor], Tensor]] = {"matern52": matern52, "squared-exponential": squared_exponential}
+
+
 def embed(
     W: Tensor,
     log_lengthscales: Tensor,
@@ -88,6 +102,8 @@ def squared_distances(A: Tensor, B: Tensor) -> Tensor:
     return r2.clamp_min(0.0)
 
 
-def matern52_cov(A: Tensor, B: Tensor, amplitude: Tensor) -> Tensor:
-    """amplitude (S,) times the Matérn 5/2 correlation of embedded points A (S, N, E), B (S, M, E)."""
-    return amplitude[:, None, None] * matern52(squared_distances(A, B))
+def covariance(
+    A: Tensor, B: Tensor, amplitude: Tensor, correlation: Callable[[Tensor], Tensor] = matern52
+) -> Tensor:
+    """amplitude (S,) times the correlation of embedded points A (S, N, E), B (S, M, E): (S, N, M)."""
+    return amplitude[:, None, None] * correlation(squared_distances(A, B))
