@@ -138,6 +138,15 @@ def test_log_prior_is_the_sum_of_the_per_coordinate_priors():
         off = theta[:2].clone()
         off[:, coordinate] = value
         assert torch.isinf(log_prior(off, layout)).all()
+    # Spearmint's top-hat instead: uniform in l, so density l in the sampled log l, same support.
+    log_ls = theta[:, layout.log_lengthscales]
+    top_hat = expected + 0.5 * ((log_ls - math.log(0.5)) ** 2 - math.log(0.5) ** 2).sum(-1) + log_ls.sum(-1)
+    np.testing.assert_allclose(log_prior(theta, layout, "top-hat").numpy(), top_hat.numpy(), rtol=1e-12, atol=1e-12)
+    off = theta[:2].clone()
+    off[:, layout.log_lengthscales.start] = 3.0
+    assert torch.isinf(log_prior(off, layout, "top-hat")).all()
+    with pytest.raises(ValueError, match="length-scale prior"):
+        GP(lengthscale_prior="uniform")
 
 
 @pytest.mark.parametrize("warped_columns", [None, [0, 2]])

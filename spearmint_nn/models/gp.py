@@ -16,6 +16,7 @@ scales' log-normal in place of its top-hat; see LOG_LENGTHSCALE_PRIOR_MEAN):
     log amp2      signal variance            log-normal: log amp2 ~ N(0, 1)
     log noise     noise variance             horseshoe(scale 0.1) on noise, noise in [1e-12, 10]
     log l_d       ARD length scales          log-normal: log l_d ~ N(log 0.5, 1), l_d in [1e-3, 10]
+                                             (or Spearmint's top-hat: l_d uniform on [1e-3, 10])
     log alpha_d,  Beta-CDF warp shapes       log-normal, variance 0.75, |log| <= 3  (warped inputs d)
     log beta_d
     rho_c         arc angles                 uniform on [1e-3, 1]                  (conditional)
@@ -60,6 +61,7 @@ LOG_LENGTHSCALE_BOUNDS = (math.log(1e-3), math.log(10.0))
 # both within reach of the data but not favoured (README, "The GP's length-scale prior").
 LOG_LENGTHSCALE_PRIOR_MEAN = math.log(0.5)
 LOG_LENGTHSCALE_PRIOR_SD = 1.0
+LENGTHSCALE_PRIORS = ("log-normal", "top-hat")
 RHO_BOUNDS = (1e-3, 1.0)
 STATE_FILE = "gp.json"
 # A refit after a batch (or a daemon restart) sweeps at most this many observations' worth:
@@ -242,7 +244,7 @@ class Hypers:
 
 
 @functools.lru_cache(maxsize=32)
-def _prior_terms(layout: HyperLayout) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def _prior_terms(layout: HyperLayout, lengthscale_prior: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Per-coordinate pieces of the log prior, each of shape (size,): support bounds (lower,
     upper), the precision of the Gaussian terms (0 where none) and the slope of the linear terms.
 
@@ -257,10 +259,13 @@ def _prior_terms(layout: HyperLayout) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     if layout.log_noise is not None:
         lower[layout.log_noise], upper[layout.log_noise] = LOG_NOISE_BOUNDS
         slope[layout.log_noise] = 1.0  # the Jacobian noise of the log transform
-    # Log-normal on the length scale: a Gaussian in the sampled log coordinate (no Jacobian).
     lower[layout.log_lengthscales], upper[layout.log_lengthscales] = LOG_LENGTHSCALE_BOUNDS
-    precision[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_SD**-2
-    slope[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_MEAN * LOG_LENGTHSCALE_PRIOR_SD**-2
+    if lengthscale_prior == "top-hat":
+        slope[layout.log_lengthscales] = 1.0  # uniform l is density proportional to l in log l
+    else:
+        # Log-normal on the length scale: a Gaussian in the sampled log coordinate (no Jacobian).
+        precision[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_SD**-2
+        slope[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_MEAN * LOG_LENGTHSCALE_PRIOR_SD**-2
     if layout.warping:
         for shapes in (layout.log_alpha, layout.log_beta):
             lower[shapes], upper[shapes] = -LOG_SHAPE_BOUND, LOG_SHAPE_BOUND
@@ -269,12 +274,13 @@ def _prior_terms(layout: HyperLayout) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     return lower, upper, precision, slope
 
 
-def log_prior(theta: Tensor, layout: HyperLayout) -> Tensor:
+def log_prior(theta: Tensor, layout: HyperLayout, lengthscale_prior: str = "log-normal") -> Tensor:
     """Log prior density of states (C, size) in the sampled coordinates; -inf outside the support.
 
-    The warp shapes' term is the same log-normal as ``warping.log_shape_prior``.
+    ``lengthscale_prior`` is one of ``LENGTHSCALE_PRIORS``. The warp shapes' term is the same
+    log-normal as ``warping.log_shape_prior``.
     """
-    lower, upper, precision, slope = _prior_terms(layout)
+    lower, upper, precision, slope = _prior_terms(layout, lengthscale_prior)
     logp = theta @ slope - 0.5 * (theta**2 @ precision)
     if layout.log_noise is not None:
         # Horseshoe on the noise variance, approximated as log(1 + 3 (scale / noise)^2).
@@ -362,6 +368,8 @@ class GP(Surrogate):
     n_inputs : D, if known in advance (checked against the data).
     kernel : the correlation function, a name from ``kernels.CORRELATIONS``: "matern52"
         (Spearmint's, default) or "squared-exponential".
+    lengthscale_prior : "log-normal" (default, log l ~ N(log 0.5, 1)) or "top-hat" (Spearmint's,
+        l uniform on its bounds); see ``LOG_LENGTHSCALE_PRIOR_MEAN`` for why the default differs.
     warping : warp inputs through sampled Beta CDFs (on by default).
     warped_columns : which inputs to warp, as column indices or a boolean mask of length D;
         None (default) warps every input. The others enter the kernel unwarped and have no
@@ -381,6 +389,7 @@ class GP(Surrogate):
         self,
         n_inputs: int | None = None,
         kernel: str = "matern52",
+        lengthscale_prior: str = "log-normal",
         warping: bool = True,
         warped_columns: Sequence[int] | Sequence[bool] | Tensor | None = None,
         noiseless: bool = False,
@@ -393,8 +402,11 @@ class GP(Surrogate):
     ):
         if kernel not in CORRELATIONS:
             raise ValueError(f"unknown GP kernel {kernel!r}; known: {', '.join(CORRELATIONS)}")
+        if lengthscale_prior not in LENGTHSCALE_PRIORS:
+            raise ValueError(f"unknown length-scale prior {lengthscale_prior!r}; known: {', '.join(LENGTHSCALE_PRIORS)}")
         self.n_inputs = n_inputs
         self.kernel = kernel
+        self.lengthscale_prior = lengthscale_prior
         self.warping = warping
         self.warped_columns = warped_columns
         if n_inputs is not None:
@@ -439,7 +451,7 @@ class GP(Surrogate):
         correlation = _TrainingCorrelation(self, X, layout)
 
         def log_density(theta: Tensor) -> Tensor:
-            return log_prior(theta, layout) + self._log_likelihood(theta, X, y, layout, correlation)
+            return log_prior(theta, layout, self.lengthscale_prior) + self._log_likelihood(theta, X, y, layout, correlation)
 
         if not torch.isfinite(log_density(self.chains)).all():
             # New data can make an old state impossible (e.g. a far-off outlier under tiny noise).
