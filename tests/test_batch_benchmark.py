@@ -38,3 +38,20 @@ def test_missing_sequential_runs_are_named(tmp_path):
     with pytest.raises(SystemExit, match=r"no 20-evaluation hartmann6 dngo run for seed\(s\) \[0\]"):
         batch.main(["--seeds", "0", "--evals", "20", "--batches", "1,10", "--model", "dngo",
                     "--sequential-from", str(quality_json)])
+
+
+def test_quality_seeds_added_to_an_earlier_report_match_a_full_run(tmp_path):
+    """--seeds A-B runs only those seeds, and with --reuse the combined report equals one run of
+    all seeds (runs are deterministic given the seed)."""
+    args = ["--evals", "hartmann6:12", "--methods", "sobol", "--timing-sizes", ""]
+    first, added, whole = (tmp_path / name for name in ("first.json", "added.json", "whole.json"))
+    compare.main(["--seeds", "2", *args, "--json", str(first)])
+    compare.main(["--seeds", "2-3", *args, "--json", str(added)])
+    assert sorted(r["seed"] for r in json.loads(added.read_text())["runs"]) == [2, 3]
+    compare.main(["--seeds", "4", *args, "--json", str(whole), "--reuse", str(first), str(added)])
+    report = json.loads(whole.read_text())
+    fresh = compare.main(["--seeds", "0,1,2,3", *args])
+    timeless = [[{k: v for k, v in row.items() if k != "mean_suggest_seconds"} for row in r["quality"]]
+                for r in (report, fresh)]
+    assert timeless[0] == timeless[1]
+    assert {r["seed"]: r["values"] for r in report["runs"]} == {r["seed"]: r["values"] for r in fresh["runs"]}

@@ -27,7 +27,7 @@ import torch
 
 from ..optimizer import Optimizer
 from .functions import FUNCTIONS, TestFunction
-from .runs import earlier_runs, reused_and_new, run_in_processes
+from .runs import earlier_runs, parse_seeds, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
 
 
@@ -112,7 +112,8 @@ def main(
     ``thresholds``: problem name -> regret threshold; problems not named use 1e-3.
     """
     parser = argparse.ArgumentParser(prog=f"python -m spearmint_nn.benchmarks.{name}", description=description)
-    parser.add_argument("--seeds", type=int, default=10, help="runs per problem and method (seeds 0..N-1)")
+    parser.add_argument("--seeds", type=parse_seeds, default="10",
+                        help="runs per problem and method: N (seeds 0..N-1), A-B (seeds A..B) or a list 3,5,8")
     parser.add_argument("--evals", nargs="+", default=default_evals,
                         help=f"problem:budget[,budget...] entries; problems: {', '.join(FUNCTIONS)}")
     parser.add_argument("--methods", default=default_methods,
@@ -148,7 +149,7 @@ def main(
         plan.append((FUNCTIONS[problem_name], sorted(int(b) for b in budgets_text.split(","))))
     methods = args.methods.split(",")
     planned = [((problem.name, method, seed), budgets[-1], (problem.name, method, seed, budgets[-1]))
-               for problem, budgets in plan for method in methods for seed in range(args.seeds)]
+               for problem, budgets in plan for method in methods for seed in args.seeds]
     reused, jobs = reused_and_new(planned, earlier_runs(args.reuse, ("problem", "method", "seed")))
     report["runs"].extend(reused)
     for (problem_name, method, seed, _), run in run_in_processes(run_once, jobs, args.workers):

@@ -12,6 +12,17 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 
+def parse_seeds(text: str) -> list[int]:
+    """Seeds from the command line: a count N means seeds 0..N-1; "A-B" is the range A..B and
+    "3,5,8" a list, so a benchmark can add seeds to an earlier report without rerunning it."""
+    if "-" in text:
+        first, last = (int(part) for part in text.split("-"))
+        return list(range(first, last + 1))
+    if "," in text:
+        return [int(part) for part in text.split(",") if part.strip()]
+    return list(range(int(text)))
+
+
 def run_in_processes(
     function: Callable[..., Any], jobs: Sequence[tuple], workers: int = 1
 ) -> Iterator[tuple[tuple, Any]]:
