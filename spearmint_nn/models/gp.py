@@ -17,8 +17,9 @@ scales' log-normal in place of its top-hat; see LOG_LENGTHSCALE_PRIOR_MEAN):
     log noise     noise variance             horseshoe(scale 0.1) on noise, noise in [1e-12, 10]
     log l_d       ARD length scales          log-normal: log l_d ~ N(log 0.5, 1), l_d in [1e-3, 10]
                                              (or Spearmint's top-hat: l_d uniform on [1e-3, 10])
-    log alpha_d,  Beta-CDF warp shapes       log-normal, variance 0.75, |log| <= 3  (warped inputs d)
-    log beta_d
+    log alpha_d,  Beta-CDF warp shapes       0.9 x log-normal (variance 0.75, the paper's) + 0.1 x a
+    log beta_d                               narrow one (sd 0.1) at the identity, |log| <= 3
+                                             (warped inputs d; ``warping.log_shape_prior``)
     rho_c         arc angles                 uniform on [1e-3, 1]                  (conditional)
 
 Only the inputs named in ``warped_columns`` get warp shapes (default: all). On a 0/1 input (a
@@ -46,7 +47,7 @@ from ..layout import WARPINGS_FILE
 from ..sampling import slice_sweep
 from .base import Surrogate, atomic_write_bytes
 from .kernels import CORRELATIONS, Conditional, covariance, embed, squared_distances
-from .warping import LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, BetaWarp, warp, warping_summary
+from .warping import LOG_SHAPE_BOUND, BetaWarp, log_shape_prior, warp, warping_summary
 
 # Fixed noise variance for a NOISELESS likelihood: jitter for stability, not a model of noise.
 NOISELESS_JITTER = 1e-10
@@ -248,8 +249,9 @@ def _prior_terms(layout: HyperLayout, lengthscale_prior: str) -> tuple[Tensor, T
     """Per-coordinate pieces of the log prior, each of shape (size,): support bounds (lower,
     upper), the precision of the Gaussian terms (0 where none) and the slope of the linear terms.
 
-    Everything but the horseshoe is a sum over coordinates of -precision u^2 / 2 + slope u on a
-    box, so the prior of a batch of states costs a few whole-tensor operations.
+    Everything but the horseshoe and the warp shapes' mixture is a sum over coordinates of
+    -precision u^2 / 2 + slope u on a box, so the prior of a batch of states costs a few
+    whole-tensor operations.
     """
     lower = torch.full((layout.size,), -math.inf, dtype=torch.float64)
     upper = torch.full((layout.size,), math.inf, dtype=torch.float64)
@@ -266,10 +268,9 @@ def _prior_terms(layout: HyperLayout, lengthscale_prior: str) -> tuple[Tensor, T
         # Log-normal on the length scale: a Gaussian in the sampled log coordinate (no Jacobian).
         precision[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_SD**-2
         slope[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_MEAN * LOG_LENGTHSCALE_PRIOR_SD**-2
-    if layout.warping:
+    if layout.warping:  # their density is a mixture, added by log_prior
         for shapes in (layout.log_alpha, layout.log_beta):
             lower[shapes], upper[shapes] = -LOG_SHAPE_BOUND, LOG_SHAPE_BOUND
-            precision[shapes] = 1.0 / LOG_SHAPE_PRIOR_VARIANCE
     lower[layout.rho], upper[layout.rho] = RHO_BOUNDS
     return lower, upper, precision, slope
 
@@ -277,11 +278,13 @@ def _prior_terms(layout: HyperLayout, lengthscale_prior: str) -> tuple[Tensor, T
 def log_prior(theta: Tensor, layout: HyperLayout, lengthscale_prior: str = "log-normal") -> Tensor:
     """Log prior density of states (C, size) in the sampled coordinates; -inf outside the support.
 
-    ``lengthscale_prior`` is one of ``LENGTHSCALE_PRIORS``. The warp shapes' term is the same
-    log-normal as ``warping.log_shape_prior``.
+    ``lengthscale_prior`` is one of ``LENGTHSCALE_PRIORS``. The warp shapes' term is
+    ``warping.log_shape_prior``.
     """
     lower, upper, precision, slope = _prior_terms(layout, lengthscale_prior)
     logp = theta @ slope - 0.5 * (theta**2 @ precision)
+    if layout.warping:
+        logp = logp + log_shape_prior(theta[:, layout.log_alpha]) + log_shape_prior(theta[:, layout.log_beta])
     if layout.log_noise is not None:
         # Horseshoe on the noise variance, approximated as log(1 + 3 (scale / noise)^2).
         u = theta[:, layout.log_noise]

@@ -33,11 +33,19 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-# Support of log(alpha), log(beta): +-3 is ~3.5 prior standard deviations (variance 0.75), and
-# keeps the number of series terms needed for 1e-12 accuracy bounded.
+# Support of log(alpha), log(beta): +-3 is ~3.5 standard deviations of the paper's log-normal
+# (variance 0.75), and keeps the number of series terms needed for 1e-12 accuracy bounded.
 LOG_SHAPE_BOUND = 3.0
 # Prior variance of log(alpha), log(beta) around the identity warp, as in the warping paper.
 LOG_SHAPE_PRIOR_VARIANCE = 0.75
+# The prior on each log shape is a two-component mixture: the paper's log-normal, plus with this
+# weight a narrow one (this sd) at the identity. With the paper's prior alone, the warps of
+# well-scaled inputs never settle at the identity: their spread blurs integrated EI, and Branin
+# reached regret 1e-3 within 40 evaluations on 2 of 10 seeds against 10 of 10 unwarped. The
+# narrow component lets the data keep an input unwarped, and the broad one still lets a log-scale
+# input warp (README, "The warp shapes' prior").
+IDENTITY_WEIGHT = 0.1
+IDENTITY_SD = 0.1
 # Inputs are clamped this far inside (0, 1) so that logs and the density stay finite.
 _EDGE = 1e-12
 
@@ -185,12 +193,18 @@ def warp(X: Tensor, log_alpha: Tensor, log_beta: Tensor, columns: Sequence[int] 
 
 
 def log_shape_prior(log_shape: Tensor) -> Tensor:
-    """Log density of the log-normal prior on alpha or beta, in log coordinates; (C, D) -> (C,).
+    """Log prior density of warp shapes alpha or beta in log coordinates, (C, D) -> (C,).
 
-    Centred on log 1 = 0 (the identity warp) with variance 0.75, truncated to |log| <= 3.
+    Each log shape independently: IDENTITY_WEIGHT * N(0, IDENTITY_SD^2) + (1 - IDENTITY_WEIGHT)
+    * N(0, LOG_SHAPE_PRIOR_VARIANCE), both centred on log 1 = 0 (the identity warp), truncated to
+    |log| <= LOG_SHAPE_BOUND (the normalising constant of the truncation is left out).
     """
     inside = (log_shape.abs() <= LOG_SHAPE_BOUND).all(-1)
-    logp = -0.5 * (log_shape**2).sum(-1) / LOG_SHAPE_PRIOR_VARIANCE
+    components = torch.stack([
+        math.log(weight) - 0.5 * log_shape**2 / variance - 0.5 * math.log(2.0 * math.pi * variance)
+        for weight, variance in ((IDENTITY_WEIGHT, IDENTITY_SD**2), (1.0 - IDENTITY_WEIGHT, LOG_SHAPE_PRIOR_VARIANCE))
+    ])
+    logp = torch.logsumexp(components, dim=0).sum(-1)
     return torch.where(inside, logp, torch.full_like(logp, -math.inf))
 
 
