@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .functions import FUNCTIONS
-from .runs import earlier_runs, first_evaluations, run_in_processes
+from .runs import earlier_runs, first_evaluations, run_in_processes, seed_list
 
 PROBLEM = "hartmann6"
 TARGET_GAP = 0.05
@@ -94,7 +94,7 @@ def table(rows: list[dict[str, Any]], evals: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    parser.add_argument("--seeds", type=seed_list, default="0,1,2", help="comma-separated seeds, or a range A-B")
     parser.add_argument("--evals", type=int, default=200)
     parser.add_argument("--batches", default="1,10,50", help="batch sizes, run in this order; 1 is the sequential run")
     parser.add_argument("--model", default="auto", help="surrogate of every run (auto, dngo, gp)")
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                              "`benchmarks.dngo` or of `benchmarks.compare` (Hartmann6 runs of the same model are "
                              "the same runs: same optimizer, seed and loop) instead of rerunning them")
     args = parser.parse_args(argv)
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
     batches = [int(b) for b in args.batches.split(",")]
     bad = [b for b in batches if args.evals % b]
     if bad:

@@ -12,15 +12,18 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 
-def parse_seeds(text: str) -> list[int]:
-    """Seeds from the command line: a count N means seeds 0..N-1; "A-B" is the range A..B and
-    "3,5,8" a list, so a benchmark can add seeds to an earlier report without rerunning it."""
+def seed_list(text: str) -> list[int]:
+    """Seeds named on the command line: a range "A-B" (A..B) or a list "3,5,8" (one seed: "3")."""
     if "-" in text:
         first, last = (int(part) for part in text.split("-"))
         return list(range(first, last + 1))
-    if "," in text:
-        return [int(part) for part in text.split(",") if part.strip()]
-    return list(range(int(text)))
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Seeds of a quality benchmark: a plain count N means seeds 0..N-1, anything else is a
+    :func:`seed_list`, so a benchmark can add seeds to an earlier report without rerunning it."""
+    return list(range(int(text))) if text.strip().isdigit() else seed_list(text)
 
 
 def run_in_processes(
