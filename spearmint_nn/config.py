@@ -27,7 +27,7 @@ from .transforms import TRANSFORM_CHOICES
 LANGUAGES = ("PYTHON", "SHELL")
 LIKELIHOODS = ("NOISELESS", "GAUSSIAN")
 TASK_TYPES = ("OBJECTIVE", "CONSTRAINT")
-MODELS = ("auto", "dngo", "gp", "gp-nowarp", "sobol")
+MODELS = ("auto", "dngo", "dngo-warp", "gp", "gp-nowarp", "sobol")
 ACQUISITIONS = ("ei", "pi", "lcb", "ei-per-second")
 KERNELS = ("matern52", "squared-exponential")
 DEFAULT_TASK_NAME = "main"  # Spearmint's name for the single objective when no tasks are given
@@ -148,8 +148,8 @@ KEYS: dict[str, Key] = {
     "driver": Key({"name": "local"}, _object, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
     "command": Key(None, _command, "argument list run for a SHELL wrapper; the params file path is appended"),
     "model": Key("auto", _choice(*MODELS, upper=False),
-                 "surrogate: auto (GP below 200 observations and 20 jobs in flight, then DNGO), dngo, gp, "
-                 "gp-nowarp or sobol (no model)", "model"),
+                 "surrogate: auto (GP below 200 observations and 20 jobs in flight, then DNGO), dngo, "
+                 "dngo-warp (with input warping), gp, gp-nowarp or sobol (no model)", "model"),
     "kernel": Key("matern52", _choice(*KERNELS, upper=False),
                   "the GP's covariance: matern52 (Spearmint's) or squared-exponential (for very smooth "
                   "objectives); DNGO ignores it", "kernel"),

@@ -72,7 +72,7 @@ from pathlib import Path
 STATE_DIR_NAME = ".spearmint"
 JOB_STATES = ("pending", "running", "complete", "failed")
 OBJECTIVE_MODEL_DIR = "objective"  # under model/: the objective surrogate's saved state
-WARPINGS_FILE = "warpings.json"  # beside it: the GP's learned input warpings, read by reports
+WARPINGS_FILE = "warpings.json"  # beside it: the model's learned input warpings, read by reports
 
 
 def job_file_name(job_id: int) -> str:

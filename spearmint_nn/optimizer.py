@@ -135,7 +135,7 @@ class Optimizer:
     ----------
     variables : the ``variables`` object of a config.json (name -> spec).
     model : "auto" (GP, then DNGO; :func:`auto_model_choice`), a surrogate name from
-        :data:`spearmint_nn.models.MODELS` ("dngo", "gp", "gp-nowarp"), or "sobol" for Sobol
+        :data:`spearmint_nn.models.MODELS` ("dngo", "dngo-warp", "gp", "gp-nowarp"), or "sobol" for Sobol
         random search without a model.
     seed : seed of every random choice, so a run is reproducible given the same calls.
     acquisition : name from :data:`spearmint_nn.acquisition.ACQUISITIONS` ("ei", "pi", "lcb",
@@ -462,8 +462,8 @@ class Optimizer:
             options.setdefault("kernel", self.kernel)
             options.setdefault("noiseless", self.likelihoods.get(task) == "NOISELESS")
             options.setdefault("conditional", conditional_kernel(self.space))
-            # Only value columns vary within (0, 1); a warp of a 0/1 column is the identity.
-            options.setdefault("warped_columns", continuous_columns(self.space))
+        # Only value columns vary within (0, 1); a warp of a 0/1 column is the identity.
+        options.setdefault("warped_columns", continuous_columns(self.space))
         return make_model(name, self.space.dim, seed=self.seed, **options)
 
     def _saved_auto_choice(self) -> str:

@@ -8,10 +8,11 @@ stacks the sections into one image and the HTML report embeds them one by one:
   apart, as in figure 5(b) of the DNGO paper;
 * ``parameters``: the objective against each parameter, one small panel per element (log axis
   for ``"scale": "log"``, one category per option for ENUM; failed jobs as ticks on the axis);
-* ``warpings``: the learned Beta-CDF input warpings (of the columns the model warps: the FLOAT
-  and INT values, never ENUM options or relevance indicators), where the model saved them in
+* ``warpings``: the learned input warpings (of the columns the model warps: the FLOAT and INT
+  values, never ENUM options or relevance indicators), where the model saved them in
   ``model/objective/warpings.json`` (the format of
-  :func:`spearmint_nn.models.warping.warping_summary`, as returned by ``GP.warpings()``);
+  :func:`spearmint_nn.models.warping.warping_summary`, as returned by ``GP.warpings()``, the
+  sampled Beta CDFs, and ``DNGO.warpings()``, the trained Kumaraswamy CDF);
 * ``durations``: predicted against actual job duration, where the jobs carry
   ``predicted_duration`` (seconds; recorded when EI per second chose them).
 

@@ -64,7 +64,7 @@ BAD_CONFIGS = [
      "driver.time-limt: unknown option for the local driver (did you mean 'time-limit'?); valid options: time-limit"),
     ("driver time-limit", _with(driver={"name": "local", "time-limit": "soon"}),
      "driver.time-limit: must be seconds or [D-]HH:MM:SS (got 'soon')"),
-    ("model typo", _with(model="dnog"), "model: must be one of auto, dngo, gp, gp-nowarp, sobol (got 'dnog') (did you mean 'dngo'?)"),
+    ("model typo", _with(model="dnog"), "model: must be one of auto, dngo, dngo-warp, gp, gp-nowarp, sobol (got 'dnog') (did you mean 'dngo'?)"),
     ("kernel typo", _with(kernel="matern"),
      "kernel: must be one of matern52, squared-exponential (got 'matern') (did you mean 'matern52'?)"),
     ("shell without command", _with(language="SHELL", **{"main-file": DELETE}),

@@ -209,3 +209,55 @@ def test_predicting_before_fitting_and_bad_shapes_are_errors():
         model.posterior(torch.rand(3, 2, dtype=DT))
     with pytest.raises(ValueError):
         model.fit(torch.rand(5, 3, dtype=DT), torch.rand(5, dtype=DT))
+
+
+def log_scale_bowl(n, d, seed):
+    """A bowl in log x over x in [1e-4, 1]^d, encoded on a linear scale (the optimum near the lower
+    faces): inputs (n, d) in the unit cube and standardised targets (n,)."""
+    X = torch.rand(n, d, generator=torch.Generator().manual_seed(seed), dtype=DT)
+    u = torch.log10(1e-4 + X * (1 - 1e-4)) / 4 + 1
+    y = ((u - 0.3) ** 2).sum(1)
+    return X, y
+
+
+def test_the_input_warp_learns_a_log_scale_and_predicts_a_log_scale_function_better():
+    X, y = log_scale_bowl(40, 4, seed=0)
+    X_test, y_test = log_scale_bowl(512, 4, seed=1)
+    mean, sd = y.mean(), y.std()
+    errors = {}
+    for warping in (False, True):
+        model = DNGO(n_inputs=4, seed=0, warping=warping)
+        model.fit(X, (y - mean) / sd)
+        prediction = model.posterior(X_test)[0].mean(0) * sd + mean
+        errors[warping] = ((prediction - y_test) ** 2).mean().sqrt().item()
+    # every input is warped towards a log scale (a < 1 stretches the region near 0)
+    a, _ = model.net.warp_shapes()
+    assert (a < 0.8).all(), a
+    assert errors[True] < 0.6 * errors[False], errors
+
+
+def test_only_the_named_columns_are_warped_and_an_unwarped_net_saves_no_warp():
+    model = DNGO(n_inputs=3, seed=0, warping=True, warped_columns=[True, False, True])
+    with torch.no_grad():
+        model.net.log_warp_a.fill_(-1.0)
+    X = torch.rand(5, 3, dtype=DT)
+    warped = model.net.warp(X)
+    assert torch.equal(warped[:, 1], X[:, 1]) and not torch.allclose(warped[:, [0, 2]], X[:, [0, 2]])
+    assert not any("warp" in key for key in DNGO(n_inputs=3, seed=0).net.state_dict())
+
+
+def test_a_warped_model_saves_its_warp_and_loads_only_into_the_same_warp(tmp_path):
+    X, y = log_scale_bowl(30, 2, seed=0)
+    model = DNGO(n_inputs=2, seed=0, n_samples=4, warping=True, warped_columns=[1])
+    model.fit(X, (y - y.mean()) / y.std())
+    model.save(tmp_path)
+    summary = json.loads((tmp_path / "warpings.json").read_text())
+    assert summary["columns"] == [1] and len(summary["inputs"]) == 1
+    a, b = model.net.warp_shapes()
+    assert summary["inputs"][0]["alpha"] == pytest.approx([a.item()])
+    restored = DNGO(n_inputs=2, seed=1, n_samples=4, warping=True, warped_columns=[1])
+    restored.load(tmp_path)
+    for got, expected in zip(restored.posterior(X[:5]), model.posterior(X[:5])):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="warped_columns"):
+        DNGO(n_inputs=2, seed=0, n_samples=4, warping=False).load(tmp_path)

@@ -489,6 +489,15 @@ def test_the_optimizer_warps_the_float_and_int_value_columns_only(tmp_path):
     assert opt._model.hyperparameters()["warped_columns"] == value_columns
     assert json.loads((tmp_path / "objective" / "warpings.json").read_text())["columns"] == value_columns
     assert Optimizer(MIXED, model="gp-nowarp", seed=0)._new_surrogate("main").layout_for(space.dim).warped == ()
+    # DNGO's trained warp gets the same columns, and saves its warp for the report the same way.
+    dngo_dir = tmp_path / "dngo"
+    opt = Optimizer(MIXED, model="dngo-warp", seed=0, initial_design=3, state_dir=dngo_dir,
+                    model_options={"n_samples": 3, "burn_in": 2, "lbfgs_steps": 30, "lbfgs_warm_steps": 10})
+    assert opt._new_surrogate("main").net.warped_columns == tuple(value_columns)
+    _observe_random(opt, 6)
+    opt.suggest(1)
+    assert json.loads((dngo_dir / "objective" / "warpings.json").read_text())["columns"] == value_columns
+    assert Optimizer(MIXED, model="dngo", seed=0)._new_surrogate("main").net.warped_columns == ()
 
 
 def test_the_optimizer_starts_fresh_chains_over_a_state_that_warped_every_column(tmp_path, caplog):

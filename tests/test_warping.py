@@ -1,4 +1,5 @@
-"""The Beta-CDF input warping: value and x-gradient against scipy, prior, JSON summary."""
+"""The input warpings: the Beta CDF (value and x-gradient against scipy), the Kumaraswamy CDF
+(closed form, gradients in x and in the shapes), prior, column selection, JSON summary."""
 import json
 import math
 
@@ -14,8 +15,10 @@ from spearmint_nn.models.warping import (
     LOG_SHAPE_BOUND,
     BetaWarp,
     beta_cdf,
+    kumaraswamy_cdf,
     log_shape_prior,
     warp,
+    warped_column_indices,
     warping_summary,
 )
 
@@ -119,3 +122,32 @@ def test_warping_summary_is_json_with_mean_and_spread_per_input():
     assert warping_summary(log_alpha, log_beta, grid_size=3, columns=[4, 7])["columns"] == [4, 7]
     with pytest.raises(ValueError, match="columns"):
         warping_summary(log_alpha, log_beta, columns=[4])
+
+
+def test_kumaraswamy_cdf_is_the_closed_form_fixes_endpoints_and_is_the_identity_at_unit_shapes():
+    x = torch.tensor([0.0, 1e-9, 0.2, 0.5, 0.9, 1 - 1e-9, 1.0], dtype=torch.float64)
+    for a, b in ((0.05, 1.0), (1.0, 20.0), (3.0, 0.5), (20.0, 20.0)):
+        got = kumaraswamy_cdf(x, torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64))
+        expected = 1.0 - (1.0 - x.numpy() ** a) ** b
+        np.testing.assert_allclose(got.numpy()[1:-1], expected[1:-1], rtol=1e-9, atol=1e-12)
+        assert got[0] == 0.0 and got[-1] == 1.0  # even where a clamped x would give 1e-12 ** 0.05
+        assert (got.diff() >= 0).all()
+    one = torch.tensor(1.0, dtype=torch.float64)
+    torch.testing.assert_close(kumaraswamy_cdf(x, one, one), x, rtol=0, atol=1e-15)
+
+
+def test_kumaraswamy_cdf_gradients_in_x_and_in_the_shapes_match_finite_differences():
+    x = torch.tensor([0.01, 0.3, 0.7, 0.99], dtype=torch.float64, requires_grad=True)
+    a = torch.tensor([0.3, 1.0, 2.5, 0.8], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor([1.5, 0.4, 1.0, 3.0], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(kumaraswamy_cdf, (x, a, b))
+
+
+def test_warped_columns_are_named_by_a_mask_or_indices():
+    assert warped_column_indices(None, 3) == (0, 1, 2)
+    assert warped_column_indices([True, False, True], 3) == (0, 2)
+    assert warped_column_indices([2, 0], 3) == (0, 2)
+    assert warped_column_indices([], 3) == ()
+    for bad in ([True, False], [0, 0], [3]):
+        with pytest.raises(ValueError):
+            warped_column_indices(bad, 3)

@@ -20,6 +20,10 @@ def _dngo(n_inputs: int, seed: int | None = None, **options: Any) -> Surrogate:
     return DNGO(n_inputs=n_inputs, seed=seed, **options)
 
 
+def _dngo_with_warping(n_inputs: int, seed: int | None = None, **options: Any) -> Surrogate:
+    return _dngo(n_inputs=n_inputs, seed=seed, **{**options, "warping": True})
+
+
 def _gp(n_inputs: int, seed: int | None = None, **options: Any) -> Surrogate:
     from .gp import GP
 
@@ -32,15 +36,16 @@ def _gp_without_warping(n_inputs: int, seed: int | None = None, **options: Any) 
 
 MODELS: dict[str, ModelFactory] = {
     "dngo": _dngo,
+    "dngo-warp": _dngo_with_warping,
     "gp": _gp,
     "gp-nowarp": _gp_without_warping,
 }
 
-#: Models that take the objective's likelihood (``noiseless=True`` for NOISELESS), the arc
-#: kernel of a conditional space (``conditional=``) and the columns worth warping
-#: (``warped_columns=``, a boolean mask over the encoded columns; "gp-nowarp" warps none).
-#: DNGO takes none of these: it has no fixed-noise mode, it reads a conditional space through
-#: the encoding (indicator plus neutral value), and its basis net learns any input transform.
+#: Models that take the objective's likelihood (``noiseless=True`` for NOISELESS) and the arc
+#: kernel of a conditional space (``conditional=``). DNGO takes neither: it has no fixed-noise
+#: mode, and it reads a conditional space through the encoding (indicator plus neutral value).
+#: Every model takes the columns worth warping (``warped_columns=``, a boolean mask over the
+#: encoded columns; "dngo" and "gp-nowarp" warp none).
 GP_MODELS = frozenset({"gp", "gp-nowarp"})
 
 

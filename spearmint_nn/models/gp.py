@@ -47,7 +47,7 @@ from ..layout import WARPINGS_FILE
 from ..sampling import slice_sweep
 from .base import Surrogate, atomic_write_bytes
 from .kernels import CORRELATIONS, Conditional, covariance, embed, squared_distances
-from .warping import LOG_SHAPE_BOUND, BetaWarp, log_shape_prior, warp, warping_summary
+from .warping import LOG_SHAPE_BOUND, BetaWarp, log_shape_prior, warp, warped_column_indices, warping_summary
 
 # Fixed noise variance for a NOISELESS likelihood: jitter for stability, not a model of noise.
 NOISELESS_JITTER = 1e-10
@@ -481,19 +481,7 @@ class GP(Surrogate):
 
     def _warped_for(self, n_dims: int) -> tuple[int, ...]:
         """The warped input columns, ascending, for D = n_dims inputs (empty without warping)."""
-        if not self.warping:
-            return ()
-        if self.warped_columns is None:
-            return tuple(range(n_dims))
-        spec = torch.as_tensor(self.warped_columns)
-        if spec.dtype == torch.bool:
-            if spec.shape != (n_dims,):
-                raise ValueError(f"warped_columns mask of shape {tuple(spec.shape)} for {n_dims} inputs")
-            return tuple(torch.nonzero(spec)[:, 0].tolist())
-        columns = sorted(set(int(c) for c in spec.reshape(-1).tolist()))
-        if len(columns) != spec.numel() or (columns and not 0 <= columns[0] <= columns[-1] < n_dims):
-            raise ValueError(f"warped_columns {spec.tolist()} are not distinct columns of {n_dims} inputs")
-        return tuple(columns)
+        return warped_column_indices(self.warped_columns, n_dims) if self.warping else ()
 
     def log_marginal_likelihood(self, theta: Tensor, X: Tensor, y: Tensor) -> Tensor:
         """log p(y | X, theta) = log N(y; mean, K + noise I) for states theta (C, size) -> (C,).

@@ -27,7 +27,7 @@ parameters carry no gradient (they are slice-sampled, never differentiated).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -192,6 +192,38 @@ def warp(X: Tensor, log_alpha: Tensor, log_beta: Tensor, columns: Sequence[int] 
     return BetaWarp(log_alpha, log_beta, columns)(X)
 
 
+def warped_column_indices(spec: Sequence[int] | Sequence[bool] | Tensor | None, n_dims: int) -> tuple[int, ...]:
+    """The warped input columns, ascending, named by ``spec`` for D = n_dims inputs.
+
+    ``spec`` is a boolean mask (D,), a list of column indices, or None for every column.
+    ValueError for a mask of the wrong length or indices that are repeated or out of range.
+    """
+    if spec is None:
+        return tuple(range(n_dims))
+    spec = torch.as_tensor(spec)
+    if spec.dtype == torch.bool:
+        if spec.shape != (n_dims,):
+            raise ValueError(f"warped_columns mask of shape {tuple(spec.shape)} for {n_dims} inputs")
+        return tuple(torch.nonzero(spec)[:, 0].tolist())
+    columns = sorted(set(int(c) for c in spec.reshape(-1).tolist()))
+    if len(columns) != spec.numel() or (columns and not 0 <= columns[0] <= columns[-1] < n_dims):
+        raise ValueError(f"warped_columns {spec.tolist()} are not distinct columns of {n_dims} inputs")
+    return tuple(columns)
+
+
+def kumaraswamy_cdf(x: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """1 - (1 - x^a)^b: differentiable in x *and* in the shapes a, b > 0.
+
+    DNGO trains its warp with the network by gradient (the Beta CDF's shapes carry no gradient:
+    the GP slice-samples them). The Kumaraswamy CDF spans the same warps as the Beta CDF (the
+    identity at a = b = 1, concave log-like warps for a < 1, S-shapes for a, b > 1) in closed
+    form; it is also the warp of BoTorch's input warping. x in [0, 1], broadcastable with a, b.
+    """
+    inner = -torch.expm1(b * torch.log1p(-x.clamp(_EDGE, 1.0 - _EDGE) ** a))
+    # At the endpoints the clamp would be visible (1e-12 ** 0.05 = 0.25): they map to themselves.
+    return torch.where((x <= 0.0) | (x >= 1.0), x.clamp(0.0, 1.0), inner)
+
+
 def log_shape_prior(log_shape: Tensor) -> Tensor:
     """Log prior density of warp shapes alpha or beta in log coordinates, (C, D) -> (C,).
 
@@ -209,11 +241,13 @@ def log_shape_prior(log_shape: Tensor) -> Tensor:
 
 
 def warping_summary(log_alpha: Tensor, log_beta: Tensor, grid_size: int = 51,
-                    columns: Sequence[int] | None = None) -> dict:
+                    columns: Sequence[int] | None = None,
+                    cdf: Callable[[Tensor, Tensor, Tensor], Tensor] | None = None) -> dict:
     """JSON-able summary of sampled warpings: per warped input, the warp of a grid for every sample.
 
     log_alpha, log_beta : (S, W). columns : the encoded input column of each of the W entries
-    (default 0..W-1). Returns::
+    (default 0..W-1). cdf : the warp as a function of (x, a, b), the Beta CDF by default.
+    Returns::
 
         {"grid": [g_0..g_{G-1}],                    # G points in [0, 1]
          "columns": [W ints],                       # encoded column of each entry of "inputs"
@@ -226,7 +260,8 @@ def warping_summary(log_alpha: Tensor, log_beta: Tensor, grid_size: int = 51,
         raise ValueError(f"{len(columns)} columns named for warps of {log_alpha.shape[1]} inputs")
     grid = torch.linspace(0.0, 1.0, grid_size, dtype=log_alpha.dtype)
     with torch.no_grad():
-        warped = beta_cdf_value(grid[None, :, None], torch.exp(log_alpha)[:, None, :], torch.exp(log_beta)[:, None, :])
+        warped = (cdf or beta_cdf_value)(grid[None, :, None], torch.exp(log_alpha)[:, None, :],
+                                         torch.exp(log_beta)[:, None, :])
     inputs = []
     for d in range(log_alpha.shape[1]):
         samples = warped[:, :, d]
