@@ -261,3 +261,21 @@ def test_a_warped_model_saves_its_warp_and_loads_only_into_the_same_warp(tmp_pat
         torch.testing.assert_close(got, expected, rtol=0, atol=0)
     with pytest.raises(ValueError, match="warped_columns"):
         DNGO(n_inputs=2, seed=0, n_samples=4, warping=False).load(tmp_path)
+
+
+def test_a_warped_posterior_is_differentiable_in_x():
+    X, y = log_scale_bowl(30, 2, seed=0)
+    model = DNGO(n_inputs=2, seed=0, n_samples=3, warping=True, lbfgs_steps=60, lbfgs_warm_steps=20, burn_in=3)
+    model.fit(X, (y - y.mean()) / y.std())
+    a, b = model.net.warp_shapes()
+    assert not torch.allclose(a, torch.ones_like(a))  # the gradient goes through a real warp
+    x = torch.tensor([[0.2, 0.7], [0.05, 0.4]], dtype=DT, requires_grad=True)
+    mean, var = model.posterior(x)
+    (mean.sum() + var.sum()).backward()
+    h = 1e-6
+    for i in range(2):
+        shift = torch.zeros_like(x)
+        shift[:, i] = h
+        up, down = model.posterior(x.detach() + shift), model.posterior(x.detach() - shift)
+        fd = ((up[0] - down[0]).sum(0) + (up[1] - down[1]).sum(0)) / (2 * h)
+        torch.testing.assert_close(x.grad[:, i], fd, rtol=1e-5, atol=1e-6)
