@@ -49,6 +49,10 @@ class BasisNetwork(nn.Module):
             self.register_parameter("log_warp_a", None)
             self.register_parameter("log_warp_b", None)
 
+    def warp_parameters(self) -> list[nn.Parameter]:
+        """The trainable log warp shapes, [log_warp_a, log_warp_b]; empty without warped columns."""
+        return [p for p in (self.log_warp_a, self.log_warp_b) if p is not None]
+
     def warp_shapes(self) -> tuple[Tensor, Tensor]:
         """The warp's shapes (a, b), each (W,), within the bounds the GP's warps have."""
         return (torch.exp(self.log_warp_a.clamp(-LOG_SHAPE_BOUND, LOG_SHAPE_BOUND)),

@@ -387,12 +387,8 @@ class DNGO(Surrogate):
             if isinstance(module, nn.Linear):
                 nn.init.xavier_uniform_(module.weight, gain=nn.init.calculate_gain("tanh"), generator=self.generator)
                 nn.init.zeros_(module.bias)
-        for log_shape in self._warp_shapes():
+        for log_shape in self.net.warp_parameters():
             nn.init.zeros_(log_shape)
-
-    def _warp_shapes(self) -> list[Tensor]:
-        """The basis network's trainable log warp shapes (empty without warping)."""
-        return [p for p in (self.net.log_warp_a, self.net.log_warp_b) if p is not None]
 
     def _train(self, X: Tensor, y: Tensor, warm: bool) -> float:
         """Minimise MSE + weight_decay (||W||^2 + ||log shapes||^2 / v) / N; returns the final
@@ -408,7 +404,10 @@ class DNGO(Surrogate):
         fixed step budget above, so the cost stays bounded whatever N is.
         """
         self.net.requires_grad_(True)
-        shapes = self._warp_shapes()
+        shapes = self.net.warp_parameters()
+        full_batch = len(y) <= self.full_batch_max
+        fresh_steps, warm_steps = ((self.lbfgs_steps, self.lbfgs_warm_steps) if full_batch
+                                   else (self.train_steps, self.warm_steps))
         if shapes and not warm:
             # A fresh warped net first fits with the identity warp, then the warp is released
             # for the last warm-start's worth of the budget: the joint fit starts from an
@@ -419,27 +418,21 @@ class DNGO(Surrogate):
             # makes the model overconfident (README, "Input warping in DNGO").
             for log_shape in shapes:
                 log_shape.requires_grad_(False)
-            self._train_steps(X, y, warm=False, released_after=True)
+            self._optimise(X, y, full_batch, max(1, fresh_steps - warm_steps))
             for log_shape in shapes:
                 log_shape.requires_grad_(True)
-        self._train_steps(X, y, warm or bool(shapes))
+        self._optimise(X, y, full_batch, warm_steps if warm or shapes else fresh_steps)
         self.net.requires_grad_(False)
         with torch.no_grad():
             return float(((self.net(X) - y) ** 2).mean())
 
-    def _train_steps(self, X: Tensor, y: Tensor, warm: bool, released_after: bool = False) -> None:
-        """One optimiser run over the parameters that require gradients: a fresh or a (shorter)
-        warm budget, less a warm budget when a warm run follows (``released_after``)."""
+    def _optimise(self, X: Tensor, y: Tensor, full_batch: bool, steps: int) -> None:
+        """``steps`` of L-BFGS (full batch) or Adam over the parameters that require gradients."""
         matrices = [m.weight for m in self.net.modules() if isinstance(m, nn.Linear)]
-        biases = [m.bias for m in self.net.modules() if isinstance(m, nn.Linear)]
-        if len(y) <= self.full_batch_max:
-            fresh, warm_steps = self.lbfgs_steps, self.lbfgs_warm_steps
-        else:
-            fresh, warm_steps = self.train_steps, self.warm_steps
-        steps = warm_steps if warm else max(1, fresh - warm_steps) if released_after else fresh
-        if len(y) <= self.full_batch_max:
+        if full_batch:
             self._train_lbfgs(X, y, matrices, steps)
         else:
+            biases = [m.bias for m in self.net.modules() if isinstance(m, nn.Linear)]
             self._train_adam(X, y, matrices, biases, steps)
 
     def _train_lbfgs(self, X: Tensor, y: Tensor, matrices: list[Tensor], iterations: int) -> None:
@@ -453,7 +446,7 @@ class DNGO(Surrogate):
         def closure() -> Tensor:
             optimiser.zero_grad(set_to_none=True)
             penalty = sum((W * W).sum() for W in matrices)
-            penalty = penalty + sum((s * s).sum() for s in self._warp_shapes()) / LOG_SHAPE_PRIOR_VARIANCE
+            penalty = penalty + sum((s * s).sum() for s in self.net.warp_parameters()) / LOG_SHAPE_PRIOR_VARIANCE
             loss = ((self.net(X) - y) ** 2).mean() + self.weight_decay * penalty / N
             loss.backward()
             return loss
@@ -466,7 +459,7 @@ class DNGO(Surrogate):
         # Adam's weight_decay adds wd * W to the gradient, the gradient of (wd / 2) ||W||^2.
         optimiser = torch.optim.Adam(
             [{"params": matrices, "weight_decay": 2.0 * self.weight_decay / N}, {"params": biases},
-             {"params": self._warp_shapes(), "weight_decay": 2.0 * self.weight_decay / (LOG_SHAPE_PRIOR_VARIANCE * N)}],
+             {"params": self.net.warp_parameters(), "weight_decay": 2.0 * self.weight_decay / (LOG_SHAPE_PRIOR_VARIANCE * N)}],
             lr=self.learning_rate,
         )
         batch = min(self.batch_size, N)
