@@ -55,3 +55,21 @@ def test_quality_seeds_added_to_an_earlier_report_match_a_full_run(tmp_path):
                 for r in (report, fresh)]
     assert timeless[0] == timeless[1]
     assert {r["seed"]: r["values"] for r in report["runs"]} == {r["seed"]: r["values"] for r in fresh["runs"]}
+
+
+def test_a_method_name_carries_its_kernel_and_initial_design():
+    from spearmint_nn.benchmarks.quality import method_options
+
+    assert method_options("dngo") == {"model": "dngo"}
+    assert method_options("dngo@14") == {"model": "dngo", "initial_design": 14}
+    assert method_options("gp+squared-exponential@6") == {"model": "gp", "kernel": "squared-exponential",
+                                                          "initial_design": 6}
+
+
+def test_an_initial_design_named_in_the_method_reaches_the_optimizer():
+    """With "@8" the first 8 of 8 evaluations are the Sobol design, the same points random search
+    takes; with the default design (7 points on Hartmann6) the 8th is the model's."""
+    args = ["--seeds", "1", "--evals", "hartmann6:8", "--timing-sizes", ""]
+    runs = {r["method"]: r["values"] for r in compare.main([*args, "--methods", "sobol,gp-nowarp@8,gp-nowarp"])["runs"]}
+    assert runs["gp-nowarp@8"] == runs["sobol"]
+    assert runs["gp-nowarp"][:7] == runs["sobol"][:7] and runs["gp-nowarp"][7] != runs["sobol"][7]

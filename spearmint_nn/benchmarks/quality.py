@@ -31,11 +31,21 @@ from .runs import earlier_runs, parse_seeds, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
 
 
-def method_options(method: str) -> dict[str, str]:
-    """Optimizer keywords of a method name: a model, optionally with "+kernel" for the GPs
-    (e.g. "gp-nowarp+squared-exponential")."""
-    model, _, kernel = method.partition("+")
-    return {"model": model, "kernel": kernel} if kernel else {"model": model}
+def method_options(method: str) -> dict[str, Any]:
+    """Optimizer keywords of a method name: a model, optionally "+kernel" for the GPs and "@N" for
+    an initial design of N Sobol points (e.g. "gp-nowarp+squared-exponential", "dngo@14").
+
+    The options are part of the name, so runs with other options never stand in for each other
+    under ``--reuse``.
+    """
+    name, _, design = method.partition("@")
+    model, _, kernel = name.partition("+")
+    options: dict[str, Any] = {"model": model}
+    if kernel:
+        options["kernel"] = kernel
+    if design:
+        options["initial_design"] = int(design)
+    return options
 
 
 def run_once(problem_name: str, method: str, seed: int, n_evals: int) -> dict[str, Any]:
@@ -81,7 +91,7 @@ def time_suggestion(n: int, seed: int = 0, model: str = "dngo") -> dict[str, flo
     """Seconds of one cold and one warm-started suggestion with N Hartmann6 observations."""
     problem = FUNCTIONS["hartmann6"]
     rng = np.random.default_rng(seed)
-    opt = Optimizer(problem.variables, seed=seed, initial_design=1, **method_options(model))
+    opt = Optimizer(problem.variables, seed=seed, **{**method_options(model), "initial_design": 1})
     for x in rng.random((n, problem.dim)):
         opt.observe({"x": x}, problem.function(x))
     opt.suggest(1)
@@ -118,7 +128,8 @@ def main(
                         help=f"problem:budget[,budget...] entries; problems: {', '.join(FUNCTIONS)}")
     parser.add_argument("--methods", default=default_methods,
                         help="comma-separated models (sobol = random search); a GP may name its kernel after a "
-                             "'+', e.g. gp-nowarp+squared-exponential")
+                             "'+', e.g. gp-nowarp+squared-exponential, and any model an initial design of N "
+                             "Sobol points after an '@', e.g. dngo@14 (default: parameters + 1)")
     parser.add_argument("--timing-sizes", default=default_timing_sizes, help="comma-separated N ('' to skip)")
     parser.add_argument("--timing-methods", default=default_timing_methods, help="models timed against N")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
