@@ -76,18 +76,6 @@ MIN_VALUES_TO_FIT = 2
 CONSTRAINT_MODELS = ("classifier", "value")
 
 
-def default_initial_design(n_parameters: int) -> int:
-    """Sobol points before the model takes over: D + 1 for D scalar parameters (not encoded
-    columns: a one-hot ENUM or a relevance indicator adds no direction to explore), the
-    smallest set spanning a D-simplex.
-
-    A model-based proposal is worth more than a space-filling one as soon as the model has
-    something to extrapolate from; with integrated hyperparameters the posterior stays wide
-    where data are missing, so exploration continues through EI rather than a long design.
-    """
-    return max(2, n_parameters + 1)
-
-
 def auto_model_choice(n_observed: int, n_in_flight: int) -> str:
     """The surrogate ``model="auto"`` uses: "gp" while it is the better and affordable model, else "dngo".
 
@@ -141,7 +129,7 @@ class Optimizer:
     acquisition : name from :data:`spearmint_nn.acquisition.ACQUISITIONS` ("ei", "pi", "lcb",
         "ei-per-second": EI over the predicted duration of the job).
     acquisition_options : keyword options of the acquisition (e.g. ``{"kappa": 2.0}`` for lcb).
-    initial_design : Sobol points before the model is used (default :func:`default_initial_design`).
+    initial_design : Sobol points before the model is used (default ``Space.default_initial_design``).
     fantasies : fantasised outcome sets of the pending jobs (default 10).
     thompson_every : one proposal in every this many (counting every job ever proposed) that is
         made while other jobs are pending is a Thompson sample instead of the acquisition's
@@ -206,7 +194,7 @@ class Optimizer:
         self.model_name, self.seed = model, seed
         self.acquisition_name = acquisition
         self.acquisition_options = dict(acquisition_options or {})
-        self.initial_design = (default_initial_design(self.space.n_parameters) if initial_design is None
+        self.initial_design = (self.space.default_initial_design if initial_design is None
                                else int(initial_design))
         self.fantasies = int(fantasies)
         self.thompson_every = int(thompson_every)

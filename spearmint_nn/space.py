@@ -276,6 +276,17 @@ class Space:
         return sum(var.size for var in self.variables)
 
     @property
+    def default_initial_design(self) -> int:
+        """Sobol points before a model takes over: D + 1 for D = ``n_parameters`` (at least 2),
+        the smallest set spanning a D-simplex (one-hot columns and indicators add no direction).
+
+        A model-based proposal is worth more than a space-filling one as soon as the model has
+        something to extrapolate from; with integrated hyperparameters the posterior stays wide
+        where data are missing, so exploration continues through EI rather than a long design.
+        """
+        return max(2, self.n_parameters + 1)
+
+    @property
     def is_conditional(self) -> bool:
         return bool(self._indicator)
 

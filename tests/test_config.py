@@ -142,7 +142,7 @@ def test_spearmint_config_with_defaults(tmp_path):
     assert config.tasks["main"].likelihood == "NOISELESS"
     assert config.driver_name == "local" and config.driver_options == {}
     assert config.max_concurrent == 1 and config.max_finished_jobs is None
-    assert config["model"] == "auto" and config["initial-design"] == 3  # encoded dimension 2, plus one
+    assert config["model"] == "auto" and config["initial-design"] == 3  # two parameters, plus one
     assert config["torch-threads"] == 1
     options = optimizer_options(config)
     assert options["model"] == "auto" and options["tasks"] == {"main": "OBJECTIVE"}

@@ -129,3 +129,11 @@ def test_conditional_round_trip_is_stable(row):
             assert again[key] == value
         else:
             assert np.allclose(again[key], value, rtol=1e-9)
+
+
+def test_the_default_initial_design_spans_a_simplex_of_the_parameters():
+    """D + 1 scalar parameters (an ENUM element counts once, whatever its one-hot width), at least 2."""
+    assert Space.from_config({"x": {"type": "FLOAT", "min": 0, "max": 1}}).default_initial_design == 2
+    space = Space.from_config({"x": {"type": "FLOAT", "size": 3, "min": 0, "max": 1},
+                               "act": {"type": "ENUM", "options": ["relu", "tanh", "gelu"]}})
+    assert space.dim > space.n_parameters == 4 and space.default_initial_design == 5
