@@ -103,7 +103,7 @@ def test_killed_inside_a_submission_the_job_runs_once(tmp_path, when):
         assert resubmitted and not adopted
     elif when == "after-claim":  # a claimed job is adopted through its claim, never resubmitted
         assert not resubmitted  # (not adopted either when it finished during a slow restart)
-        assert adopted or "adopted " not in log
+        assert adopted or "adopted   job 2 " not in log  # (job 1 may be adopted on a loaded machine)
     else:  # claimed, or even finished, before the restart: a race; either way it ran once
         assert not (adopted and resubmitted)
 
