@@ -1,9 +1,10 @@
 """Bayesian linear regression against the equivalent linear-kernel Gaussian process."""
 import math
 
+import pytest
 import torch
 
-from spearmint_nn.models.blr import BLRPosterior, log_marginal_likelihood
+from spearmint_nn.models.blr import BLRPosterior, GramSpectrum, log_marginal_likelihood
 
 torch.set_num_threads(1)
 DT = torch.float64
@@ -23,10 +24,11 @@ def gp_covariance(A, B, alpha):
     return A @ B.T / alpha
 
 
-def test_log_marginal_likelihood_equals_multivariate_normal_density():
-    _, Phi, ytil, alpha, beta = problem()
+@pytest.mark.parametrize("n, d", [(25, 7), (6, 40)])  # (6, 40): more basis functions than data
+def test_log_marginal_likelihood_equals_multivariate_normal_density(n, d):
+    _, Phi, ytil, alpha, beta = problem(n=n, d=d)
     n = Phi.shape[0]
-    ours = log_marginal_likelihood(Phi.T @ Phi, ytil @ Phi, (ytil * ytil).sum(-1), n, alpha, beta)
+    ours = log_marginal_likelihood(GramSpectrum.of(Phi.T @ Phi), ytil @ Phi, (ytil * ytil).sum(-1), n, alpha, beta)
     for s in range(len(alpha)):
         cov = gp_covariance(Phi, Phi, alpha[s]) + torch.eye(n, dtype=DT) / beta[s]
         direct = torch.distributions.MultivariateNormal(torch.zeros(n, dtype=DT), cov).log_prob(ytil[s])
@@ -35,7 +37,7 @@ def test_log_marginal_likelihood_equals_multivariate_normal_density():
 
 def test_log_marginal_likelihood_is_minus_infinity_for_a_singular_system():
     _, Phi, ytil, _, _ = problem()
-    bad = log_marginal_likelihood(Phi.T @ Phi, ytil @ Phi, (ytil * ytil).sum(-1), len(Phi),
+    bad = log_marginal_likelihood(GramSpectrum.of(Phi.T @ Phi), ytil @ Phi, (ytil * ytil).sum(-1), len(Phi),
                                   torch.tensor([-1.0, 1.0, 1.0], dtype=DT), torch.ones(3, dtype=DT))
     assert bad[0] == -math.inf and torch.isfinite(bad[1:]).all()
 

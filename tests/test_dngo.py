@@ -275,3 +275,51 @@ def test_a_warped_posterior_is_differentiable_in_x():
     a, b = model.net.warp_shapes()
     assert not torch.allclose(a, torch.ones_like(a))  # the gradient goes through a real warp
     assert_posterior_gradient_matches_finite_differences(model, torch.tensor([[0.2, 0.7], [0.05, 0.4]], dtype=DT))
+
+
+def test_fourier_features_approximate_the_rbf_kernel_are_fixed_by_the_seed_and_saved():
+    from spearmint_nn.models.basis import BasisNetwork
+
+    wide = BasisNetwork(3, fourier_features=20000, fourier_length_scale=0.4,
+                        generator=torch.Generator().manual_seed(0)).double()
+    X = torch.rand(6, 3, generator=torch.Generator().manual_seed(1), dtype=DT)
+    fourier = wide.features(X)[:, 50:]
+    rbf = torch.exp(-torch.cdist(X, X) ** 2 / (2 * 0.4**2))
+    torch.testing.assert_close(fourier @ fourier.T, rbf, rtol=0, atol=0.03)
+
+    model, other = DNGO(n_inputs=3, seed=0), DNGO(n_inputs=3, seed=1)
+    assert model.net.features(X).shape == (6, 50 + 128)
+    assert torch.equal(model.net.fourier_weights, DNGO(n_inputs=3, seed=0).net.fourier_weights)
+    assert not torch.equal(model.net.fourier_weights, other.net.fourier_weights)
+    assert {"fourier_weights", "fourier_phases"} <= set(model.net.state_dict())
+    # the network is trained on its tanh features alone
+    output = model.net(X)
+    with torch.no_grad():
+        model.net.fourier_weights.mul_(2.0)
+    torch.testing.assert_close(model.net(X), output, rtol=0, atol=0)
+
+
+def test_fourier_features_give_variance_away_from_the_data():
+    """Fitted to points in one corner of the cube, the paper's basis is nearly certain in the
+    opposite corner; with the Fourier features the latent sd there is close to the prior's."""
+    g = torch.Generator().manual_seed(0)
+    X = 0.4 * torch.rand(30, 4, generator=g, dtype=DT)
+    y = smooth4(X)
+    far = 0.6 + 0.4 * torch.rand(200, 4, generator=g, dtype=DT)
+    far_sd = {}
+    for m in (0, 128):
+        model = DNGO(n_inputs=4, seed=0, fourier_features=m)
+        model.fit(X, (y - y.mean()) / y.std())
+        far_sd[m] = model.posterior(far, observation_noise=False)[1].sqrt().median().item()
+    assert far_sd[128] > 0.5 and far_sd[128] > 2 * far_sd[0], far_sd
+
+
+def test_a_model_saved_without_fourier_features_loads_only_into_the_same_basis(tmp_path):
+    X, y, _, _ = standardised_data(branin, 30, 2, seed=0)
+    model = DNGO(n_inputs=2, seed=0, n_samples=4, fourier_features=0)
+    model.fit(X, y)
+    model.save(tmp_path)
+    assert "fourier_weights" not in torch.load(tmp_path / "dngo_weights.pt", weights_only=True)["net"]
+    with pytest.raises(ValueError, match="fourier_features"):
+        DNGO(n_inputs=2, seed=0, n_samples=4).load(tmp_path)
+    DNGO(n_inputs=2, seed=1, n_samples=4, fourier_features=0).load(tmp_path)

@@ -7,9 +7,17 @@ functions phi(x) on which a Bayesian linear model (regression or classification)
 Optionally the network starts with an input warp (Snoek et al. 2014, trained here rather than
 sampled): each warped column goes through a Kumaraswamy CDF whose two log shapes are parameters
 of the network, initialised at the identity and trained with the weights.
+
+Optionally phi(x) also carries m random Fourier features sqrt(2 / m) cos(x W + b) of an RBF
+kernel of length scale l (Rahimi & Recht, 2007), W ~ N(0, 1 / l^2) and b ~ U(0, 2 pi) drawn once
+and fixed. The network is trained without them (its output reads the tanh layer alone); they only
+widen the regression's basis. Why: the trained features extrapolate with every direction pinned
+by the data, so far from the data the regression has no variance left, and a run parks in a local
+basin; the fixed features give it a GP-like prior there (README, "DNGO quality").
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -29,9 +37,16 @@ class BasisNetwork(nn.Module):
     warped_columns : the input columns to warp (W of them; none by default). Their log shapes
         ``log_warp_a``, ``log_warp_b`` (W,) are trainable parameters, clamped to
         +-LOG_SHAPE_BOUND when used.
+    fourier_features : m, the number of random Fourier features appended to phi(x) (none by
+        default); their frequencies ``fourier_weights`` (D, m) and phases ``fourier_phases`` (m,)
+        are buffers, saved with the weights.
+    fourier_length_scale : l, in units of the unit cube.
+    generator : draws the Fourier features (the global generator if None).
     """
 
-    def __init__(self, n_inputs: int, width: int = 50, depth: int = 3, warped_columns: Sequence[int] = ()):
+    def __init__(self, n_inputs: int, width: int = 50, depth: int = 3, warped_columns: Sequence[int] = (),
+                 fourier_features: int = 0, fourier_length_scale: float = 0.4,
+                 generator: torch.Generator | None = None):
         super().__init__()
         layers: list[nn.Module] = []
         size = n_inputs
@@ -48,6 +63,15 @@ class BasisNetwork(nn.Module):
         else:  # no entries in state_dict: an unwarped network saves what it always saved
             self.register_parameter("log_warp_a", None)
             self.register_parameter("log_warp_b", None)
+        self.fourier_features = int(fourier_features)
+        if self.fourier_features:
+            frequencies = torch.randn(n_inputs, self.fourier_features, generator=generator, dtype=torch.float64)
+            phases = torch.rand(self.fourier_features, generator=generator, dtype=torch.float64)
+            self.register_buffer("fourier_weights", frequencies / fourier_length_scale)
+            self.register_buffer("fourier_phases", 2.0 * math.pi * phases)
+        else:
+            self.register_buffer("fourier_weights", None)
+            self.register_buffer("fourier_phases", None)
 
     def warp_parameters(self) -> list[nn.Parameter]:
         """The trainable log warp shapes, [log_warp_a, log_warp_b]; empty without warped columns."""
@@ -67,9 +91,13 @@ class BasisNetwork(nn.Module):
         return X.index_copy(1, columns, kumaraswamy_cdf(X[:, columns], a, b))
 
     def features(self, X: Tensor) -> Tensor:
-        """Last hidden layer phi(X), shape (N, width)."""
-        return self.hidden(self.warp(X))
+        """phi(X): the last hidden layer, then the Fourier features; shape (N, width + m)."""
+        hidden = self.hidden(self.warp(X))
+        if not self.fourier_features:
+            return hidden
+        fourier = math.sqrt(2.0 / self.fourier_features) * torch.cos(X @ self.fourier_weights + self.fourier_phases)
+        return torch.cat([hidden, fourier], dim=1)
 
     def forward(self, X: Tensor) -> Tensor:
-        """Network output, shape (N,)."""
-        return self.output(self.features(X)).squeeze(-1)
+        """Network output from the last hidden layer, shape (N,)."""
+        return self.output(self.hidden(self.warp(X))).squeeze(-1)

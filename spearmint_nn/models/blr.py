@@ -7,8 +7,9 @@ the noise precision::
     m = beta * K^{-1} Phi^T y~                            (D,)        eq. 6
     mean(x) = m^T phi(x),   var(x) = phi(x)^T K^{-1} phi(x) [+ 1/beta]  eqs. 4-5
 
-where y~ = y - eta(X) are the targets after subtracting the prior mean. Everything is computed
-from Cholesky factors of K in float64; no matrix is ever inverted explicitly.
+where y~ = y - eta(X) are the targets after subtracting the prior mean. The posterior is computed
+from Cholesky factors of K in float64, the marginal likelihood (eq. 8) from one eigendecomposition
+of Phi^T Phi per design (``GramSpectrum``); no matrix is ever inverted explicitly.
 
 Shapes: S hyperparameter samples lead every batched tensor. A posterior can hold F target
 vectors per sample that share the same design (fantasies of pending outcomes), so the design-only
@@ -18,6 +19,7 @@ sample and only the weight means carry the F dimension.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -34,14 +36,35 @@ def _cholesky_of_precision(gram: Tensor, alpha: Tensor, beta: Tensor) -> tuple[T
     return torch.linalg.cholesky_ex(precision)
 
 
+@dataclass(frozen=True)
+class GramSpectrum:
+    """Phi^T Phi = U diag(eigenvalues) U^T, factorised once per design.
+
+    The slice sampler evaluates eq. 8 thousands of times per fit with only alpha and beta (and the
+    targets' prior mean) changing. In U's basis K = U diag(beta * eigenvalues + alpha) U^T is
+    diagonal, so each evaluation costs O(D) after one O(D^3) symmetric eigendecomposition,
+    instead of a batched Cholesky factorisation per call (with D = 179 basis functions that was
+    95% of a suggestion's time). Like the Cholesky route, nothing is inverted: the diagonal is
+    divided elementwise, and its entries are at least alpha.
+    """
+
+    eigenvalues: Tensor  # (D,), clamped at 0 (rounding makes null directions slightly negative)
+    basis: Tensor  # U (D, D), orthonormal columns
+
+    @staticmethod
+    def of(gram: Tensor) -> "GramSpectrum":
+        eigenvalues, basis = torch.linalg.eigh(gram)
+        return GramSpectrum(eigenvalues.clamp_min(0.0), basis)
+
+
 def log_marginal_likelihood(
-    gram: Tensor, rhs: Tensor, yty: Tensor, n: int, alpha: Tensor, beta: Tensor
+    spectrum: GramSpectrum, rhs: Tensor, yty: Tensor, n: int, alpha: Tensor, beta: Tensor
 ) -> Tensor:
     """Equation 8 from sufficient statistics, batched over C hyperparameter settings.
 
     Parameters
     ----------
-    gram : Phi^T Phi, shape (D, D).
+    spectrum : the eigendecomposition of Phi^T Phi (D x D).
     rhs : Phi^T y~ per setting, shape (C, D).
     yty : y~^T y~ per setting, shape (C,).
     n : number of observations N.
@@ -49,25 +72,25 @@ def log_marginal_likelihood(
 
     Returns
     -------
-    log p(y | X, alpha, beta), shape (C,); ``-inf`` where K is numerically singular.
+    log p(y | X, alpha, beta), shape (C,); ``-inf`` where K is not positive definite.
 
     The data-fit terms beta/2 ||y~ - Phi m||^2 + alpha/2 m^T m of eq. 8 equal
-    (beta y~^T y~ - beta^2 ||L^{-1} Phi^T y~||^2) / 2, which needs only the sufficient statistics,
-    so one evaluation costs O(D^3) whatever N is.
+    (beta y~^T y~ - beta^2 rhs^T K^{-1} rhs) / 2, which needs only the sufficient statistics;
+    with K diagonal in the spectrum's basis one evaluation costs O(D^2) (projecting rhs)
+    whatever N is.
     """
-    D = gram.shape[-1]
-    chol, info = _cholesky_of_precision(gram, alpha, beta)
-    v = torch.linalg.solve_triangular(chol, rhs.unsqueeze(-1), upper=False).squeeze(-1)
-    quad = beta * yty - beta**2 * (v * v).sum(-1)
-    logdet_k = 2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1)
+    D = spectrum.eigenvalues.shape[-1]
+    precisions = beta[:, None] * spectrum.eigenvalues + alpha[:, None]  # K's eigenvalues, (C, D)
+    projected = rhs @ spectrum.basis  # U^T rhs, (C, D)
+    quad = beta * yty - beta**2 * (projected * projected / precisions).sum(-1)
     lml = (
         0.5 * D * torch.log(alpha)
         + 0.5 * n * torch.log(beta)
         - 0.5 * n * math.log(2.0 * math.pi)
-        - 0.5 * logdet_k
+        - 0.5 * torch.log(precisions).sum(-1)
         - 0.5 * quad
     )
-    ok = (info == 0) & torch.isfinite(lml)
+    ok = (precisions > 0).all(-1) & torch.isfinite(lml)
     return torch.where(ok, lml, torch.full_like(lml, -math.inf))
 
 
