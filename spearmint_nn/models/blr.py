@@ -42,9 +42,9 @@ class GramSpectrum:
 
     The slice sampler evaluates eq. 8 thousands of times per fit with only alpha and beta (and the
     targets' prior mean) changing. In U's basis K = U diag(beta * eigenvalues + alpha) U^T is
-    diagonal, so each evaluation costs O(D) after one O(D^3) symmetric eigendecomposition,
-    instead of a batched Cholesky factorisation per call (with D = 179 basis functions that was
-    95% of a suggestion's time). Like the Cholesky route, nothing is inverted: the diagonal is
+    diagonal, so each evaluation costs O(D^2) (projecting Phi^T y~ onto U) after one O(D^3)
+    symmetric eigendecomposition, instead of a batched Cholesky factorisation per call (with
+    D = 179 basis functions that was 95% of a suggestion's time). Like the Cholesky route, nothing is inverted: the diagonal is
     divided elementwise, and its entries are at least alpha.
     """
 
