@@ -497,7 +497,9 @@ def test_the_optimizer_warps_the_float_and_int_value_columns_only(tmp_path):
     _observe_random(opt, 6)
     opt.suggest(1)
     assert json.loads((dngo_dir / "objective" / "warpings.json").read_text())["columns"] == value_columns
-    assert Optimizer(MIXED, model="dngo", seed=0)._new_surrogate("main").net.warped_columns == ()
+    plain = Optimizer(MIXED, model="dngo", seed=0)._new_surrogate("main").net
+    assert plain.warped_columns == () and plain.fourier_features == 128
+    assert opt._new_surrogate("main").net.fourier_features == 0  # dngo-warp keeps the paper's basis
 
 
 def test_the_optimizer_starts_fresh_chains_over_a_state_that_warped_every_column(tmp_path, caplog):
