@@ -64,6 +64,7 @@ class BasisNetwork(nn.Module):
             self.register_parameter("log_warp_a", None)
             self.register_parameter("log_warp_b", None)
         self.fourier_features = int(fourier_features)
+        self.fourier_length_scale = float(fourier_length_scale)
         if self.fourier_features:
             frequencies = torch.randn(n_inputs, self.fourier_features, generator=generator, dtype=torch.float64)
             phases = torch.rand(self.fourier_features, generator=generator, dtype=torch.float64)

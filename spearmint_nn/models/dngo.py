@@ -326,8 +326,7 @@ class DNGO(Surrogate):
             seed if seed is not None else int(torch.randint(2**62, (1,)).item())
         )
         warped = warped_column_indices(warped_columns, n_inputs) if warping else ()
-        self.fourier_length_scale = float(fourier_length_scale)
-        self.net = BasisNetwork(n_inputs, width, depth, warped, fourier_features, self.fourier_length_scale,
+        self.net = BasisNetwork(n_inputs, width, depth, warped, fourier_features, fourier_length_scale,
                                 self.generator).to(torch.float64)
         self.net.requires_grad_(False)
         self._trained = False
@@ -535,7 +534,7 @@ class DNGO(Surrogate):
             "depth": self.depth,
             "warped_columns": list(self.net.warped_columns),
             "fourier_features": self.net.fourier_features,
-            "fourier_length_scale": self.fourier_length_scale,
+            "fourier_length_scale": self.net.fourier_length_scale,
             "fits_since_reinit": self.fits_since_reinit,
             "last_loss": self.last_loss,
             "chains": self.chains.tolist(),
@@ -551,9 +550,9 @@ class DNGO(Surrogate):
         directory = Path(directory)
         meta = json.loads((directory / STATE_FILE).read_text())
         expected = (self.n_inputs, self.width, self.depth, self.n_samples, list(self.net.warped_columns),
-                    self.net.fourier_features, self.fourier_length_scale)
+                    self.net.fourier_features, self.net.fourier_length_scale)
         found = (meta["n_inputs"], meta["width"], meta["depth"], meta["n_samples"], meta.get("warped_columns", []),
-                 meta.get("fourier_features", 0), meta.get("fourier_length_scale", self.fourier_length_scale))
+                 meta.get("fourier_features", 0), meta.get("fourier_length_scale", self.net.fourier_length_scale))
         if found != expected:
             raise ValueError("DNGO.load: saved model has (n_inputs, width, depth, n_samples, warped_columns, "
                              "fourier_features, fourier_length_scale) = "
