@@ -62,8 +62,10 @@ def _run(learn_from_failures: bool, seed: int) -> tuple[list[bool], Optimizer]:
 
 
 def _crash_share_and_incumbent(learn_from_failures: bool, seed: int) -> tuple[float, tuple | None]:
-    """Share of jobs WARMUP+1..N_JOBS that crashed, and the incumbent (params, value) of one run."""
-    torch.set_num_threads(1)
+    """Share of jobs WARMUP+1..N_JOBS that crashed, and the incumbent (params, value) of one run.
+
+    A spawned worker imports this module, whose top level already sets one torch thread.
+    """
     crashed, optimizer = _run(learn_from_failures, seed)
     return sum(crashed[WARMUP:]) / (N_JOBS - WARMUP), optimizer.incumbent
 
