@@ -32,6 +32,41 @@ def test_log_shift_bounds_how_far_the_best_point_stands_out():
     assert (z[1] - z[0]) * transform.std == pytest.approx(np.log(1.0 + transform.delta) - np.log(transform.delta))
 
 
+def branin_run_closing_in() -> np.ndarray:
+    """Values of a Branin run that has sampled one basin densely: 30 random points, then 10 within
+    0.1 of the minimum 0.3979."""
+    f = FUNCTIONS["branin"]
+    lows, highs = np.array(f.bounds).T
+    spread = [f.function(x) for x in lows + (highs - lows) * np.random.default_rng(1).random((30, f.dim))]
+    return np.concatenate([spread, 0.3979 + np.geomspace(1e-4, 0.1, 10)])
+
+
+def test_log_shift_resolves_the_floor_of_a_basin_the_run_has_closed_in_on():
+    y = branin_run_closing_in()
+    best_gap = lambda t: float(t(np.array([0.3979 + 1e-3]))[0] - t(np.array([0.3979 + 1e-4]))[0])
+    # With delta a share of the range (about 3 here), regret 1e-4 and 1e-3 are a fraction of a
+    # hundredth of a standardised unit apart, far below DNGO's training misfit (about 0.02).
+    assert best_gap(LogShift.fit(y, resolve_best=False)) < 0.002
+    transform = LogShift.fit(y)
+    # k = 4 of 40: delta is the gap to the fourth best value.
+    assert transform.delta == pytest.approx(np.sort(y)[3] - y.min())
+    assert best_gap(transform) > 0.1
+
+
+def test_log_shift_keeps_a_positive_delta_when_the_best_values_tie():
+    y = np.array([1.0, 1.0, 1.0, 1.0, 5.0, 101.0])
+    transform = LogShift.fit(y)
+    assert transform.delta == pytest.approx(1e-6 * 100.0)
+    assert np.isfinite(transform(y)).all()
+
+
+def test_the_default_chooses_the_log_by_shape_then_resolves_the_best_values():
+    y = branin_run_closing_in()
+    chosen = SymmetryChosen.fit(y)
+    assert isinstance(chosen, LogShift)
+    assert chosen == LogShift.fit(y)
+
+
 def test_a_constant_objective_does_not_divide_by_zero():
     for cls in (Standardise, LogShift):
         z = cls.fit(np.full(5, 3.0))(np.full(5, 3.0))
