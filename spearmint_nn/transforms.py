@@ -45,8 +45,10 @@ import numpy as np
 LOG_SHIFT_FRACTION = 0.01
 #: ... and at most the gap from the best value to the k-th best, k = this share of N ...
 BEST_SHARE = 0.1
-#: ... but k is never below this.
+#: ... but k is never below this ...
 MIN_BEST = 3
+#: ... and delta never below this fraction of max(y) - min(y) (ties at the best value).
+MIN_DELTA_FRACTION = 1e-6
 _MIN_SPREAD = 1e-12
 
 
@@ -90,13 +92,12 @@ class LogShift:
     def fit(cls, y: np.ndarray, resolve_best: bool = True) -> "LogShift":
         """From the finite observed values y (N,), N >= 1; ``resolve_best=False``: delta is the
         share of the range alone."""
-        y = np.sort(np.asarray(y, dtype=float).ravel())
+        y = np.sort(np.asarray(y, dtype=float))
         lowest, spread = float(y[0]), float(y[-1] - y[0])
         delta = LOG_SHIFT_FRACTION * spread
         if resolve_best:
             k = max(MIN_BEST, math.ceil(BEST_SHARE * len(y)))
-            # Ties at the best value would give delta = 0: keep a millionth of the range.
-            delta = min(delta, max(float(y[min(k, len(y)) - 1]) - lowest, 1e-6 * spread))
+            delta = min(delta, max(float(y[min(k, len(y)) - 1]) - lowest, MIN_DELTA_FRACTION * spread))
         delta = max(delta, _MIN_SPREAD)
         return cls(lowest, delta, *_mean_and_spread(np.log(y - lowest + delta)))
 

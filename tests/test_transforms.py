@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from spearmint_nn.benchmarks.functions import FUNCTIONS
-from spearmint_nn.transforms import LOG_SHIFT_FRACTION, OUTPUT_TRANSFORMS, LogShift, Standardise, SymmetryChosen
+from spearmint_nn.transforms import (LOG_SHIFT_FRACTION, MIN_DELTA_FRACTION, OUTPUT_TRANSFORMS, LogShift, Standardise,
+                                     SymmetryChosen)
 
 
 @pytest.mark.parametrize("name", sorted(OUTPUT_TRANSFORMS))
@@ -37,8 +38,8 @@ def branin_run_closing_in() -> np.ndarray:
     0.1 of the minimum 0.3979."""
     f = FUNCTIONS["branin"]
     lows, highs = np.array(f.bounds).T
-    spread = [f.function(x) for x in lows + (highs - lows) * np.random.default_rng(1).random((30, f.dim))]
-    return np.concatenate([spread, 0.3979 + np.geomspace(1e-4, 0.1, 10)])
+    scattered = [f.function(x) for x in lows + (highs - lows) * np.random.default_rng(1).random((30, f.dim))]
+    return np.concatenate([scattered, 0.3979 + np.geomspace(1e-4, 0.1, 10)])
 
 
 def test_log_shift_resolves_the_floor_of_a_basin_the_run_has_closed_in_on():
@@ -56,7 +57,7 @@ def test_log_shift_resolves_the_floor_of_a_basin_the_run_has_closed_in_on():
 def test_log_shift_keeps_a_positive_delta_when_the_best_values_tie():
     y = np.array([1.0, 1.0, 1.0, 1.0, 5.0, 101.0])
     transform = LogShift.fit(y)
-    assert transform.delta == pytest.approx(1e-6 * 100.0)
+    assert transform.delta == pytest.approx(MIN_DELTA_FRACTION * 100.0)
     assert np.isfinite(transform(y)).all()
 
 
