@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
 from .config import DEFAULT_IGNORED_FAILURES, DEFAULT_TASK_NAME, ExperimentConfig, load_config
-from .daemon import Reporter, TimeShare, counts_toward_budget
+from .daemon import SUMMARY_TIME_SHARE, Reporter, TimeShare, counts_toward_budget
 from .errors import ConfigError
 from .layout import JOB_STATES, ExperimentPaths
 from .space import Space
@@ -288,10 +288,12 @@ class DaemonProgress:
     ``stream``; elsewhere each change is logged as a plain ``progress`` event (console and
     ``daemon.log``) when a job finished or the best changed. Snapshots are only built in the thread that attached (the daemon's main
     thread, the store's owner); events from other threads (the proposer's ``model`` event)
-    only record the refit time, shown at the next event.
+    only record the refit time, shown at the next event. ``time_share``: the largest share of
+    the time spent on snapshots (:class:`~spearmint_nn.daemon.TimeShare`; 1.0: every event).
     """
 
-    def __init__(self, config: ExperimentConfig, stream: TextIO | None = None, interactive: bool | None = None):
+    def __init__(self, config: ExperimentConfig, stream: TextIO | None = None, interactive: bool | None = None,
+                 time_share: float = SUMMARY_TIME_SHARE):
         self._config = config
         self._stream = stream if stream is not None else sys.stdout
         self.interactive = _is_terminal(self._stream) if interactive is None else interactive
@@ -303,7 +305,7 @@ class DaemonProgress:
         self._key: Any = None
         # A snapshot reads every job: with 10,000 of them, one per event would cost more than
         # the event itself. Limited to a share of the time, one update then covers several events.
-        self._limit = TimeShare()
+        self._limit = TimeShare(time_share)
 
     def attach(self, reporter: Reporter, store: Store) -> None:
         self._reporter, self._store, self._owner = reporter, store, threading.get_ident()
