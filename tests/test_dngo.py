@@ -277,18 +277,19 @@ def test_a_warped_posterior_is_differentiable_in_x():
     assert_posterior_gradient_matches_finite_differences(model, torch.tensor([[0.2, 0.7], [0.05, 0.4]], dtype=DT))
 
 
-def test_fourier_features_approximate_the_rbf_kernel_are_fixed_by_the_seed_and_saved():
+@pytest.mark.parametrize("scales", [(0.4,), (0.2, 0.4)])
+def test_fourier_features_approximate_the_average_rbf_kernel_are_fixed_by_the_seed_and_saved(scales):
     from spearmint_nn.models.basis import BasisNetwork
 
-    wide = BasisNetwork(3, fourier_features=20000, fourier_length_scale=0.4,
+    wide = BasisNetwork(3, fourier_features=20000, fourier_length_scales=scales,
                         generator=torch.Generator().manual_seed(0)).double()
     X = torch.rand(6, 3, generator=torch.Generator().manual_seed(1), dtype=DT)
     fourier = wide.features(X)[:, 50:]
-    rbf = torch.exp(-torch.cdist(X, X) ** 2 / (2 * 0.4**2))
+    rbf = sum(torch.exp(-torch.cdist(X, X) ** 2 / (2 * scale**2)) for scale in scales) / len(scales)
     torch.testing.assert_close(fourier @ fourier.T, rbf, rtol=0, atol=0.03)
 
     model, other = DNGO(n_inputs=3, seed=0), DNGO(n_inputs=3, seed=1)
-    assert model.net.features(X).shape == (6, 50 + 128)
+    assert model.net.features(X).shape == (6, 50 + 2 * 128)  # 128 for each of the two default scales
     assert torch.equal(model.net.fourier_weights, DNGO(n_inputs=3, seed=0).net.fourier_weights)
     assert not torch.equal(model.net.fourier_weights, other.net.fourier_weights)
     assert {"fourier_weights", "fourier_phases"} <= set(model.net.state_dict())
@@ -323,3 +324,13 @@ def test_a_model_saved_without_fourier_features_loads_only_into_the_same_basis(t
     with pytest.raises(ValueError, match="fourier_features"):
         DNGO(n_inputs=2, seed=0, n_samples=4).load(tmp_path)
     DNGO(n_inputs=2, seed=1, n_samples=4, fourier_features=0).load(tmp_path)
+
+
+def test_a_model_saved_with_other_fourier_length_scales_does_not_load(tmp_path):
+    X, y, _, _ = standardised_data(branin, 30, 2, seed=0)
+    model = DNGO(n_inputs=2, seed=0, n_samples=4, fourier_length_scales=(0.4,))
+    model.fit(X, y)
+    model.save(tmp_path)
+    with pytest.raises(ValueError, match=r"fourier_length_scales.*\[0\.4\].*\[0\.2, 0\.4\]"):
+        DNGO(n_inputs=2, seed=0, n_samples=4).load(tmp_path)
+    DNGO(n_inputs=2, seed=1, n_samples=4, fourier_length_scales=[0.4]).load(tmp_path)

@@ -284,9 +284,9 @@ class DNGO(Surrogate):
         log-scale inputs and costs on Hartmann6). The "dngo-warp" model turns it on.
     warped_columns : which inputs to warp, as column indices or a boolean mask of length D
         (default: all); the optimizer passes the FLOAT and INT columns.
-    fourier_features, fourier_length_scale : m random Fourier features of an RBF kernel of
-        length scale l (unit-cube units) appended to the regression's basis, drawn from the seed
-        and kept for the model's life; 0 gives the paper's basis. Measured in the README ("DNGO
+    fourier_features, fourier_length_scales : m random Fourier features for each RBF length
+        scale l (unit-cube units) appended to the regression's basis, drawn from the seed and kept
+        for the model's life; m = 0 gives the paper's basis. Measured in the README ("DNGO
         quality"): they give the regression variance away from the data, where the trained
         features have none.
     """
@@ -313,7 +313,7 @@ class DNGO(Surrogate):
         warping: bool = False,
         warped_columns: Sequence[int] | Sequence[bool] | Tensor | None = None,
         fourier_features: int = 128,
-        fourier_length_scale: float = 0.4,
+        fourier_length_scales: Sequence[float] = (0.2, 0.4),
     ):
         self.n_inputs, self.n_samples = n_inputs, n_samples
         self.width, self.depth = width, depth
@@ -326,7 +326,7 @@ class DNGO(Surrogate):
             seed if seed is not None else int(torch.randint(2**62, (1,)).item())
         )
         warped = warped_column_indices(warped_columns, n_inputs) if warping else ()
-        self.net = BasisNetwork(n_inputs, width, depth, warped, fourier_features, fourier_length_scale,
+        self.net = BasisNetwork(n_inputs, width, depth, warped, fourier_features, fourier_length_scales,
                                 self.generator).to(torch.float64)
         self.net.requires_grad_(False)
         self._trained = False
@@ -534,7 +534,7 @@ class DNGO(Surrogate):
             "depth": self.depth,
             "warped_columns": list(self.net.warped_columns),
             "fourier_features": self.net.fourier_features,
-            "fourier_length_scale": self.net.fourier_length_scale,
+            "fourier_length_scales": list(self.net.fourier_length_scales),
             "fits_since_reinit": self.fits_since_reinit,
             "last_loss": self.last_loss,
             "chains": self.chains.tolist(),
@@ -550,12 +550,12 @@ class DNGO(Surrogate):
         directory = Path(directory)
         meta = json.loads((directory / STATE_FILE).read_text())
         expected = (self.n_inputs, self.width, self.depth, self.n_samples, list(self.net.warped_columns),
-                    self.net.fourier_features, self.net.fourier_length_scale)
+                    self.net.fourier_features, list(self.net.fourier_length_scales))
         found = (meta["n_inputs"], meta["width"], meta["depth"], meta["n_samples"], meta.get("warped_columns", []),
-                 meta.get("fourier_features", 0), meta.get("fourier_length_scale", self.net.fourier_length_scale))
+                 meta.get("fourier_features", 0), meta.get("fourier_length_scales", []))
         if found != expected:
             raise ValueError("DNGO.load: saved model has (n_inputs, width, depth, n_samples, warped_columns, "
-                             "fourier_features, fourier_length_scale) = "
+                             "fourier_features, fourier_length_scales) = "
                              f"{found}, expected {expected}")
         tensors = torch.load(directory / WEIGHTS_FILE, weights_only=True)
         self.net.load_state_dict(tensors["net"])
