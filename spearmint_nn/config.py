@@ -142,7 +142,8 @@ KEYS: dict[str, Key] = {
     "variables": Key(None, _object, "the search space: name -> {type FLOAT|INT|ENUM, size, min, max, options, scale}"),
     "tasks": Key(None, _object, "name -> {type OBJECTIVE|CONSTRAINT, likelihood}; default one objective named 'main'"),
     "max-concurrent": Key(1, _int(1), "jobs in flight at once"),
-    "max-finished-jobs": Key(None, _int(1, optional=True), "stop after this many finished jobs (null: never)"),
+    "max-finished-jobs": Key(None, _int(1, optional=True), "stop after this many finished jobs (null: never)",
+                             "budget"),
     "polling-time": Key(3.0, _positive_number, "seconds between two polls of the driver"),
     # our keys
     "driver": Key({"name": "local"}, _object, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
@@ -161,6 +162,9 @@ KEYS: dict[str, Key] = {
     "fantasies": Key(10, _int(1), "fantasised outcomes per pending job when proposing in parallel", "fantasies"),
     "thompson-every": Key(10, _int(0), "one proposal in every this many made while other jobs are pending is a "
                           "Thompson sample (an exploratory batch member); 0: never", "thompson_every"),
+    "restart-after": Key(10, _int(0), "restart the search (a fresh objective model on new points) after this many "
+                         "evaluations without improvement, once ten initial designs' worth are done and while "
+                         "half of max-finished-jobs remains; 0: never", "restart_after"),
     "torch-threads": Key(1, _int(1), "torch threads of the daemon (a login node is shared)", "torch_threads"),
     "constraint-model": Key("classifier", _choice("classifier", "value", upper=False),
                             "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",

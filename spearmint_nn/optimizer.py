@@ -9,7 +9,8 @@ Usable on its own, without a daemon or files::
 
 The daemon uses exactly this class. One suggestion goes:
 
-1. While fewer than ``initial_design`` points are finished or pending, the next unused point of
+1. While fewer than ``initial_design`` points of the current segment (all points, unless the
+   search restarted) are finished or pending, the next unused point of
    a scrambled Sobol sequence (``model="sobol"`` never leaves this stage: random search).
 2. Otherwise the surrogate is refitted if observations arrived since the last fit (one refit
    however many arrived), on the finite objective values standardised to mean 0, variance 1.
@@ -29,6 +30,10 @@ observed durations, and each proposal's predicted duration is kept in
 
 ``model="auto"`` (the default) uses the GP while it is the better and affordable model and DNGO
 beyond, see :func:`auto_model_choice`.
+
+A search that has stopped improving restarts (:func:`restart_index`): the objective model is then
+fitted only to the observations from the restart on, beginning with a new initial design, while
+the constraint models and :attr:`Optimizer.incumbent` keep everything.
 """
 from __future__ import annotations
 
@@ -73,6 +78,9 @@ DEFAULT_FANTASIES = 10
 DEFAULT_THOMPSON_EVERY = 10
 # A surrogate is fitted once this many objective values are finite (standardising needs a spread).
 MIN_VALUES_TO_FIT = 2
+DEFAULT_RESTART_AFTER = 10
+# No restart before this many initial designs' worth of evaluations (see restart_index).
+RESTART_EARLIEST_DESIGNS = 10
 CONSTRAINT_MODELS = ("classifier", "value")
 
 
@@ -90,6 +98,38 @@ def auto_model_choice(n_observed: int, n_in_flight: int) -> str:
     if n_observed >= AUTO_GP_MAX_OBSERVATIONS or n_in_flight > AUTO_GP_MAX_IN_FLIGHT:
         return "dngo"
     return "gp"
+
+
+def restart_index(objective: Sequence[float], restart_after: int, earliest: int, budget: int | None) -> int:
+    """Index of the first observation of the current search segment: 0, or where the search last restarted.
+
+    ``objective`` (N,) holds the objective of each observation in the order observed, NaN where
+    the job failed or was infeasible. At each count i of observations (0 <= i <= N) the search
+    restarts, starting a segment at i, when all of these hold:
+
+    - none of the segment's last ``restart_after`` observations improved on the segment's best
+      value (``restart_after`` = 0: never restart);
+    - the segment has had ``earliest`` observations (i - its start >= earliest): a search, first
+      or restarted, that is still converging is not interrupted;
+    - ``budget`` is None (no limit) or at least as many evaluations remain as were spent
+      (budget - i >= i): a fresh search then has as much as the stuck one had.
+
+    Why: a model sure of the basin it sits in keeps EI there, however long the search goes on
+    (DNGO and the GP alike on Hartmann6, whose second-best basin holds -3.20 against the global
+    -3.32); the observations say nothing about the better basin, so only a search that forgets
+    them reaches it. It is computed from the history alone, so a restarted daemon that observes
+    the same results in the same order finds the same segment.
+    """
+    if restart_after <= 0:
+        return 0
+    start, best, last_improvement = 0, math.inf, 0
+    for i in range(len(objective) + 1):
+        if (i - last_improvement >= restart_after and i - start >= earliest
+                and (budget is None or budget - i >= i)):
+            start, best, last_improvement = i, math.inf, i
+        if i < len(objective) and objective[i] < best:  # False for NaN
+            best, last_improvement = objective[i], i
+    return start
 
 
 def conditional_kernel(space: Space) -> Conditional | None:
@@ -146,6 +186,11 @@ class Optimizer:
         "squared-exponential" (:data:`spearmint_nn.models.kernels.CORRELATIONS`); DNGO has no kernel.
     constraint_model : "classifier" (success/failure and constraint signs) or "value" (a
         regression on constraint values).
+    budget : evaluations the search will have in all (the config's ``max-finished-jobs``), or None
+        for no limit; a restart needs at least as many left as were spent (:func:`restart_index`).
+    restart_after : restart the search after this many observations in a row without improving
+        on its best (default 10; 0: never), once ten initial designs' worth have been observed
+        and while half the budget remains (:func:`restart_index`).
     output_transform : what the objective model is fitted to, from
         :data:`spearmint_nn.transforms.OUTPUT_TRANSFORMS`: "standardise", "log-shift" (log of the
         distance above the best value, standardised), "least-skewed" (whichever of those two
@@ -173,6 +218,8 @@ class Optimizer:
         kernel: str = "matern52",
         constraint_model: str = "classifier",
         output_transform: str = "auto",
+        budget: int | None = None,
+        restart_after: int = DEFAULT_RESTART_AFTER,
     ):
         self.space = Space.from_config(variables)
         if constraint_model not in CONSTRAINT_MODELS:
@@ -191,6 +238,10 @@ class Optimizer:
             raise ConfigError("fantasies", f"must be >= 1 (got {fantasies})")
         if thompson_every < 0:
             raise ConfigError("thompson-every", f"must be >= 0 (got {thompson_every})")
+        if restart_after < 0:
+            raise ConfigError("restart-after", f"must be >= 0 (got {restart_after})")
+        if budget is not None and budget < 1:
+            raise ConfigError("max-finished-jobs", f"must be >= 1 (got {budget})")
         self.model_name, self.seed = model, seed
         self.acquisition_name = acquisition
         self.acquisition_options = dict(acquisition_options or {})
@@ -198,6 +249,8 @@ class Optimizer:
                                else int(initial_design))
         self.fantasies = int(fantasies)
         self.thompson_every = int(thompson_every)
+        self.budget = None if budget is None else int(budget)
+        self.restart_after = int(restart_after)
         self.tasks = dict(tasks) if tasks else {DEFAULT_TASK: "OBJECTIVE"}
         objectives = [name for name, kind in self.tasks.items() if kind.upper() == "OBJECTIVE"]
         if len(objectives) != 1:
@@ -226,6 +279,9 @@ class Optimizer:
         self._duration_model: DurationModel | None = None
         self._duration_fitted_n = 0
         self._auto_choice = self._saved_auto_choice()
+        # Where the current search segment starts (restart_index); None until first computed,
+        # so that a model restored from state_dir is taken as the current segment's.
+        self._segment_start: int | None = None
         self.last_fit_seconds: float | None = None
         self.last_suggest_seconds: float | None = None
         #: Predicted run time in seconds of each point of the last ``suggest`` (None where no
@@ -261,6 +317,14 @@ class Optimizer:
     @property
     def n_observed(self) -> int:
         return len(self._X)
+
+    @property
+    def search_start(self) -> int:
+        """Index of the first observation the objective model is fitted to: 0 until the search
+        restarts (:func:`restart_index`), then the number of observations at the last restart."""
+        objective = np.where(self.feasible_mask(), np.asarray(self._objective, dtype=float), math.nan)
+        return restart_index(objective, self.restart_after, RESTART_EARLIEST_DESIGNS * self.initial_design,
+                             self.budget)
 
     @property
     def surrogate_name(self) -> str:
@@ -311,6 +375,7 @@ class Optimizer:
         start = time.perf_counter()
         if self.model_name == AUTO:
             self._update_auto_choice(len(pending) + n)
+        self._follow_restarts()
         taken = [row for row in self._X]
         if pending:
             taken += list(self.space.encode(list(pending)))
@@ -318,7 +383,7 @@ class Optimizer:
         for _ in range(n):
             avoid = np.asarray(taken + chosen, dtype=float).reshape(-1, self.space.dim)
             n_pending = len(avoid) - self.n_observed
-            if self.model_name == RANDOM_SEARCH or len(avoid) < self.initial_design:
+            if self.model_name == RANDOM_SEARCH or len(avoid) - self._segment_start < self.initial_design:
                 x = self._next_sobol(avoid)
             else:
                 thompson = n_pending > 0 and self.thompson_every > 0 and (len(avoid) + 1) % self.thompson_every == 0
@@ -329,6 +394,17 @@ class Optimizer:
         return self.space.decode(np.asarray(chosen))
 
     # ----------------------------------------------------------------------------- stages
+
+    def _follow_restarts(self) -> None:
+        """Set the current segment (:func:`restart_index`); when the search has just restarted,
+        replace the objective model by a fresh one, so nothing of the stuck fit carries over."""
+        start = self.search_start
+        if self._segment_start is not None and start != self._segment_start:
+            log.info("no improvement in %d evaluations: restarting the search at evaluation %d "
+                     "(the objective model now sees only what follows)", self.restart_after, start)
+            self._model = self._new_surrogate(self.objective)
+            self._fitted_n = -1
+        self._segment_start = start
 
     def _seed_draw(self) -> int:
         return int(self._rng.integers(2**31))
@@ -355,11 +431,13 @@ class Optimizer:
 
     def _model_proposal(self, avoid: np.ndarray, n_pending: int, thompson: bool = False) -> np.ndarray:
         """Maximise the acquisition, or with ``thompson`` minimise a posterior draw of f (once
-        there is a model and a feasible point); ``avoid``'s last n_pending rows are pending."""
+        there is a model and a feasible point); ``avoid``'s last n_pending rows are pending.
+        The objective, its best value and the anchor are the current segment's."""
         self._refit_if_needed()
-        objective = np.asarray(self._objective, dtype=float)
+        start = self._segment_start
+        objective = np.asarray(self._objective[start:], dtype=float)
         finite = np.isfinite(objective)
-        feasible = self.feasible_mask()
+        feasible = self.feasible_mask()[start:]
         generator = torch.Generator().manual_seed(self._seed_draw())
         X_pending = _torch_rows(avoid[len(avoid) - n_pending:], self.space.dim)
         feasibility = [
@@ -373,7 +451,7 @@ class Optimizer:
             best_index = np.flatnonzero(feasible)[np.argmin(objective[feasible])]
             best_value = float(self._transform(objective[best_index]))
             model, best = condition_on_pending(self._model, best_value, X_pending, self.fantasies, generator)
-            anchors = self._X[best_index][None]
+            anchors = self._X[start + best_index][None]
         elif fitted and not feasibility:
             # No feasible point yet and nothing learned about feasibility: improve on the best
             # finite value, the only signal there is.
@@ -399,19 +477,21 @@ class Optimizer:
         return proposal.x
 
     def _refit_if_needed(self) -> None:
-        """Refit the surrogate and classifiers once if observations arrived since the last fit."""
+        """Refit the surrogate (on the current segment) and the classifiers (on everything) once
+        if observations arrived since the last fit."""
         if self._fitted_n == self.n_observed:
             return
         start = time.perf_counter()
         X = _torch_rows(self._X, self.space.dim)
         objective = np.asarray(self._objective, dtype=float)
         finite = np.isfinite(objective)
-        if finite.sum() >= MIN_VALUES_TO_FIT:
-            y = objective[finite]
+        in_segment = finite & (np.arange(len(objective)) >= self._segment_start)
+        if in_segment.sum() >= MIN_VALUES_TO_FIT:
+            y = objective[in_segment]
             self._transform = OUTPUT_TRANSFORMS[self._output_transform_name()].fit(y)
             if self._model is None:
                 self._model = self._restore(OBJECTIVE_MODEL_DIR, self._new_surrogate(self.objective))
-            self._model.fit(X[torch.as_tensor(finite)], torch.as_tensor(self._transform(y)))
+            self._model.fit(X[torch.as_tensor(in_segment)], torch.as_tensor(self._transform(y)))
             self._save(OBJECTIVE_MODEL_DIR, self._model)
         labels = {name: np.asarray(v, dtype=float) for name, v in self._constraint_values.items()}
         if not finite.all() or SUCCESS in self._classifiers:

@@ -72,6 +72,7 @@ BAD_CONFIGS = [
     ("command as one string", _with(language="SHELL", command="bash run.sh", **{"main-file": DELETE}),
      'command: must be a list of arguments such as ["bash", "run.sh"], not one string'),
     ("seed negative", _with(seed=-1), "seed: must be >= 0 (got -1)"),
+    ("restart-after negative", _with(restart_after=-1), "restart-after: must be >= 0 (got -1)"),
 ]
 
 
@@ -148,6 +149,7 @@ def test_spearmint_config_with_defaults(tmp_path):
     assert options["model"] == "auto" and options["tasks"] == {"main": "OBJECTIVE"}
     assert options["initial_design"] == 3 and options["torch_threads"] == 1
     assert options["kernel"] == "matern52"
+    assert options["restart_after"] == 10 and options["budget"] is None  # max-finished-jobs: no limit
     assert set(KEYS) >= {"language", "main-file", "max-concurrent", "driver", "model", "seed"}
 
 

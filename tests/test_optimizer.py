@@ -240,3 +240,58 @@ def test_dngo_reaches_branin_041_within_60_evaluations():
         if best < 0.41:
             break
     assert best < 0.41
+
+
+# ------------------------------------------------------------------------------ restarts
+
+def test_restart_index_starts_a_segment_after_the_given_run_without_improvement():
+    values = [5.0, 4.0, 3.0] + [3.5] * 30  # last improvement at index 2, then the segments' first values
+    assert optimizer_module.restart_index(values, 10, earliest=0, budget=None) == 32  # 12, 22, 32
+    assert optimizer_module.restart_index(values[:12], 10, earliest=0, budget=None) == 12
+    assert optimizer_module.restart_index(values[:11], 10, earliest=0, budget=None) == 0
+    # Every segment, the restarted ones too, first runs for `earliest` observations: 15, then 30.
+    assert optimizer_module.restart_index(values, 10, earliest=15, budget=None) == 30
+    assert optimizer_module.restart_index(values, 0, earliest=0, budget=None) == 0  # 0: never
+
+
+def test_a_restart_needs_half_the_budget_left_and_measures_improvement_within_its_segment():
+    values = [5.0, 4.0, 3.0] + [3.5] * 30
+    assert optimizer_module.restart_index(values, 10, earliest=0, budget=24) == 12  # not 22: 22 > 24 - 22
+    assert optimizer_module.restart_index(values, 10, earliest=0, budget=23) == 0   # 12 > 23 - 12
+    # After the restart at 12 the segment's own best counts: 3.4 at 13 improves on its 3.5,
+    # though not on the overall best 3.0 (else the next restart would be at 22); NaN (a
+    # failure) never improves (else there would be none at 23).
+    values = [5.0, 4.0, 3.0] + [3.5] * 9 + [3.5, 3.4] + [math.nan] * 15
+    assert optimizer_module.restart_index(values, 10, earliest=0, budget=None) == 23
+
+
+def test_a_stuck_search_restarts_with_a_fresh_model_fitted_only_to_what_follows(exact_gp):
+    space = {"x": {"type": "FLOAT", "min": 0, "max": 1}}  # D = 1: initial design 2, earliest restart 20
+    opt = Optimizer(space, model=exact_gp, seed=0, initial_design=2)
+    for i in range(19):
+        opt.observe({"x": [i / 20]}, 1.0 if i else 0.0)  # nothing improves on the first value
+    opt.suggest(1)
+    stuck_model = opt._model
+    assert opt.search_start == 0 and stuck_model.X.shape[0] == 19
+    opt.observe({"x": [0.975]}, 1.0)
+    assert opt.search_start == 20
+    opt.suggest(1)
+    assert opt._model is not stuck_model and opt._model.X.shape[0] == 0  # fresh, not fitted yet
+    assert opt._model.n_fits == 0  # the new segment's initial design (Sobol) came first
+    opt.observe({"x": [0.33]}, 0.5)
+    opt.observe({"x": [0.66]}, 0.4)
+    opt.suggest(1)
+    assert opt._model.X.shape[0] == 2  # the segment's two observations, not all 22
+    assert opt.incumbent[1] == 0.0  # the user still sees the best of everything
+
+
+def test_with_a_budget_a_search_restarts_only_while_half_of_it_remains(exact_gp):
+    space = {"x": {"type": "FLOAT", "min": 0, "max": 1}}
+    values = [0.0] + [1.0] * 29
+    for budget, expected in ((30, 0), (40, 20), (None, 20)):
+        opt = Optimizer(space, model=exact_gp, seed=0, initial_design=2, budget=budget)
+        for i, value in enumerate(values):
+            opt.observe({"x": [i / 30]}, value)
+        assert opt.search_start == expected, budget
+    assert Optimizer(space, model=exact_gp, restart_after=0).restart_after == 0
+

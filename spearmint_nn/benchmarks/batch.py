@@ -46,7 +46,7 @@ def run_batches(seed: int, evals: int, batch: int, model: str = "auto", problem_
     torch.set_num_threads(1)
     problem = FUNCTIONS[problem_name]
     options = {} if thompson_every is None else {"thompson_every": thompson_every}
-    opt = Optimizer(problem.variables, model=model, seed=seed, **options)
+    opt = Optimizer(problem.variables, model=model, seed=seed, budget=evals, **options)
     values: list[float] = []
     start = time.perf_counter()
     cpu = time.process_time()

@@ -147,7 +147,7 @@ def run_once(problem: str, arm: str, seed: int, evals: int, model: str) -> dict[
     torch.set_num_threads(1)
     declared, objective = problem_definition(problem)
     variables = flat_variables(declared) if arm == "flat" else declared
-    opt = Optimizer(variables, model=RANDOM_SEARCH if arm == "random" else model, seed=seed)
+    opt = Optimizer(variables, model=RANDOM_SEARCH if arm == "random" else model, seed=seed, budget=evals)
     points, values, suggest_seconds, eval_seconds = [], [], [], []
     for _ in range(evals):
         params = opt.suggest(1)[0]

@@ -53,7 +53,8 @@ def gramacy_toy(x1: float, x2: float) -> dict[str, float]:
 def best_feasible_trace(model: str, seed: int, evaluations: int) -> list[float]:
     """Best feasible objective after each evaluation (NaN until one is feasible), length ``evaluations``."""
     torch.set_num_threads(1)
-    optimizer = Optimizer(VARIABLES, model=model, seed=seed, tasks=TASKS, likelihoods=LIKELIHOODS)
+    optimizer = Optimizer(VARIABLES, model=model, seed=seed, tasks=TASKS, likelihoods=LIKELIHOODS,
+                          budget=evaluations)
     trace, best = [], math.nan
     for _ in range(evaluations):
         params = optimizer.suggest(1)[0]

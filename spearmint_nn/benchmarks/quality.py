@@ -1,8 +1,8 @@
 """Optimisation quality and time per suggestion: the engine of the ``dngo`` and ``compare`` benchmarks.
 
-For every problem, method and seed, one sequential run goes to the problem's largest budget; the
-best value after each smaller budget is read from the same run. Reported per (problem, method,
-budget): median and interquartile range over seeds of the best value found, and of the number of
+For every problem, method, seed and budget, one sequential run is told its budget (the optimizer
+restarts a stuck search only while half of it remains, so a run told 200 evaluations may by 50
+stand where a run told 50 would not). Reported per (problem, method, budget): median and interquartile range over seeds of the best value found, and of the number of
 evaluations needed to reach a simple regret below the problem's threshold (runs that never reach
 it count as "not reached" and are shown as the share that did), with the mean seconds per
 suggestion. Then the time of one ``suggest`` (refit + acquisition maximisation) at N finished
@@ -49,10 +49,11 @@ def method_options(method: str) -> dict[str, Any]:
 
 
 def run_once(problem_name: str, method: str, seed: int, n_evals: int) -> dict[str, Any]:
-    """One sequential optimisation run; the values in order and the seconds of each suggestion."""
+    """One sequential optimisation run told its budget of n_evals; the values in order and the
+    seconds of each suggestion."""
     torch.set_num_threads(1)
     problem = FUNCTIONS[problem_name]
-    opt = Optimizer(problem.variables, seed=seed, **method_options(method))
+    opt = Optimizer(problem.variables, seed=seed, budget=n_evals, **method_options(method))
     values, seconds = [], []
     for _ in range(n_evals):
         params = opt.suggest(1)[0]
@@ -91,7 +92,8 @@ def time_suggestion(n: int, seed: int = 0, model: str = "dngo") -> dict[str, flo
     """Seconds of one cold and one warm-started suggestion with N Hartmann6 observations."""
     problem = FUNCTIONS["hartmann6"]
     rng = np.random.default_rng(seed)
-    opt = Optimizer(problem.variables, seed=seed, **{**method_options(model), "initial_design": 1})
+    # No restart: the model is timed on all N observations.
+    opt = Optimizer(problem.variables, seed=seed, restart_after=0, **{**method_options(model), "initial_design": 1})
     for x in rng.random((n, problem.dim)):
         opt.observe({"x": x}, problem.function(x))
     opt.suggest(1)
@@ -135,9 +137,8 @@ def main(
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
     parser.add_argument("--json", help="also write the results (every run's values) as JSON here, rewritten as each run ends")
     parser.add_argument("--reuse", nargs="*", default=[], metavar="JSON",
-                        help="JSON files of earlier quality benchmarks: a run found there (same problem, method "
-                             "and seed, at least as many evaluations) is taken instead of rerun; runs are "
-                             "deterministic given the seed")
+                        help="JSON files of earlier quality benchmarks: a run found there (same problem, method, "
+                             "seed and budget) is taken instead of rerun; runs are deterministic given the seed")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     started = time.time()
@@ -159,13 +160,14 @@ def main(
         problem_name, budgets_text = entry.split(":")
         plan.append((FUNCTIONS[problem_name], sorted(int(b) for b in budgets_text.split(","))))
     methods = args.methods.split(",")
-    planned = [((problem.name, method, seed), budgets[-1], (problem.name, method, seed, budgets[-1]))
-               for problem, budgets in plan for method in methods for seed in args.seeds]
-    reused, jobs = reused_and_new(planned, earlier_runs(args.reuse, ("problem", "method", "seed")))
+    planned = [((problem.name, method, seed, budget), budget, (problem.name, method, seed, budget))
+               for problem, budgets in plan for method in methods for seed in args.seeds for budget in budgets]
+    reused, jobs = reused_and_new(planned, earlier_runs(args.reuse, ("problem", "method", "seed", "budget")))
     report["runs"].extend(reused)
-    for (problem_name, method, seed, _), run in run_in_processes(run_once, jobs, args.workers):
-        report["runs"].append({"problem": problem_name, "method": method, "seed": seed, **run})
-        print(f"  {problem_name} {method} seed {seed}: best {min(run['values']):.5g}", file=sys.stderr, flush=True)
+    for (problem_name, method, seed, budget), run in run_in_processes(run_once, jobs, args.workers):
+        report["runs"].append({"problem": problem_name, "method": method, "seed": seed, "budget": budget, **run})
+        print(f"  {problem_name} {method} seed {seed} budget {budget}: best {min(run['values']):.5g}",
+              file=sys.stderr, flush=True)
         save()
 
     print(f"{'problem':<10} {'method':<10} {'evals':>5}  {'best median [IQR]':<34} "
@@ -173,10 +175,10 @@ def main(
     for problem, budgets in plan:
         threshold = thresholds.get(problem.name, 1e-3)
         for method in methods:
-            runs = sorted((r for r in report["runs"] if r["problem"] == problem.name and r["method"] == method),
-                          key=lambda r: r["seed"])
-            mean_suggest = float(np.mean([np.mean(r["suggest_seconds"]) for r in runs]))
             for budget in budgets:
+                runs = sorted((r for r in report["runs"] if r["problem"] == problem.name and r["method"] == method
+                               and r["budget"] == budget), key=lambda r: r["seed"])
+                mean_suggest = float(np.mean([np.mean(r["suggest_seconds"]) for r in runs]))
                 s = summarise([r["values"] for r in runs], problem, budget, threshold)
                 s.update(problem=problem.name, method=method, mean_suggest_seconds=mean_suggest)
                 report["quality"].append(s)

@@ -52,7 +52,7 @@ def earlier_runs(paths: Sequence[str], key_fields: Sequence[str]) -> dict[tuple,
     for path in paths:
         with open(path) as f:
             for run in json.load(f)["runs"]:
-                found[tuple(run[k] for k in key_fields)] = run
+                found[tuple(run.get(k) for k in key_fields)] = run  # a field it lacks matches nothing
     return found
 
 

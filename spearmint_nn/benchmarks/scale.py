@@ -50,7 +50,7 @@ def measure_point(model: str, n: int, n_pending: int, seed: int = 0) -> dict[str
     problem = FUNCTIONS[PROBLEM]
     rng = np.random.default_rng(seed)
     X = rng.random((n + 1 + n_pending, problem.dim))
-    opt = Optimizer(problem.variables, model=model, seed=seed)
+    opt = Optimizer(problem.variables, model=model, seed=seed, restart_after=0)  # fit on all n
     for x in X[:n]:
         opt.observe({"x": x}, problem({"x": x}))
     start = time.perf_counter()
