@@ -153,6 +153,16 @@ def test_spearmint_config_with_defaults(tmp_path):
     assert set(KEYS) >= {"language", "main-file", "max-concurrent", "driver", "model", "seed"}
 
 
+def test_the_budget_and_restart_after_reach_the_optimizer(tmp_path):
+    from spearmint_nn.optimizer import Optimizer
+
+    folder = write_experiment(tmp_path / "exp", quick_config(**{"max-finished-jobs": 40, "restart-after": 0}),
+                              {"wrapper.py": ""})
+    config = load_config(folder)
+    opt = Optimizer(config.variables, **optimizer_options(config))
+    assert opt.budget == 40 and opt.restart_after == 0
+
+
 def test_tasks_and_driver_shorthand(tmp_path):
     folder = write_experiment(tmp_path / "exp", quick_config(
         tasks={"loss": {"type": "objective"}, "mem": {"type": "CONSTRAINT", "likelihood": "noiseless"}},
