@@ -172,6 +172,7 @@ class Proposer:
         self.taken_fields: list[dict] = []
         self._error: BaseException | None = None
         self._busy = self._closed = False
+        self._search_start = 0  # the optimizer's search segment last reported (Optimizer.search_start)
         self._thread = threading.Thread(target=self._work, name="proposer", daemon=True)
         self._thread.start()
 
@@ -236,12 +237,23 @@ class Proposer:
                 self._reporter.event("model", f"suggested {n} point(s) in {elapsed:.2f} s from "
                                      f"{self._optimizer.n_observed} observations ({len(pending)} pending){refit}",
                                      seconds=elapsed, refit_seconds=fit if refit else None)
+                self._report_restart()
                 error = None
             except BaseException as exc:  # reported by the main thread through take()
                 proposal, fields, error = None, [], exc
             with self._cond:
                 self._result, self._result_fields, self._error, self._busy = proposal, fields, error, False
             self._wake.set()
+
+
+    def _report_restart(self) -> None:
+        """An event when the optimizer's search segment moved (a restart, or one found on replay)."""
+        start = getattr(self._optimizer, "search_start", 0)
+        if start != self._search_start:
+            self._search_start = start
+            self._reporter.event("restart", f"the search restarted at evaluation {start}: no improvement in "
+                                 f"{self._optimizer.restart_after} evaluations; the objective model now sees "
+                                 f"only the evaluations since", evaluation=start)
 
 
 def _proposal_fields(optimizer: "Optimizer", n: int) -> list[dict[str, Any]]:

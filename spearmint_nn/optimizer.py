@@ -321,7 +321,10 @@ class Optimizer:
     @property
     def search_start(self) -> int:
         """Index of the first observation the objective model is fitted to: 0 until the search
-        restarts (:func:`restart_index`), then the number of observations at the last restart."""
+        restarts (:func:`restart_index`), then the number of observations at the last restart.
+        Random search has no model and never restarts."""
+        if self.model_name == RANDOM_SEARCH:
+            return 0
         objective = np.where(self.feasible_mask(), np.asarray(self._objective, dtype=float), math.nan)
         return restart_index(objective, self.restart_after, RESTART_EARLIEST_DESIGNS * self.initial_design,
                              self.budget)

@@ -115,6 +115,26 @@ def test_the_proposer_hands_predicted_durations_to_the_daemon_as_job_fields():
         proposer.close()
 
 
+def test_the_proposer_reports_a_restart_as_an_event():
+    opt = Optimizer(LINE, model="gp-nowarp", seed=0, initial_design=2, model_options=QUICK_GP)
+    log, wake = io.StringIO(), threading.Event()
+    proposer = Proposer(opt, Reporter(None, log), wake)
+    try:
+        for i in range(20):  # nothing improves on the first value: a restart at 20 (10 x the design)
+            proposer.observe({"x": [i / 20]}, 0.0 if i == 0 else 1.0 + i / 100, None)
+        proposer.request(1, [])
+        assert wake.wait(120)
+        assert len(proposer.take()) == 1
+    finally:
+        proposer.close()
+    assert opt.search_start == 20
+    assert "the search restarted at evaluation 20" in log.getvalue()
+    random_search = Optimizer(LINE, model="sobol", seed=0, initial_design=2)
+    for i in range(20):
+        random_search.observe({"x": [i / 20]}, 0.0 if i == 0 else 1.0)
+    assert random_search.search_start == 0  # no model, nothing to restart
+
+
 # ---- 3 + 2, end to end: the daemon records predictions, the report draws warpings and durations
 
 SLEEPY_WRAPPER = """
