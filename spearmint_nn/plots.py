@@ -330,7 +330,11 @@ def draw_warpings(snap: Snapshot, fig: "Figure | SubFigure", summary: dict[str, 
             ax.set_xlabel("input in the unit cube", fontsize="small")
     for ax in axes[len(entries):]:
         ax.set_visible(False)
-    fig.suptitle(f"{snap.name}: learned input warpings (dashed: none)", fontweight="bold")
+    # GP summaries say in what share of the samples warping is on at all (the rest count as the
+    # identity in mean and band); DNGO's trained warp has no such share.
+    share = summary.get("share_warped")
+    warped = "" if share is None else f", warped in {100 * float(share):.0f}% of samples"
+    fig.suptitle(f"{snap.name}: learned input warpings (dashed: none{warped})", fontweight="bold")
 
 
 def draw_durations(snap: Snapshot, fig: "Figure | SubFigure") -> None:

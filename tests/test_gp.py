@@ -20,7 +20,6 @@ from spearmint_nn.models.gp import (
     robust_cholesky,
 )
 from spearmint_nn.models.kernels import Conditional
-from spearmint_nn.models.warping import log_shape_prior
 from spearmint_nn.optimize import continuous_columns
 from spearmint_nn.optimizer import Optimizer
 
@@ -116,9 +115,10 @@ def test_slice_sampling_recovers_known_lengthscales():
 def test_log_prior_is_the_sum_of_the_per_coordinate_priors():
     """The batched prior equals its terms written out one by one, and is -inf off the support."""
     layout = HyperLayout(n_dims=3, warped=(0, 2), noiseless=False, n_arc=1)
-    assert layout.size == 3 + 3 + 2 * 2 + 1  # mean, amp2, noise; length scales; 2 warps; rho
+    assert layout.size == 3 + 3 + 2 * 2 + 1 + 1  # mean, amp2, noise; length scales; 2 warps; switch; rho
     g = torch.Generator().manual_seed(0)
     theta = torch.randn(50, layout.size, generator=g, dtype=torch.float64).clamp(-2.0, 2.0)  # inside every box
+    theta[:, layout.warp_switch] = torch.rand(50, generator=g, dtype=torch.float64)
     theta[:, layout.rho] = 0.2 + 0.7 * torch.rand(50, 1, generator=g, dtype=torch.float64)
     theta[:, layout.log_noise] = -8.0 + 6.0 * torch.rand(50, generator=g, dtype=torch.float64)
     noise = theta[:, layout.log_noise]
@@ -128,13 +128,15 @@ def test_log_prior_is_the_sum_of_the_per_coordinate_priors():
         + torch.log(torch.log1p(3.0 * 0.1**2 * torch.exp(-2.0 * noise))) + noise
         # log-normal length scales: the Gaussian in log l up to its constant
         - 0.5 * ((theta[:, layout.log_lengthscales] - math.log(0.5)) ** 2 - math.log(0.5) ** 2).sum(-1)
-        + log_shape_prior(theta[:, layout.log_alpha])
-        + log_shape_prior(theta[:, layout.log_beta])
+        # the paper's log-normal warp shapes: a Gaussian of variance 0.75 in log shape; the switch
+        # is uniform, so it adds nothing inside [0, 1]
+        - 0.5 * (theta[:, layout.log_alpha] ** 2 + theta[:, layout.log_beta] ** 2).sum(-1) / 0.75
     )
     got = log_prior(theta, layout)
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12, atol=1e-12)
     for coordinate, value in ((layout.log_lengthscales.start, 3.0), (layout.log_alpha.start, 3.5),
-                              (layout.rho.start, 1.5), (layout.log_noise, 3.0)):
+                              (layout.rho.start, 1.5), (layout.log_noise, 3.0), (layout.warp_switch, 1.01),
+                              (layout.warp_switch, -0.01)):
         off = theta[:2].clone()
         off[:, coordinate] = value
         assert torch.isinf(log_prior(off, layout)).all()
@@ -161,7 +163,8 @@ def test_training_correlation_memo_matches_a_fresh_computation_along_a_sweep(war
     g = torch.Generator().manual_seed(1)
     chains = layout.pack(lengthscales=0.4) + 0.3 * torch.randn(4, layout.size, generator=g, dtype=torch.float64)
     memo(chains, Hypers.unpack(chains, layout))
-    for coordinate in [0, layout.log_lengthscales.start + 1, layout.log_alpha.stop - 1, layout.log_beta.start, layout.log_alpha.start]:
+    for coordinate in [0, layout.log_lengthscales.start + 1, layout.log_alpha.stop - 1, layout.log_beta.start,
+                       layout.warp_switch, layout.log_alpha.start]:
         for copies in (2, 1, 2):
             moved = chains.repeat(copies, 1)
             moved[:, coordinate] += 0.2 * torch.randn(len(moved), generator=g, dtype=torch.float64)
@@ -293,6 +296,47 @@ def test_warpings_are_json_per_input():
     nowarp = GP(warping=False, seed=0, burn_in=1, sweeps_per_fit=1, n_samples=2)
     nowarp.fit(torch.tensor(X), torch.tensor(y))
     assert nowarp.warpings() is None
+
+
+def test_a_sample_whose_switch_is_off_is_unwarped_whatever_its_shapes():
+    """Below WARP_PROBABILITY the switch applies the sampled shapes; above it the sample is the
+    unwarped GP: its likelihood equals that of a GP without warping and ignores the shapes."""
+    X, y = data(n=12)
+    X, y = torch.tensor(X), torch.tensor(y)
+    gp, plain = GP(n_inputs=2, seed=0), GP(n_inputs=2, warping=False, seed=0)
+    layout, plain_layout = gp.layout_for(2), plain.layout_for(2)
+    on = layout.pack(lengthscales=[0.3, 0.6], alpha=[0.4, 2.0], beta=[1.5, 0.7])
+    off = layout.pack(lengthscales=[0.3, 0.6], alpha=[0.4, 2.0], beta=[1.5, 0.7], warped=False)
+    off_other_shapes = layout.pack(lengthscales=[0.3, 0.6], alpha=[3.0, 0.2], beta=[0.5, 1.1], warped=False)
+    theta = torch.stack([on, off, off_other_shapes])
+    h = Hypers.unpack(theta, layout)
+    assert h.warp_on.tolist() == [True, False, False]
+    assert (h.log_alpha[1:] == 0).all() and (h.log_beta[1:] == 0).all()
+    ll = gp.log_marginal_likelihood(theta, X, y)
+    unwarped = plain.log_marginal_likelihood(plain_layout.pack(lengthscales=[0.3, 0.6])[None], X, y)
+    np.testing.assert_allclose(ll[1:].numpy(), unwarped.expand(2).numpy(), rtol=1e-12)
+    assert abs(float(ll[0] - ll[1])) > 1e-3  # the warps of the switched-on sample do change the fit
+
+
+@pytest.mark.parametrize("log_scale", [True, False])
+def test_the_sampler_warps_where_the_data_want_it_and_not_elsewhere(log_scale):
+    """The share of samples that warp is the posterior probability of the warped model: near 1
+    for a function of log x (it varies fast near 0), near 0 for sin(6 x), which an unwarped
+    Matern GP fits as well, so the Occam factor of the warp shapes decides (measured: 1.0 and
+    0.0-0.02 over three data seeds each)."""
+    x = np.random.default_rng(0).random((20, 1))
+    y = np.sin(3 * np.log10(0.999 * x[:, 0] + 1e-3)) if log_scale else np.sin(6 * x[:, 0])
+    X, y = torch.tensor(x), torch.tensor((y - y.mean()) / y.std())
+    gp = GP(n_inputs=1, seed=0, noiseless=True, burn_in=60)
+    shares = []
+    for _ in range(4):
+        gp._n_observed = 0  # each refit sweeps as after ten new observations
+        gp.fit(X, y)
+        shares.append(gp.warpings()["share_warped"])
+    if log_scale:
+        assert np.mean(shares) > 0.8
+    else:
+        assert np.mean(shares) < 0.2
 
 
 def test_conditional_gp_ignores_inactive_values():

@@ -160,11 +160,14 @@ def test_the_warping_panels_show_the_warped_columns_under_their_names(tmp_path):
     paths = ExperimentPaths(exp)
     paths.warpings.parent.mkdir(parents=True, exist_ok=True)
     log_alpha = torch.full((4, len(columns)), 0.5, dtype=torch.float64)
-    paths.warpings.write_text(json.dumps(warping_summary(log_alpha, torch.zeros_like(log_alpha), 11, columns=columns)))
+    summary = {**warping_summary(log_alpha, torch.zeros_like(log_alpha), 11, columns=columns), "share_warped": 0.3}
+    paths.warpings.write_text(json.dumps(summary))
     section = next(s for s in plots.sections(take_snapshot(exp)) if s.key == "warpings")
-    titles = [ax.get_title() for ax in plots.section_figure(section).axes if ax.get_visible()]
+    figure = plots.section_figure(section)
+    titles = [ax.get_title() for ax in figure.axes if ax.get_visible()]
     assert titles == [labels[col] for col in columns][:plots.MAX_WARPING_PANELS]
     assert titles[:3] == ["lr", "layers", "w[0]"]
+    assert "warped in 30% of samples" in figure.get_suptitle()  # the GP's share of warped samples
 
 
 def test_a_clear_message_without_matplotlib(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """The input warpings: the Beta CDF (value and x-gradient against scipy), the Kumaraswamy CDF
-(closed form, gradients in x and in the shapes), prior, column selection, JSON summary."""
+(closed form, gradients in x and in the shapes), column selection, JSON summary."""
 import json
 import math
 
@@ -10,13 +10,10 @@ import scipy.stats
 import torch
 
 from spearmint_nn.models.warping import (
-    IDENTITY_SD,
-    IDENTITY_WEIGHT,
     LOG_SHAPE_BOUND,
     BetaWarp,
     beta_cdf,
     kumaraswamy_cdf,
-    log_shape_prior,
     warp,
     warped_column_indices,
     warping_summary,
@@ -91,20 +88,6 @@ def test_warp_is_monotone_and_fixes_the_endpoints():
     w = beta_cdf(x, torch.tensor(0.05, dtype=torch.float64), torch.tensor(20.0, dtype=torch.float64))
     assert w[0] == 0.0 and w[-1] == 1.0
     assert (w.diff() >= -1e-9).all()  # monotone up to the series' accuracy at this extreme shape
-
-
-def test_log_shape_prior_is_a_spike_at_the_identity_plus_the_papers_lognormal():
-    u = torch.tensor([[0.0, 0.0], [0.4, -1.2], [1.0, 2.0], [0.05, -0.15]], dtype=torch.float64)
-    got = log_shape_prior(u)
-    # in log coordinates a log-normal is a normal density of log(alpha)
-    density = (IDENTITY_WEIGHT * scipy.stats.norm.pdf(u.numpy(), scale=IDENTITY_SD)
-               + (1 - IDENTITY_WEIGHT) * scipy.stats.norm.pdf(u.numpy(), scale=math.sqrt(0.75)))
-    np.testing.assert_allclose(got.numpy(), np.log(density).sum(-1), rtol=1e-12)
-    # far from the identity only the paper's log-normal is left
-    far = log_shape_prior(torch.tensor([[2.0]], dtype=torch.float64)).item()
-    assert far == pytest.approx(math.log(0.9) + scipy.stats.norm.logpdf(2.0, scale=math.sqrt(0.75)), rel=1e-9)
-    outside = log_shape_prior(torch.tensor([[0.0, LOG_SHAPE_BOUND + 0.01]], dtype=torch.float64))
-    assert outside.item() == -math.inf
 
 
 def test_warping_summary_is_json_with_mean_and_spread_per_input():

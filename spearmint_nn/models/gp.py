@@ -17,10 +17,18 @@ scales' log-normal in place of its top-hat; see LOG_LENGTHSCALE_PRIOR_MEAN):
     log noise     noise variance             horseshoe(scale 0.1) on noise, noise in [1e-12, 10]
     log l_d       ARD length scales          log-normal: log l_d ~ N(log 0.5, 1), l_d in [1e-3, 10]
                                              (or Spearmint's top-hat: l_d uniform on [1e-3, 10])
-    log alpha_d,  Beta-CDF warp shapes       0.9 x log-normal (variance 0.75, the paper's) + 0.1 x a
-    log beta_d                               narrow one (sd 0.1) at the identity, |log| <= 3
-                                             (warped inputs d; ``warping.log_shape_prior``)
+    log alpha_d,  Beta-CDF warp shapes       log-normal: log ~ N(0, 0.75), the paper's, |log| <= 3
+    log beta_d                               (warped inputs d)
+    switch        warped or not              uniform on [0, 1]: the warps apply where switch <
+                                             ``warping.WARP_PROBABILITY``, else every input is
+                                             unwarped (and the shapes follow their prior)
     rho_c         arc angles                 uniform on [1e-3, 1]                  (conditional)
+
+The switch makes "warped or not" a sampled choice, as in product-space model selection (Carlin and
+Chib 1995, with the prior as the pseudo-prior): the fraction of samples that warp is the
+posterior probability of the warped model, so inputs that need no warp are left alone instead of
+keeping the prior's spread of warps, while a log-scale input turns warping on (README, "Warped or
+not"). Slice sampling handles the step in the density at the threshold like any other.
 
 Only the inputs named in ``warped_columns`` get warp shapes (default: all). On a 0/1 input (a
 one-hot ENUM option, a relevance indicator) every Beta CDF is the identity, so its two shapes
@@ -47,7 +55,8 @@ from ..layout import WARPINGS_FILE
 from ..sampling import slice_sweep
 from .base import Surrogate, atomic_write_bytes
 from .kernels import CORRELATIONS, Conditional, covariance, embed, squared_distances
-from .warping import LOG_SHAPE_BOUND, BetaWarp, log_shape_prior, warp, warped_column_indices, warping_summary
+from .warping import (LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, WARP_PROBABILITY, BetaWarp, warp,
+                      warped_column_indices, warping_summary)
 
 # Fixed noise variance for a NOISELESS likelihood: jitter for stability, not a model of noise.
 NOISELESS_JITTER = 1e-10
@@ -153,8 +162,12 @@ class HyperLayout:
         return slice(end, end + len(self.warped)) if self.warping else None
 
     @property
+    def warp_switch(self) -> int | None:
+        return self.log_lengthscales.stop + 2 * len(self.warped) if self.warping else None
+
+    @property
     def rho(self) -> slice:
-        start = self.log_lengthscales.stop + 2 * len(self.warped)
+        start = self.log_lengthscales.stop + 2 * len(self.warped) + (1 if self.warping else 0)
         return slice(start, start + self.n_arc)
 
     @property
@@ -177,6 +190,7 @@ class HyperLayout:
         if self.warping:
             w[self.log_alpha] = 2.0
             w[self.log_beta] = 2.0
+            w[self.warp_switch] = 1.0
         w[self.rho] = 0.5
         return w
 
@@ -189,9 +203,11 @@ class HyperLayout:
         alpha: Tensor | float = 1.0,
         beta: Tensor | float = 1.0,
         rho: Tensor | float = 0.5,
+        warped: bool = True,
     ) -> Tensor:
         """One state vector (size,) from natural-unit values (noise ignored when noiseless);
-        alpha and beta are per warped column (length ``len(warped)``) or scalars."""
+        alpha and beta are per warped column (length ``len(warped)``) or scalars; ``warped``
+        sets the switch to the middle of its on (or off) interval."""
         theta = torch.zeros(self.size, dtype=torch.float64)
         theta[0] = mean
         theta[1] = math.log(amp2)
@@ -201,6 +217,7 @@ class HyperLayout:
         if self.warping:
             theta[self.log_alpha] = torch.log(torch.as_tensor(alpha, dtype=torch.float64))
             theta[self.log_beta] = torch.log(torch.as_tensor(beta, dtype=torch.float64))
+            theta[self.warp_switch] = WARP_PROBABILITY / 2 if warped else (1.0 + WARP_PROBABILITY) / 2
         theta[self.rho] = torch.as_tensor(rho, dtype=torch.float64)
         return theta
 
@@ -213,20 +230,29 @@ class Hypers:
     amp2: Tensor  # (S,)
     noise: Tensor  # (S,) noise variance (the fixed jitter when noiseless)
     log_lengthscales: Tensor  # (S, D)
-    log_alpha: Tensor | None  # (S, W), W = len(warped)
+    log_alpha: Tensor | None  # (S, W), W = len(warped); 0 (the identity) where warp_on is False
     log_beta: Tensor | None  # (S, W)
+    warp_on: Tensor | None  # (S,) bool: whether the sample warps its inputs
     rho: Tensor  # (S, n_arc)
     warped: tuple[int, ...] = ()  # the input column of each of the W warp shapes
 
     @classmethod
     def unpack(cls, theta: Tensor, layout: HyperLayout) -> "Hypers":
-        """From states (S, size), clamped into the support so that kernels stay finite."""
+        """From states (S, size), clamped into the support so that kernels stay finite; the warp
+        shapes of samples whose switch is off are the identity's (log shape 0)."""
         noise = (
             torch.full_like(theta[:, 0], NOISELESS_JITTER)
             if layout.log_noise is None
             else torch.exp(theta[:, layout.log_noise].clamp(*LOG_NOISE_BOUNDS))
         )
-        shape = (lambda s: theta[:, s].clamp(-LOG_SHAPE_BOUND, LOG_SHAPE_BOUND)) if layout.warping else (lambda s: None)
+        warp_on = theta[:, layout.warp_switch] < WARP_PROBABILITY if layout.warping else None
+
+        def shape(coordinates: slice | None) -> Tensor | None:
+            if coordinates is None:
+                return None
+            log_shape = theta[:, coordinates].clamp(-LOG_SHAPE_BOUND, LOG_SHAPE_BOUND)
+            return torch.where(warp_on[:, None], log_shape, torch.zeros_like(log_shape))
+
         return cls(
             mean=theta[:, 0],
             amp2=torch.exp(theta[:, 1].clamp(-20.0, 20.0)),
@@ -234,6 +260,7 @@ class Hypers:
             log_lengthscales=theta[:, layout.log_lengthscales].clamp(*LOG_LENGTHSCALE_BOUNDS),
             log_alpha=shape(layout.log_alpha),
             log_beta=shape(layout.log_beta),
+            warp_on=warp_on,
             rho=theta[:, layout.rho].clamp(*RHO_BOUNDS),
             warped=layout.warped,
         )
@@ -249,7 +276,7 @@ def _prior_terms(layout: HyperLayout, lengthscale_prior: str) -> tuple[Tensor, T
     """Per-coordinate pieces of the log prior, each of shape (size,): support bounds (lower,
     upper), the precision of the Gaussian terms (0 where none) and the slope of the linear terms.
 
-    Everything but the horseshoe and the warp shapes' mixture is a sum over coordinates of
+    Everything but the horseshoe is a sum over coordinates of
     -precision u^2 / 2 + slope u on a box, so the prior of a batch of states costs a few
     whole-tensor operations.
     """
@@ -268,9 +295,11 @@ def _prior_terms(layout: HyperLayout, lengthscale_prior: str) -> tuple[Tensor, T
         # Log-normal on the length scale: a Gaussian in the sampled log coordinate (no Jacobian).
         precision[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_SD**-2
         slope[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_MEAN * LOG_LENGTHSCALE_PRIOR_SD**-2
-    if layout.warping:  # their density is a mixture, added by log_prior
+    if layout.warping:
         for shapes in (layout.log_alpha, layout.log_beta):
             lower[shapes], upper[shapes] = -LOG_SHAPE_BOUND, LOG_SHAPE_BOUND
+            precision[shapes] = 1.0 / LOG_SHAPE_PRIOR_VARIANCE  # log-normal: Gaussian in log shape
+        lower[layout.warp_switch], upper[layout.warp_switch] = 0.0, 1.0
     lower[layout.rho], upper[layout.rho] = RHO_BOUNDS
     return lower, upper, precision, slope
 
@@ -278,13 +307,10 @@ def _prior_terms(layout: HyperLayout, lengthscale_prior: str) -> tuple[Tensor, T
 def log_prior(theta: Tensor, layout: HyperLayout, lengthscale_prior: str = "log-normal") -> Tensor:
     """Log prior density of states (C, size) in the sampled coordinates; -inf outside the support.
 
-    ``lengthscale_prior`` is one of ``LENGTHSCALE_PRIORS``. The warp shapes' term is
-    ``warping.log_shape_prior``.
+    ``lengthscale_prior`` is one of ``LENGTHSCALE_PRIORS``.
     """
     lower, upper, precision, slope = _prior_terms(layout, lengthscale_prior)
     logp = theta @ slope - 0.5 * (theta**2 @ precision)
-    if layout.warping:
-        logp = logp + log_shape_prior(theta[:, layout.log_alpha]) + log_shape_prior(theta[:, layout.log_beta])
     if layout.log_noise is not None:
         # Horseshoe on the noise variance, approximated as log(1 + 3 (scale / noise)^2).
         u = theta[:, layout.log_noise]
@@ -311,7 +337,9 @@ class _TrainingCorrelation:
     A slice-sampling sweep moves one coordinate at a time. While it moves the mean, amplitude or
     noise the correlation is unchanged, and while it moves a length scale or an arc angle the
     warped inputs are; while it moves the warp shapes of warped input d only column d of the
-    warped inputs changes (unwarped columns never do). Recomputing none of that saves most of
+    warped inputs changes (unwarped columns never do), and only where the sample warps at all.
+    Changes are detected on the shapes in effect (``Hypers``: the identity's where the switch is
+    off), so moving the switch recomputes every warped column and moving an unused shape nothing. Recomputing none of that saves most of
     the cost of a sweep. The kernel-shape coordinates (length scales, warp shapes, arc angles)
     are the tail of the state vector.
 
@@ -326,7 +354,6 @@ class _TrainingCorrelation:
         self.warping = layout.warping
         self.warped = torch.tensor(layout.warped, dtype=torch.long)
         self.shape_coords = slice(layout.log_lengthscales.start, layout.size)
-        self.warp_coords = slice(layout.log_lengthscales.stop, layout.rho.start)  # log alpha then log beta
         self._shape_key: Tensor | None = None
         self._warp_key: Tensor | None = None
         self._W: Tensor | None = None
@@ -340,7 +367,7 @@ class _TrainingCorrelation:
         """Warped training inputs (B, N, D), recomputing only the inputs whose shapes moved."""
         if not self.warping:
             return self.X
-        warp_key = theta[:, self.warp_coords]
+        warp_key = torch.cat([h.log_alpha, h.log_beta], dim=1)  # the shapes in effect
         if self._W is None:
             W = self.gp._warp(self.X, h)
         else:
@@ -468,10 +495,14 @@ class GP(Surrogate):
         self._data = self._condition(Hypers.unpack(theta, layout), X, y.expand(self.n_samples, 1, N))
 
     def _initial_chains(self, y: Tensor) -> Tensor:
-        """Chains dispersed around the identity warp, moderate length scales and small noise."""
-        theta = self.layout.pack(mean=float(y.mean()) if y.numel() else 0.0, amp2=1.0, noise=1e-3, lengthscales=0.5)
+        """Chains dispersed around moderate length scales and small noise, all starting unwarped
+        (as measured: switch on from the start, Hartmann3 needed more evaluations)."""
+        theta = self.layout.pack(mean=float(y.mean()) if y.numel() else 0.0, amp2=1.0, noise=1e-3, lengthscales=0.5,
+                                 warped=False)
         spread = 0.1 * torch.randn(self.n_samples, self.layout.size, generator=self.generator, dtype=torch.float64)
         spread[:, self.layout.rho] = 0.0
+        if self.layout.warping:
+            spread[:, self.layout.warp_switch] = 0.0
         return theta + spread
 
     def layout_for(self, n_dims: int) -> HyperLayout:
@@ -615,15 +646,18 @@ class GP(Surrogate):
     # ------------------------------------------------------------- introspection
     def warpings(self, grid_size: int = 51) -> dict | None:
         """JSON-able learned warpings of the warped columns (see ``warping.warping_summary``; its
-        "columns" names the encoded input of each entry), None without warped columns."""
+        "columns" names the encoded input of each entry, "share_warped" the fraction of samples
+        that warp at all; unwarped samples count as the identity), None without warped columns."""
         h = self._require_fit().hypers
         if h.log_alpha is None:
             return None
-        return warping_summary(h.log_alpha, h.log_beta, grid_size, columns=h.warped)
+        summary = warping_summary(h.log_alpha, h.log_beta, grid_size, columns=h.warped)
+        return {**summary, "share_warped": float(h.warp_on.double().mean())}
 
     def hyperparameters(self) -> dict:
         """JSON-able current samples: lists over the S samples (per input for length scales, per
-        warped input for alpha and beta, whose input columns "warped_columns" lists)."""
+        warped input for alpha and beta, whose input columns "warped_columns" lists, the identity's
+        1 where the sample's "warp_on" is False)."""
         h = self._require_fit().hypers
         out = {
             "mean": h.mean.tolist(),
@@ -635,6 +669,7 @@ class GP(Surrogate):
             out["warped_columns"] = list(h.warped)
             out["alpha"] = torch.exp(h.log_alpha).tolist()
             out["beta"] = torch.exp(h.log_beta).tolist()
+            out["warp_on"] = h.warp_on.tolist()
         if self.conditional:
             out["rho"] = h.rho.tolist()
         return out

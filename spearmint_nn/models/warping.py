@@ -38,14 +38,12 @@ from torch import Tensor
 LOG_SHAPE_BOUND = 3.0
 # Prior variance of log(alpha), log(beta) around the identity warp, as in the warping paper.
 LOG_SHAPE_PRIOR_VARIANCE = 0.75
-# The prior on each log shape is a two-component mixture: the paper's log-normal, plus with this
-# weight a narrow one (this sd) at the identity. With the paper's prior alone, the warps of
-# well-scaled inputs never settle at the identity: their spread blurs integrated EI, and Branin
-# reached regret 1e-3 within 40 evaluations on 2 of 10 seeds against 10 of 10 unwarped. The
-# narrow component lets the data keep an input unwarped, and the broad one still lets a log-scale
-# input warp (README, "The warp shapes' prior").
-IDENTITY_WEIGHT = 0.1
-IDENTITY_SD = 0.1
+# Prior probability that a model's inputs are warped at all (the GP samples the choice, see
+# ``gp.HyperLayout.warp_switch``). With warps always on, the warps of well-scaled inputs keep the
+# prior's spread of +-0.5 in log units, which blurs integrated EI: Hartmann3 needed 27 evaluations
+# to regret 1e-3 against 21.5 unwarped. Sampled as a choice, warping is on only in as many samples
+# as the data support, by the marginal likelihood's own Occam factor (README, "Warped or not").
+WARP_PROBABILITY = 0.5
 # Inputs are clamped this far inside (0, 1) so that logs and the density stay finite.
 _EDGE = 1e-12
 
@@ -222,22 +220,6 @@ def kumaraswamy_cdf(x: Tensor, a: Tensor, b: Tensor) -> Tensor:
     inner = -torch.expm1(b * torch.log1p(-x.clamp(_EDGE, 1.0 - _EDGE) ** a))
     # At the endpoints the clamp would be visible (1e-12 ** 0.05 = 0.25): they map to themselves.
     return torch.where((x <= 0.0) | (x >= 1.0), x.clamp(0.0, 1.0), inner)
-
-
-def log_shape_prior(log_shape: Tensor) -> Tensor:
-    """Log prior density of warp shapes alpha or beta in log coordinates, (C, D) -> (C,).
-
-    Each log shape independently: IDENTITY_WEIGHT * N(0, IDENTITY_SD^2) + (1 - IDENTITY_WEIGHT)
-    * N(0, LOG_SHAPE_PRIOR_VARIANCE), both centred on log 1 = 0 (the identity warp), truncated to
-    |log| <= LOG_SHAPE_BOUND (the normalising constant of the truncation is left out).
-    """
-    inside = (log_shape.abs() <= LOG_SHAPE_BOUND).all(-1)
-    components = torch.stack([
-        math.log(weight) - 0.5 * log_shape**2 / variance - 0.5 * math.log(2.0 * math.pi * variance)
-        for weight, variance in ((IDENTITY_WEIGHT, IDENTITY_SD**2), (1.0 - IDENTITY_WEIGHT, LOG_SHAPE_PRIOR_VARIANCE))
-    ])
-    logp = torch.logsumexp(components, dim=0).sum(-1)
-    return torch.where(inside, logp, torch.full_like(logp, -math.inf))
 
 
 def warping_summary(log_alpha: Tensor, log_beta: Tensor, grid_size: int = 51,
