@@ -339,8 +339,8 @@ class _TrainingCorrelation:
     warped inputs are; while it moves the warp shapes of warped input d only column d of the
     warped inputs changes (unwarped columns never do), and only where the sample warps at all.
     Changes are detected on the shapes in effect (``Hypers``: the identity's where the switch is
-    off), so moving the switch recomputes every warped column and moving an unused shape nothing. Recomputing none of that saves most of
-    the cost of a sweep. The kernel-shape coordinates (length scales, warp shapes, arc angles)
+    off), so moving the switch rewarps every warped column and moving an unused shape none.
+    Recomputing none of that saves most of the cost of a sweep. The kernel-shape coordinates (length scales, warp shapes, arc angles)
     are the tail of the state vector.
 
     The sampler evaluates the C chains, or both bracket ends of each (2C states: the chains
@@ -495,8 +495,8 @@ class GP(Surrogate):
         self._data = self._condition(Hypers.unpack(theta, layout), X, y.expand(self.n_samples, 1, N))
 
     def _initial_chains(self, y: Tensor) -> Tensor:
-        """Chains dispersed around moderate length scales and small noise, all starting unwarped
-        (as measured: switch on from the start, Hartmann3 needed more evaluations)."""
+        """Chains dispersed around moderate length scales and small noise, all starting with the
+        switch off: the simpler, unwarped model, left only when the data favour warps."""
         theta = self.layout.pack(mean=float(y.mean()) if y.numel() else 0.0, amp2=1.0, noise=1e-3, lengthscales=0.5,
                                  warped=False)
         spread = 0.1 * torch.randn(self.n_samples, self.layout.size, generator=self.generator, dtype=torch.float64)
