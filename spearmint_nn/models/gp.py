@@ -167,7 +167,7 @@ class HyperLayout:
 
     @property
     def rho(self) -> slice:
-        start = self.log_lengthscales.stop + 2 * len(self.warped) + (1 if self.warping else 0)
+        start = self.log_lengthscales.stop if self.warp_switch is None else self.warp_switch + 1
         return slice(start, start + self.n_arc)
 
     @property
@@ -339,9 +339,8 @@ class _TrainingCorrelation:
     warped inputs are; while it moves the warp shapes of warped input d only column d of the
     warped inputs changes (unwarped columns never do), and only where the sample warps at all.
     Changes are detected on the shapes in effect (``Hypers``: the identity's where the switch is
-    off), so moving the switch rewarps every warped column and moving an unused shape none.
-    Recomputing none of that saves most of the cost of a sweep. The kernel-shape coordinates (length scales, warp shapes, arc angles)
-    are the tail of the state vector.
+    off), so moving the switch rewarps every warped column and moving an unused shape changes
+    nothing. Recomputing none of that saves most of the cost of a sweep.
 
     The sampler evaluates the C chains, or both bracket ends of each (2C states: the chains
     stacked twice), so row r of a call is compared with row r mod B_last of the last call. The
@@ -353,7 +352,6 @@ class _TrainingCorrelation:
         self.gp, self.X = gp, X
         self.warping = layout.warping
         self.warped = torch.tensor(layout.warped, dtype=torch.long)
-        self.shape_coords = slice(layout.log_lengthscales.start, layout.size)
         self._shape_key: Tensor | None = None
         self._warp_key: Tensor | None = None
         self._W: Tensor | None = None
@@ -381,7 +379,10 @@ class _TrainingCorrelation:
         return W
 
     def __call__(self, theta: Tensor, h: Hypers) -> Tensor:
-        shape_key = theta[:, self.shape_coords]
+        # The kernel's shape in effect: a shape coordinate of a sample that does not warp moves
+        # nothing, so it recomputes nothing.
+        in_effect = [h.log_lengthscales, h.rho] + ([h.log_alpha, h.log_beta] if self.warping else [])
+        shape_key = torch.cat(in_effect, dim=1)
         if self._R is not None and torch.equal(self._aligned(self._shape_key, len(theta)), shape_key):
             self._R, self._shape_key = self._aligned(self._R, len(theta)), shape_key.clone()
         else:
