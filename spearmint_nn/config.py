@@ -171,8 +171,9 @@ KEYS: dict[str, Key] = {
                             "constraint_model"),
     "output-transform": Key(TRANSFORM_AUTO, _choice(*TRANSFORM_CHOICES, upper=False),
                             "what the objective model fits: standardise, log-shift (log of the distance above "
-                            "the best value, standardised), least-skewed (the less skewed of the two) or auto "
-                            "(standardise for the GP, least-skewed for DNGO)", "output_transform"),
+                            "the best value, standardised), least-skewed (the less skewed of the two), "
+                            "yeo-johnson (a power transform fitted by maximum likelihood) or auto "
+                            "(yeo-johnson for the GP, least-skewed for DNGO)", "output_transform"),
     "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
                            "failure kinds that say nothing about the point: not shown to the model, not counted"),
 }

@@ -61,7 +61,7 @@ from .optimize import (MAX_ENUMERATED, continuous_columns, enumerate_space, maxi
 from .space import Space
 from .store import atomic_write_bytes
 from .transforms import AUTO as TRANSFORM_AUTO
-from .transforms import OUTPUT_TRANSFORMS, TRANSFORM_CHOICES, LogShift, Standardise, default_transform
+from .transforms import OUTPUT_TRANSFORMS, TRANSFORM_CHOICES, LogShift, Standardise, YeoJohnson, default_transform
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +194,8 @@ class Optimizer:
     output_transform : what the objective model is fitted to, from
         :data:`spearmint_nn.transforms.OUTPUT_TRANSFORMS`: "standardise", "log-shift" (log of the
         distance above the best value, standardised), "least-skewed" (whichever of those two
-        leaves the values less skewed), or "auto" (default): standardise for the GP,
+        leaves the values less skewed), "yeo-johnson" (a power transform of the z-scores, its
+        exponent fitted by maximum likelihood), or "auto" (default): yeo-johnson for the GP,
         least-skewed for DNGO (:func:`spearmint_nn.transforms.default_transform`).
     """
 
@@ -275,7 +276,7 @@ class Optimizer:
         self._model = None
         self._classifiers: dict[str, ConstraintClassifier | ConstraintValueModel] = {}
         self._fitted_n = 0
-        self._transform: Standardise | LogShift = Standardise()
+        self._transform: Standardise | LogShift | YeoJohnson = Standardise()
         self._duration_model: DurationModel | None = None
         self._duration_fitted_n = 0
         self._auto_choice = self._saved_auto_choice()

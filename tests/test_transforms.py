@@ -3,8 +3,10 @@ import numpy as np
 import pytest
 
 from spearmint_nn.benchmarks.functions import FUNCTIONS
+from scipy import stats
+
 from spearmint_nn.transforms import (LOG_SHIFT_FRACTION, MIN_DELTA_FRACTION, OUTPUT_TRANSFORMS, LogShift, Standardise,
-                                     SymmetryChosen)
+                                     SymmetryChosen, YeoJohnson)
 
 
 @pytest.mark.parametrize("name", sorted(OUTPUT_TRANSFORMS))
@@ -68,8 +70,37 @@ def test_the_default_chooses_the_log_by_shape_then_resolves_the_best_values():
     assert chosen == LogShift.fit(y)
 
 
+def test_yeo_johnson_compresses_a_long_bad_tail_without_a_cusp_at_the_best_value():
+    y = branin_run_closing_in()
+    transform = YeoJohnson.fit(y)
+    assert transform.power < 0.5  # a long tail of bad values: a compressing power
+    z = transform(y)
+    assert abs(np.mean(z**3)) < 0.5 * abs(np.mean(Standardise.fit(y)(y) ** 3))
+    # Smooth at the best value: equal steps above it change z by nearly equal amounts (the log
+    # shift, tied to the best value, makes the first step several times the second).
+    steps = lambda t: np.diff(t(0.3979 + np.array([0.0, 0.5, 1.0])))
+    assert steps(transform)[0] / steps(transform)[1] < 1.1
+    assert steps(LogShift.fit(y))[0] / steps(LogShift.fit(y))[1] > 2.0
+
+
+def test_yeo_johnson_power_is_the_maximum_likelihood_one():
+    y = np.random.default_rng(3).lognormal(0.0, 1.0, size=60)
+    transform = YeoJohnson.fit(y)
+    z = (y - transform.mean) / transform.std
+    llf = lambda power: stats.yeojohnson_llf(power, z)
+    assert llf(transform.power) > max(llf(transform.power - 0.05), llf(transform.power + 0.05))
+    assert transform.power != pytest.approx(1.0, abs=0.2)  # the skewed sample is not left alone
+
+
+def test_yeo_johnson_is_the_z_score_below_three_distinct_values():
+    for y in (np.array([2.0, 7.0]), np.array([1.0, 1.0, 4.0, 4.0])):
+        transform = YeoJohnson.fit(y)
+        assert transform.power == 1.0
+        np.testing.assert_allclose(transform(y), Standardise.fit(y)(y), atol=1e-12)
+
+
 def test_a_constant_objective_does_not_divide_by_zero():
-    for cls in (Standardise, LogShift):
+    for cls in (Standardise, LogShift, YeoJohnson):
         z = cls.fit(np.full(5, 3.0))(np.full(5, 3.0))
         assert np.isfinite(z).all()
 
@@ -83,7 +114,7 @@ def test_the_optimizer_fits_its_model_to_the_configured_transform():
         Optimizer(variables, model="gp", output_transform="box-cox")
     values = [5.0, 0.5, 80.0, 1.0]
     for model, name, cls in [("gp", "standardise", Standardise), ("gp", "log-shift", LogShift),
-                             ("gp", "auto", Standardise), ("dngo", "auto", LogShift)]:
+                             ("gp", "auto", YeoJohnson), ("dngo", "auto", LogShift)]:
         opt = Optimizer(variables, model=model, seed=0, output_transform=name, initial_design=4)
         for x, value in zip([0.1, 0.4, 0.9, 0.6], values):
             opt.observe({"x": x}, value)
