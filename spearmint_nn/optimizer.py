@@ -13,7 +13,8 @@ The daemon uses exactly this class. One suggestion goes:
    search restarted) are finished or pending, the next unused point of
    a scrambled Sobol sequence (``model="sobol"`` never leaves this stage: random search).
 2. Otherwise the surrogate is refitted if observations arrived since the last fit (one refit
-   however many arrived), on the finite objective values standardised to mean 0, variance 1.
+   however many arrived), on the finite objective values through the output transform
+   (:mod:`spearmint_nn.transforms`; every one ends standardised to mean 0, variance 1).
    One classifier per CONSTRAINT task, plus one for "the job succeeded" once a failure has
    been seen, is refitted the same way (:mod:`spearmint_nn.models.classifier`).
 3. Pending jobs (and the earlier points of the same batch) are fantasised
