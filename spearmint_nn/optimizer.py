@@ -89,9 +89,9 @@ def auto_model_choice(n_observed: int, n_in_flight: int) -> str:
     """The surrogate ``model="auto"`` uses: "gp" while it is the better and affordable model, else "dngo".
 
     With few observations the GP is clearly the stronger model (10 seeds, README "GP vs DNGO vs
-    random": best median at 40 evaluations on Branin 0.4014 against DNGO's 0.4082, Hartmann6
-    at 80 -3.322 against -3.096). Its refit grows as N^3 per sampler step (a warm suggestion on
-    Hartmann6 at N = 200: 5.6 s against DNGO's 1.2 s, a cold one 51 s) and its fantasies
+    random": regret 1e-3 on Branin within 40 evaluations in 9 runs of 10 against DNGO's 1,
+    Hartmann6 in a median of 44 against 53). Its refit grows as N^3 per sampler step (a warm
+    suggestion on Hartmann6 at N = 200: 3.3 s against DNGO's 1.4 s, a cold one 25 s) and its fantasies
     condition S x F Cholesky factors of size N + J, while DNGO's cost is nearly flat in N and
     its fantasies are rank-J updates. So the GP is used while N < 200 finished observations and
     at most 20 jobs are in flight (pending plus the batch being proposed); DNGO from then on.
