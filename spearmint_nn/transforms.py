@@ -121,32 +121,30 @@ class YeoJohnson:
     as in scikit-learn's PowerTransformer; HEBO's choice for a GP, Cowen-Rivers et al. 2022).
 
     Unlike :class:`LogShift` it is smooth everywhere: the standardised values are not shifted to
-    the best one, so no minimum becomes a cusp. It is applied to z-scores, so the exponent does
-    not depend on the objective's units or offset.
+    the best one, so no minimum becomes a cusp. It is applied to z-scores (``scores``), so the
+    exponent does not depend on the objective's units or offset; ``result`` standardises the
+    powered values.
     """
 
-    mean: float = 0.0
-    std: float = 1.0
+    scores: Standardise = Standardise()
     power: float = 1.0
-    power_mean: float = 0.0
-    power_std: float = 1.0
+    result: Standardise = Standardise()
 
     @classmethod
     def fit(cls, y: np.ndarray) -> "YeoJohnson":
         """From the finite observed values y (N,), N >= 1; the identity power (1) for fewer than
         ``MIN_POWER_FIT`` distinct values, where a fitted exponent would be noise."""
-        y = np.asarray(y, dtype=float)
-        mean, std = _mean_and_spread(y)
-        z = (y - mean) / std
+        scores = Standardise.fit(y)
+        z = scores(y)
         power = 1.0
-        if len(np.unique(y)) >= MIN_POWER_FIT:
+        if len(np.unique(z)) >= MIN_POWER_FIT:
             power = float(np.clip(stats.yeojohnson_normmax(z), *POWER_BOUNDS))
-        return cls(mean, std, power, *_mean_and_spread(stats.yeojohnson(z, power)))
+        return cls(scores, power, Standardise.fit(stats.yeojohnson(z, power)))
 
     def __call__(self, y: np.ndarray | float) -> np.ndarray:
         """Transformed values, same shape as y."""
-        z = (np.asarray(y, dtype=float) - self.mean) / self.std
-        return (stats.yeojohnson(np.atleast_1d(z), self.power).reshape(z.shape) - self.power_mean) / self.power_std
+        z = self.scores(y)
+        return self.result(stats.yeojohnson(np.atleast_1d(z), self.power).reshape(z.shape))
 
 
 def _skewness(z: np.ndarray) -> float:
