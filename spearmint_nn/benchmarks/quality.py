@@ -27,6 +27,7 @@ import torch
 
 from ..optimizer import Optimizer
 from .functions import FUNCTIONS, TestFunction
+from .reference import is_reference, run_reference
 from .runs import earlier_runs, parse_seeds, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
 
@@ -50,7 +51,9 @@ def method_options(method: str) -> dict[str, Any]:
 
 def run_once(problem_name: str, method: str, seed: int, n_evals: int) -> dict[str, Any]:
     """One sequential optimisation run told its budget of n_evals; the values in order and the
-    seconds of each suggestion."""
+    seconds of each suggestion. Methods of an established library go to :mod:`.reference`."""
+    if is_reference(method):
+        return run_reference(problem_name, method, seed, n_evals)
     torch.set_num_threads(1)
     problem = FUNCTIONS[problem_name]
     opt = Optimizer(problem.variables, seed=seed, budget=n_evals, **method_options(method))
@@ -131,7 +134,8 @@ def main(
     parser.add_argument("--methods", default=default_methods,
                         help="comma-separated models (sobol = random search); a GP may name its kernel after a "
                              "'+', e.g. gp-nowarp+squared-exponential, and any model an initial design of N "
-                             "Sobol points after an '@', e.g. dngo@14 (default: parameters + 1)")
+                             "Sobol points after an '@', e.g. dngo@14 (default: parameters + 1); botorch and "
+                             "botorch-fixednoise run an established library's loop (pip install -e '.[reference]')")
     parser.add_argument("--timing-sizes", default=default_timing_sizes, help="comma-separated N ('' to skip)")
     parser.add_argument("--timing-methods", default=default_timing_methods, help="models timed against N")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
