@@ -1,8 +1,9 @@
 """An established GP library's standard loop, run by the quality benchmarks as methods beside ours.
 
-The GP's targets (issue notes, README "GP vs DNGO vs random") are quoted from established GP
-libraries; measuring one under *this* harness (same problems, same D + 1 Sobol start, same regret
-threshold, as many seeds as ours) says whether a gap is the model's or the protocol's. The
+The GP's targets in the README ("GP vs DNGO vs random") are quoted from established GP
+libraries; measuring one under *this* harness (same problems, a Sobol start of the same size,
+D + 1, same regret threshold, as many seeds as ours) says whether a gap is the model's or the
+protocol's. The
 library is BoTorch, in the loop its tutorials teach: ``SingleTaskGP`` with its default priors
 (maximum a-posteriori hyperparameters, outcome standardisation), ``LogExpectedImprovement`` on the
 best observed value, ``optimize_acqf`` with 10 restarts from 512 raw samples, inputs in the unit
