@@ -8,8 +8,7 @@ import pytest
 from scipy.stats import qmc
 
 from spearmint_nn.benchmarks.functions import FUNCTIONS
-from spearmint_nn.benchmarks.quality import run_once
-from spearmint_nn.benchmarks.reference import is_reference
+from spearmint_nn.benchmarks.quality import is_reference, run_once
 
 HAVE_BOTORCH = importlib.util.find_spec("botorch") is not None
 

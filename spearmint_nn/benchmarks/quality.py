@@ -27,7 +27,7 @@ import torch
 
 from ..optimizer import Optimizer
 from .functions import FUNCTIONS, TestFunction
-from .reference import is_reference, run_reference
+from .reference import REFERENCE_METHODS, run_reference
 from .runs import earlier_runs, parse_seeds, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
 
@@ -49,14 +49,20 @@ def method_options(method: str) -> dict[str, Any]:
     return options
 
 
+def is_reference(method: str) -> bool:
+    """Whether a method name is an established library's loop (:mod:`.reference`), not our model."""
+    return method_options(method)["model"] in REFERENCE_METHODS
+
+
 def run_once(problem_name: str, method: str, seed: int, n_evals: int) -> dict[str, Any]:
     """One sequential optimisation run told its budget of n_evals; the values in order and the
     seconds of each suggestion. Methods of an established library go to :mod:`.reference`."""
+    options = method_options(method)
     if is_reference(method):
-        return run_reference(problem_name, method, seed, n_evals)
+        return run_reference(problem_name, seed=seed, n_evals=n_evals, **options)
     torch.set_num_threads(1)
     problem = FUNCTIONS[problem_name]
-    opt = Optimizer(problem.variables, seed=seed, budget=n_evals, **method_options(method))
+    opt = Optimizer(problem.variables, seed=seed, budget=n_evals, **options)
     values, seconds = [], []
     for _ in range(n_evals):
         params = opt.suggest(1)[0]
