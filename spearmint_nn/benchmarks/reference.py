@@ -3,18 +3,18 @@
 The GP's targets in the README ("GP vs DNGO vs random") are quoted from established GP
 libraries; measuring one under *this* harness (same problems, a Sobol start of the same size,
 D + 1, same regret threshold, as many seeds as ours) says whether a gap is the model's or the
-protocol's. The library is BoTorch, in the loop its tutorials teach: ``SingleTaskGP`` with its default priors
-(maximum a-posteriori hyperparameters, outcome standardisation), ``LogExpectedImprovement`` on the
-best observed value, ``optimize_acqf`` with 10 restarts from 512 raw samples, inputs in the unit
-cube. Two method names:
+protocol's. The library is BoTorch, in the loop its tutorials teach: ``SingleTaskGP`` with its
+default priors (maximum a-posteriori hyperparameters, outcome standardisation),
+``LogExpectedImprovement`` on the best observed value, ``optimize_acqf`` with 10 restarts from 512
+raw samples, inputs in the unit cube. Two method names:
 
 - ``botorch``: noise inferred (the library's default, with its noise floor of 1e-4);
 - ``botorch-fixednoise``: a fixed noise variance of 1e-6 (what a user of a deterministic
   function would pick; the library raises it to 1e-6 of the standardised variance, quietly here).
 
 An ``@N`` suffix sets the initial design as for our methods (``quality.method_options`` parses
-the name). Optional dependency:
-``pip install -e '.[reference]'``; nothing else in the project imports BoTorch.
+the name). Optional dependency: ``pip install -e '.[reference]'``; nothing else in the project
+imports BoTorch.
 """
 from __future__ import annotations
 
