@@ -57,13 +57,16 @@ def test_quality_seeds_added_to_an_earlier_report_match_a_full_run(tmp_path):
     assert {r["seed"]: r["values"] for r in report["runs"]} == {r["seed"]: r["values"] for r in fresh["runs"]}
 
 
-def test_a_method_name_carries_its_kernel_and_initial_design():
+def test_a_method_name_carries_its_kernel_transform_and_initial_design():
     from spearmint_nn.benchmarks.quality import method_options
 
     assert method_options("dngo") == {"model": "dngo"}
     assert method_options("dngo@14") == {"model": "dngo", "initial_design": 14}
     assert method_options("gp+squared-exponential@6") == {"model": "gp", "kernel": "squared-exponential",
                                                           "initial_design": 6}
+    assert method_options("gp-nowarp+squared-exponential/standardise@5") == {
+        "model": "gp-nowarp", "kernel": "squared-exponential", "output_transform": "standardise", "initial_design": 5}
+    assert method_options("dngo/log-shift") == {"model": "dngo", "output_transform": "log-shift"}
 
 
 def test_an_initial_design_named_in_the_method_reaches_the_optimizer():

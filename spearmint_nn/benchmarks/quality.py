@@ -33,17 +33,21 @@ from .summary import best_so_far, quartiles
 
 
 def method_options(method: str) -> dict[str, Any]:
-    """Optimizer keywords of a method name: a model, optionally "+kernel" for the GPs and "@N" for
-    an initial design of N Sobol points (e.g. "gp-nowarp+squared-exponential", "dngo@14").
+    """Optimizer keywords of a method name: a model, optionally "+kernel" for the GPs, "/transform"
+    for the output transform and "@N" for an initial design of N Sobol points, in that order (e.g.
+    "gp-nowarp+squared-exponential", "gp-nowarp+squared-exponential/standardise", "dngo@14").
 
     The options are part of the name, so runs with other options never stand in for each other
     under ``--reuse``.
     """
     name, _, design = method.partition("@")
+    name, _, transform = name.partition("/")
     model, _, kernel = name.partition("+")
     options: dict[str, Any] = {"model": model}
     if kernel:
         options["kernel"] = kernel
+    if transform:
+        options["output_transform"] = transform
     if design:
         options["initial_design"] = int(design)
     return options
@@ -139,7 +143,8 @@ def main(
                         help=f"problem:budget[,budget...] entries; problems: {', '.join(FUNCTIONS)}")
     parser.add_argument("--methods", default=default_methods,
                         help="comma-separated models (sobol = random search); a GP may name its kernel after a "
-                             "'+', e.g. gp-nowarp+squared-exponential, and any model an initial design of N "
+                             "'+', e.g. gp-nowarp+squared-exponential, any of ours its output transform after a '/', e.g. "
+                             "gp-nowarp+squared-exponential/standardise, and any model an initial design of N "
                              "Sobol points after an '@', e.g. dngo@14 (default: parameters + 1); botorch and "
                              "botorch-fixednoise run an established library's loop (pip install -e '.[reference]')")
     parser.add_argument("--timing-sizes", default=default_timing_sizes, help="comma-separated N ('' to skip)")
