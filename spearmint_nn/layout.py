@@ -54,6 +54,15 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
                   "nan", "bad_result", "exit_code", "timeout", "cancelled", "lost", "oom",
                   "node_fail", "submit_rejected"
     stderr_tail   last lines of the job's stderr (failed)
+    stdout_tail   last lines of the job's stdout (failed): a wrapper that caught its own
+                  exception and returned NaN printed the real reason there or in stderr
+    location      "<file>:<line>" of the innermost traceback frame in the experiment folder,
+                  from the runner's result file, when known (failed)
+
+best.json: the best observed feasible job (id, value, values, params, duration, finished); for
+a GAUSSIAN (noisy) objective, also ``model_best``: the evaluated feasible point with the lowest
+posterior mean of the objective model, as Spearmint reported it, ``{"id", "params", "mean",
+"std", "value" (observed there), "observations" (the model's data), "fitted" (unix time)}``.
 
 Claim file (``claims/<id>.json``), created once by the runner before it evaluates anything:
 

@@ -463,8 +463,12 @@ class Store:
                            "" if best_so_far is None else best_so_far])
         return header, rows
 
-    def write_summaries(self, config: "ExperimentConfig") -> None:
-        """Rewrite ``results.csv`` (finished jobs) and ``best.json`` atomically."""
+    def write_summaries(self, config: "ExperimentConfig", model_best: Mapping[str, Any] | None = None) -> None:
+        """Rewrite ``results.csv`` (finished jobs) and ``best.json`` atomically.
+
+        ``model_best`` (a noisy objective's best by the model's posterior mean, see
+        :mod:`spearmint_nn.layout`) goes into best.json beside the best observed job.
+        """
         header, rows = self.table(config, FINAL_STATES)
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -473,7 +477,10 @@ class Store:
         atomic_write_bytes(self.paths.results_csv, buffer.getvalue().encode("utf-8"))
         best = self.best(config)
         if best is not None:
-            atomic_write_json(self.paths.best_json, best_summary(best))
+            summary = best_summary(best)
+            if model_best is not None:
+                summary["model_best"] = dict(model_best)
+            atomic_write_json(self.paths.best_json, summary)
 
 
 def best_summary(job: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,138 @@
+"""Failed jobs as the user and the daemon see them: grouped by what went wrong, and the rule
+that stops a daemon whose jobs keep failing the same way.
+
+Two failed jobs failed *the same way* when they share a :func:`signature`: the failure kind,
+the reason with the numbers that name a point or a job masked, and the file and line the
+runner found in the traceback. Reports group failures by it (:func:`group_failures`); the
+daemon counts runs of it (:class:`FailureStreak`).
+
+Why a streak stops the daemon: a wrapper that cannot run (a syntax error, a missing import, no
+``main``) or a cluster that cannot run anything (a full disk) fails every job whatever the
+point. Submitting on spends the budget on nothing, or never ends when there is no budget, as in
+Spearmint's configs. A point-dependent failure (an objective that crashes in one region)
+rarely repeats many times in a row, because the model learns to avoid it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+# Failure kinds the runner records when the wrapper itself is broken: nothing about the point
+# can cause them, so a few in a row already say every job will fail.
+WRAPPER_FAILURES = frozenset({"bad_wrapper", "bad_config", "bad_params"})
+# Identical wrapper failures in a row that stop the daemon.
+WRAPPER_FAILURES_TO_STOP = 3
+# "nan" is the wrapper's own way to say "no value at this point" (Spearmint's convention for a
+# crashed or infeasible point), so a run of them is ordinary while a small feasible region is
+# searched; it stops the daemon only after this many times the configured streak.
+NAN_STREAK_FACTOR = 5
+# Kinds that never take part in a streak: the user asked for them.
+USER_FAILURES = frozenset({"cancelled"})
+# Decimal numbers and integers of four or more digits: parameter values, job and scheduler ids.
+# Short integers (exit codes, signal numbers) stay, since they tell failures apart.
+_POINT_NUMBERS = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d{4,})(?:[eE][-+]?\d+)?")
+
+
+def signature(job: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(kind, reason with point and id numbers masked as ``#``, location or "") of a failed job."""
+    reason = _POINT_NUMBERS.sub("#", str(job.get("reason") or ""))
+    return str(job.get("failure") or "unknown"), reason, str(job.get("location") or "")
+
+
+def output_tail(job: Mapping[str, Any]) -> str:
+    """The last lines of the job's own output recorded with the failure (stderr, else stdout)."""
+    return str(job.get("stderr_tail") or job.get("stdout_tail") or "")
+
+
+@dataclass
+class FailureGroup:
+    """Failed jobs that share one :func:`signature`.
+
+    ``reason`` and ``location`` are the last job's; ``output_tail`` the last lines of the last
+    job's output that has any (a wrapper that caught its own exception printed it there).
+    """
+
+    kind: str
+    reason: str
+    location: str
+    count: int
+    first_job: int
+    last_job: int
+    output_tail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "reason": self.reason, "location": self.location or None, "count": self.count,
+                "first_job": self.first_job, "last_job": self.last_job, "output_tail": self.output_tail}
+
+
+def group_failures(jobs: Iterable[Mapping[str, Any]]) -> list[FailureGroup]:
+    """Failed jobs grouped by :func:`signature`, the largest group first (ties: the most recent)."""
+    groups: dict[tuple[str, str, str], FailureGroup] = {}
+    for job in sorted((j for j in jobs if j.get("state") == "failed"), key=lambda j: j["id"]):
+        key = signature(job)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = FailureGroup(key[0], "", "", 0, job["id"], job["id"], "")
+        group.count += 1
+        group.last_job = job["id"]
+        group.reason, group.location = str(job.get("reason") or ""), str(job.get("location") or "")
+        group.output_tail = output_tail(job) or group.output_tail
+    return sorted(groups.values(), key=lambda g: (-g.count, -g.last_job))
+
+
+class FailureStreak:
+    """Counts finished jobs, in the order they finish, that failed the same way in a row.
+
+    :meth:`record` is told each finished job of the daemon's own run and returns the group of
+    the streak once it must stop the daemon, else None. A completed job or a different failure
+    ends a streak. The limits:
+
+    - a wrapper failure (:data:`WRAPPER_FAILURES`): :data:`WRAPPER_FAILURES_TO_STOP` in a row;
+    - "nan": ``NAN_STREAK_FACTOR * limit`` in a row;
+    - any other kind: ``limit`` in a row (the config's ``stop-after-identical-failures``).
+
+    Separately, ``limit`` failures in a row that are not shown to the model (``ignored``, of any
+    signatures) also stop it: they do not count toward ``max-finished-jobs``, so without this
+    no budget would ever end such a run.
+    """
+
+    def __init__(self, limit: int, ignored: Iterable[str]):
+        self.limit = limit
+        self.ignored = frozenset(ignored)
+        self._key: tuple[str, str, str] | None = None
+        self._group: FailureGroup | None = None
+        self._ignored_in_a_row: list[Mapping[str, Any]] = []
+
+    def record(self, job: Mapping[str, Any]) -> FailureGroup | None:
+        if job.get("state") == "complete":
+            self._key, self._group, self._ignored_in_a_row = None, None, []
+            return None
+        kind = str(job.get("failure") or "unknown")
+        if kind in USER_FAILURES:
+            return None
+        key = signature(job)
+        if key != self._key or self._group is None:
+            self._key = key
+            self._group = FailureGroup(kind, "", "", 0, job["id"], job["id"], "")
+        group = self._group
+        group.count += 1
+        group.last_job = job["id"]
+        group.reason, group.location = str(job.get("reason") or ""), str(job.get("location") or "")
+        group.output_tail = output_tail(job) or group.output_tail
+        if group.count >= self._limit_for(kind):
+            return group
+        if kind in self.ignored:
+            self._ignored_in_a_row.append(job)
+            if len(self._ignored_in_a_row) >= self.limit:
+                return group_failures(self._ignored_in_a_row)[0]
+        else:
+            self._ignored_in_a_row = []
+        return None
+
+    def _limit_for(self, kind: str) -> int:
+        if kind in WRAPPER_FAILURES:
+            return min(WRAPPER_FAILURES_TO_STOP, self.limit)
+        if kind == "nan":
+            return NAN_STREAK_FACTOR * self.limit
+        return self.limit
