@@ -21,8 +21,6 @@ from typing import Any, Callable, Mapping
 from .errors import ConfigError, did_you_mean
 from .layout import ExperimentPaths
 from .space import Space
-from .transforms import AUTO as TRANSFORM_AUTO
-from .transforms import TRANSFORM_CHOICES
 
 LANGUAGES = ("PYTHON", "SHELL")
 LIKELIHOODS = ("NOISELESS", "GAUSSIAN")
@@ -30,6 +28,9 @@ TASK_TYPES = ("OBJECTIVE", "CONSTRAINT")
 MODELS = ("auto", "dngo", "dngo-warp", "gp", "gp-nowarp", "sobol")
 ACQUISITIONS = ("ei", "pi", "lcb", "ei-per-second")
 KERNELS = ("matern52", "squared-exponential")
+# spearmint_nn.transforms' names (auto first), written out because that module imports
+# scipy.stats (~0.5 s), and every job reads its config through this module.
+OUTPUT_TRANSFORMS = ("auto", "least-skewed", "standardise", "log-shift", "yeo-johnson")
 DEFAULT_TASK_NAME = "main"  # Spearmint's name for the single objective when no tasks are given
 _TASK_KEYS = ("type", "likelihood")
 
@@ -169,14 +170,21 @@ KEYS: dict[str, Key] = {
     "constraint-model": Key("classifier", _choice("classifier", "value", upper=False),
                             "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",
                             "constraint_model"),
-    "output-transform": Key(TRANSFORM_AUTO, _choice(*TRANSFORM_CHOICES, upper=False),
+    "output-transform": Key(OUTPUT_TRANSFORMS[0], _choice(*OUTPUT_TRANSFORMS, upper=False),
                             "what the objective model fits: standardise, log-shift (log of the distance above "
                             "the best value, standardised), least-skewed (the less skewed of the two), "
                             "yeo-johnson (a power transform fitted by maximum likelihood) or auto "
                             "(yeo-johnson for the GP, least-skewed for DNGO)", "output_transform"),
+    "stop-after-identical-failures": Key(20, _int(1),
+                                         "stop the daemon when this many jobs in a row fail the same way (3 for a "
+                                         "broken wrapper, 5 times this for NaN results)"),
     "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
                            "failure kinds that say nothing about the point: not shown to the model, not counted"),
 }
+
+
+# Keys a running daemon takes up when config.json changes; any other change needs a restart.
+LIVE_KEYS = ("max-finished-jobs", "max-concurrent", "polling-time", "stop-after-identical-failures")
 
 
 @dataclass(frozen=True)
@@ -245,6 +253,10 @@ class ExperimentConfig:
     @property
     def max_finished_jobs(self) -> int | None:
         return self.values["max-finished-jobs"]
+
+    @property
+    def stop_after_identical_failures(self) -> int:
+        return self.values["stop-after-identical-failures"]
 
     @property
     def polling_time(self) -> float:

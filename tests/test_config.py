@@ -171,3 +171,11 @@ def test_tasks_and_driver_shorthand(tmp_path):
     assert config.objective == "loss" and config.constraints == ["mem"]
     assert config.tasks["mem"].likelihood == "NOISELESS" and config.tasks["loss"].likelihood == "GAUSSIAN"
     assert config.values["driver"] == {"name": "local"}
+
+
+def test_output_transform_names_match_the_transforms_module():
+    from spearmint_nn.config import KEYS, OUTPUT_TRANSFORMS
+    from spearmint_nn.transforms import AUTO, TRANSFORM_CHOICES
+
+    assert set(OUTPUT_TRANSFORMS) == set(TRANSFORM_CHOICES)
+    assert KEYS["output-transform"].default == AUTO

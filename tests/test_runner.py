@@ -112,3 +112,19 @@ def test_command_line_wrapper_reads_params_file(tmp_path):
     (paths.experiment / "run.sh").write_text(SHELL_SCRIPT)
     assert run_job(paths.experiment, 7) == 0
     assert _result(paths)["values"] == {"main": 1.5}  # x, read back from the appended params file
+
+
+def test_a_job_imports_neither_torch_nor_scipy(tmp_path):
+    """Every job pays for what the runner imports: torch and scipy cost most of a second."""
+    paths = _experiment(tmp_path, "import numpy as np\n\ndef main(job_id, params):\n    return float(np.sum(params['x']))\n")
+    check = ("import sys\n"
+             "import spearmint_nn.runner\n"
+             "heavy = lambda: sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'scipy'})\n"
+             "print('imports', heavy())\n"
+             "code = spearmint_nn.runner.main([sys.argv[1], '7'])\n"
+             "print('job', code, heavy())\n")
+    proc = subprocess.run([sys.executable, "-c", check, str(paths.experiment)], cwd=paths.experiment,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.stdout.splitlines()[-2:] == ["imports []", "job 0 []"], proc.stderr
+    assert _result(paths)["values"] == {"main": 1.5}
+

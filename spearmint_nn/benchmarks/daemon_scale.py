@@ -1,8 +1,12 @@
 """The daemon's own cost at scale: many concurrent local jobs, and a restart over 10,000 jobs.
 
-Three measurements, each on a fresh experiment folder under ``--workdir`` (a temporary folder
+Four measurements, each on a fresh experiment folder under ``--workdir`` (a temporary folder
 by default, removed afterwards):
 
+0. **Job start overhead** (``--start-runs``). What every job pays before its wrapper runs: the
+   median wall time of ``python -m spearmint_nn.runner`` on a wrapper that imports numpy and
+   returns at once, minus the median wall time of a bare ``python -c pass``, over that many
+   runs of each (interleaved, so both see the same load).
 1. **Concurrent run.** ``--concurrent`` local jobs at once (each sleeps ``--job-seconds``,
    1-3 s by default, and returns a synthetic objective) until ``--finished`` have finished, with ``"model": "sobol"`` so that no
    model fit competes with the daemon. The daemon runs in this process with its main-loop steps
@@ -21,8 +25,8 @@ by default, removed afterwards):
    thread, and the recording delay of jobs that ended while a fit was running shows whether
    fits hold up the main loop.
 
-    python -m spearmint_nn.benchmarks.daemon_scale [--concurrent 200] [--finished 2000] [--job-seconds 1,3]
-        [--restart-jobs 10000] [--fit-jobs 30] [--json out.json]
+    python -m spearmint_nn.benchmarks.daemon_scale [--start-runs 10] [--concurrent 200] [--finished 2000]
+        [--job-seconds 1,3] [--restart-jobs 10000] [--fit-jobs 30] [--json out.json]
 """
 from __future__ import annotations
 
@@ -48,7 +52,9 @@ import numpy as np
 
 from ..config import load_config
 from ..daemon import Daemon
-from ..store import Store
+from ..layout import ExperimentPaths
+from ..runner import command_for
+from ..store import Store, atomic_write_json
 
 SLEEPY_WRAPPER = """
 import random
@@ -58,6 +64,12 @@ def main(job_id, params):
     time.sleep({low} + ({high} - {low}) * random.random())
     x = [float(v) for v in params["x"]]
     return sum((v - 0.3) ** 2 for v in x)
+"""
+INSTANT_WRAPPER = """
+import numpy as np
+
+def main(job_id, params):
+    return float(np.sum(params["x"]))
 """
 VARIABLES = {"x": {"type": "FLOAT", "size": 2, "min": 0.0, "max": 1.0}}
 # Main-loop steps of Daemon timed in the concurrent run (names of its methods).
@@ -73,6 +85,33 @@ def make_experiment(folder: Path, job_seconds: tuple[float, float] = (1.0, 3.0),
     low, high = job_seconds
     (folder / "wrapper.py").write_text(textwrap.dedent(SLEEPY_WRAPPER).lstrip().format(low=low, high=high))
     return folder
+
+
+# ---- 0. job start overhead -------------------------------------------------------------------
+
+def _wall(command: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=120)
+    return time.perf_counter() - start
+
+
+def job_start_overhead(workdir: Path, runs: int) -> dict[str, Any]:
+    """Median seconds a job of an instant wrapper takes beyond a bare interpreter start."""
+    folder = make_experiment(workdir / "start")
+    (folder / "wrapper.py").write_text(textwrap.dedent(INSTANT_WRAPPER).lstrip())
+    paths = ExperimentPaths(folder)
+    for directory in (paths.inputs, paths.results, paths.claims):
+        directory.mkdir(parents=True, exist_ok=True)
+    jobs, bare = [], []
+    for job_id in range(1, runs + 1):
+        atomic_write_json(paths.input_file(job_id), {"x": [0.25, 0.5]})
+        bare.append(_wall([sys.executable, "-c", "pass"], folder))
+        jobs.append(_wall(command_for(folder, job_id), folder))
+        result = json.loads(paths.result_file(job_id).read_text())
+        if result["status"] != "ok":
+            raise RuntimeError(f"the instant job failed: {result.get('error')}")
+    job_s, bare_s = float(np.median(jobs)), float(np.median(bare))
+    return {"runs": runs, "job_s": job_s, "bare_interpreter_s": bare_s, "job_start_overhead_s": job_s - bare_s}
 
 
 # ---- 1. concurrent run ------------------------------------------------------------------------
@@ -243,6 +282,13 @@ def _fit_overlap(folder: Path, log_offset: int, first_id: int) -> dict[str, Any]
 
 def report(results: dict[str, Any]) -> str:
     lines = []
+    start = results.get("job_start")
+    if start:
+        lines += [f"Job start, median of {start['runs']} runs of a wrapper that imports numpy and returns at once:", "",
+                  "| step | seconds |", "|---|---|",
+                  f"| `python -m spearmint_nn.runner`, whole job | {start['job_s']:.3f} |",
+                  f"| `python -c pass` (bare interpreter) | {start['bare_interpreter_s']:.3f} |",
+                  f"| **job start overhead, s** | **{start['job_start_overhead_s']:.3f}** |", ""]
     run = results.get("concurrent")
     if run:
         lines += [f"Concurrent run: {run['finished']} jobs of {run['job_seconds'][0]:g}-{run['job_seconds'][1]:g} s "
@@ -276,6 +322,7 @@ def report(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--start-runs", type=int, default=10, help="runs of the job start measurement (0: skip)")
     parser.add_argument("--concurrent", type=int, default=200, help="local jobs at once (0: skip the run)")
     parser.add_argument("--finished", type=int, default=2000, help="jobs to finish in the concurrent run")
     parser.add_argument("--job-seconds", default="1,3", help="each job sleeps uniformly between these (MIN,MAX)")
@@ -289,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     results: dict[str, Any] = {}
     try:
+        if args.start_runs > 0:
+            results["job_start"] = job_start_overhead(workdir, args.start_runs)
         if args.concurrent > 0:
             low, high = (float(v) for v in args.job_seconds.split(","))
             results["concurrent"] = concurrent_run(workdir, args.concurrent, args.finished, (low, high))
