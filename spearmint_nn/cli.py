@@ -21,10 +21,21 @@ from .config import ExperimentConfig, load_config, read_json_strict
 from .daemon import (Daemon, DaemonBusy, DaemonError, Reporter, acquire_lock, cancel_jobs,
                      counts_toward_budget, make_driver)
 from .errors import ConfigError
+from .failures import group_failures
 from .layout import ExperimentPaths
+from .progress import printable_tail, read_model_best
 from .store import BadValues, Store, atomic_write_json, best_summary, check_values, is_feasible, read_json
 
 RECENT_FAILURES = 5
+# Failure groups in ``status --json``: the largest ones, enough for any real run; thousands of
+# failures whose reasons differ in more than numbers would otherwise make the object huge.
+JSON_FAILURE_GROUPS = 50
+# The status text lists the largest groups, with the last lines of the output of the very
+# largest: what a user needs to see why jobs fail, in one screen. ``report --failures`` lists
+# every group with all the output kept.
+STATUS_FAILURE_GROUPS = 8
+STATUS_TAILED_GROUPS = 3
+STATUS_TAIL_LINES = 5
 
 
 # ---- run --------------------------------------------------------------------------------------
@@ -64,6 +75,7 @@ def status_summary(config: ExperimentConfig, store: Store) -> dict[str, Any]:
     now = time.time()
     best = store.best(config)
     failures = sorted(store.jobs("failed"), key=lambda j: j.get("finished", 0))[-RECENT_FAILURES:]
+    groups = group_failures(store.jobs("failed"))
     return {
         "experiment": str(config.experiment_dir),
         "name": config.name,
@@ -73,11 +85,14 @@ def status_summary(config: ExperimentConfig, store: Store) -> dict[str, Any]:
         "max_finished_jobs": config.max_finished_jobs,
         "objective": config.objective,
         "best": best_summary(best) if best else None,
+        "model_best": read_model_best(config.paths, store),
         "running": [{"id": j["id"], "scheduler_id": j.get("scheduler_id"), "driver": j.get("driver"),
                      "age_s": round(now - j.get("submitted", now), 1)} for j in store.jobs("running")],
         "recent_failures": [{"id": j["id"], "failure": j.get("failure"), "reason": j.get("reason")} for j in failures],
         "feasibility": feasibility_counts(config, store),
         "failures_by_kind": dict(Counter(j.get("failure") or "unknown" for j in store.jobs("failed")).most_common()),
+        "failure_groups": [group.as_dict() for group in groups[:JSON_FAILURE_GROUPS]],
+        "failure_group_count": len(groups),
     }
 
 
@@ -107,24 +122,69 @@ def _format_status(summary: dict[str, Any]) -> str:
     lines = [f"experiment {summary['name']} ({summary['experiment']}); daemon {who}",
              "jobs: " + ", ".join(f"{n} {state}" for state, n in counts.items())
              + f"; {summary['finished']}/{budget if budget is not None else 'unlimited'} finished"]
-    best = summary["best"]
-    if best:
-        params = " ".join(f"{k}={v[0] if len(v) == 1 else v}" for k, v in best["params"].items())
-        lines.append(f"best: {summary['objective']} = {best['value']:.6g} (job {best['id']}) {params}")
-    else:
-        lines.append("best: no complete job yet")
+    lines += _best_lines(summary)
     feas = summary["feasibility"]
     lines.append(f"feasible: {feas['feasible']}, infeasible (constraint < 0): {feas['infeasible']}, "
                  f"failed: {feas['failed']}, failed but not about the point: {feas['ignored']}")
-    if summary["failures_by_kind"]:
-        lines.append("failures by kind: " + ", ".join(f"{k} {n}" for k, n in summary["failures_by_kind"].items()))
     if summary["running"]:
         lines.append("running:")
         lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s" for r in summary["running"]]
-    if summary["recent_failures"]:
-        lines.append("last failures:")
-        lines += [f"  job {f['id']:>6}  {f['failure']}: {f['reason']}" for f in summary["recent_failures"]]
+    if summary["failure_groups"]:
+        shown = summary["failure_groups"][:STATUS_FAILURE_GROUPS]
+        lines.append(_failures_heading(summary["failures_by_kind"], summary["failure_group_count"]))
+        lines += _failure_group_lines(shown, STATUS_TAILED_GROUPS, STATUS_TAIL_LINES)
+        more = summary["failure_group_count"] - len(shown)
+        if more:
+            jobs = summary["counts"]["failed"] - sum(g["count"] for g in shown)
+            lines.append(f"  ... {more} more group(s) with {jobs} job(s): "
+                         f"spearmint-nn report {summary['experiment']} --failures lists them all")
     return "\n".join(lines)
+
+
+def _params_line(params: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v[0] if isinstance(v, list) and len(v) == 1 else v}" for k, v in params.items())
+
+
+def _best_lines(summary: dict[str, Any]) -> list[str]:
+    """The best job; for a noisy objective also the model's best, each labelled as what it is
+    (the lowest observation of a noisy objective is its luckiest draw, not its best point)."""
+    best, by_model, objective = summary["best"], summary.get("model_best"), summary["objective"]
+    if not best:
+        return ["best: no complete job yet"]
+    label = "best observed (luckiest draw)" if by_model else "best"
+    lines = [f"{label}: {objective} = {best['value']:.6g} (job {best['id']}) {_params_line(best['params'])}"]
+    if by_model:
+        spread = f" +- {by_model['std']:.3g}" if by_model["std"] is not None else ""
+        notes = [f"job {by_model['id']}"]
+        if by_model["value"] is not None:
+            notes.append(f"observed there {by_model['value']:.6g}")
+        if by_model["observations"] is not None:
+            notes.append(f"model of {by_model['observations']} observations")
+        lines.append(f"best by the model's posterior mean: {objective} = {by_model['mean']:.6g}{spread} "
+                     f"({'; '.join(notes)}) {_params_line(by_model['params'])}")
+    return lines
+
+
+def _failures_heading(by_kind: dict[str, int], n_groups: int) -> str:
+    kinds = ", ".join(f"{kind} {n}" for kind, n in by_kind.items())
+    return (f"failures: {sum(by_kind.values())} job(s) ({kinds}) in {n_groups} group(s) "
+            "of the same kind, reason and place:")
+
+
+def _failure_group_lines(groups: list[dict[str, Any]], tailed: int | None = None,
+                        tail_lines: int = 1000) -> list[str]:
+    """Failure groups (``FailureGroup.as_dict()``, largest first) as text, one line per group;
+    under the first ``tailed`` groups (None: all) the last ``tail_lines`` lines of the job's
+    output, where the real reason of a failure usually is (a wrapper that caught its own
+    exception and returned NaN printed the traceback there)."""
+    lines = []
+    for rank, group in enumerate(groups):
+        jobs = f"job {group['first_job']}" if group["count"] == 1 else f"jobs {group['first_job']}..{group['last_job']}"
+        where = f" at {group['location']}" if group["location"] else ""
+        lines.append(f"  {group['count']:>5} x {group['kind']}{where}: {group['reason'] or 'no reason recorded'} ({jobs})")
+        if tailed is None or rank < tailed:
+            lines += [f"          | {line}" for line in printable_tail(group["output_tail"] or "", tail_lines)]
+    return lines
 
 
 def _open_for_reading(experiment: str) -> tuple[ExperimentConfig, Store]:
@@ -160,8 +220,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         except PlotsUnavailable as exc:
             print(f"spearmint-nn: {exc}", file=sys.stderr)
             return 1
-        return 0
+        if not args.failures:
+            return 0
     config, store = _open_for_reading(args.experiment)
+    if args.failures:
+        failed = store.jobs("failed")
+        if not failed:
+            print("no failed jobs")
+            return 0
+        groups = [group.as_dict() for group in group_failures(failed)]
+        by_kind = dict(Counter(job.get("failure") or "unknown" for job in failed).most_common())
+        print("\n".join([_failures_heading(by_kind, len(groups))] + _failure_group_lines(groups)))
+        return 0
     header, rows = store.table(config)
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(header)
@@ -269,17 +339,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--driver", help="driver name, overriding driver.name of config.json (local, slurm, sge, ...)")
     p.add_argument("--cancel-on-exit", action="store_true",
                    help="on SIGINT/SIGTERM cancel running jobs instead of leaving them to finish")
-    p = command("status", cmd_status, "counts per state, best so far, running jobs and recent failures")
+    p = command("status", cmd_status, "counts per state, best so far, running jobs and the failures "
+                "grouped by how they failed")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema in the README)")
     p.add_argument("--watch", action="store_true", help="refresh until the search is over or Ctrl-C "
                    "(in place on a terminal; with --json one object per line)")
     p.add_argument("--interval", type=float, default=2.0, metavar="SECONDS", help="refresh period of --watch")
     p = command("report", cmd_report, "the table of all jobs as CSV on stdout, with the best value so far; "
-                "or plots and a one-file HTML report")
+                "or the failures grouped, plots and a one-file HTML report")
     p.add_argument("--plot", nargs="?", const="", metavar="PATH",
                    help="write the plots to PATH (default .spearmint/report.png; needs spearmint-nn[plot])")
     p.add_argument("--svg", action="store_true", help="write the plots as SVG instead of PNG")
     p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report to PATH")
+    p.add_argument("--failures", action="store_true",
+                   help="instead of the CSV, print the failed jobs grouped by kind, reason and place, "
+                   "each group with the last lines of its output")
     p = command("cancel", cmd_cancel, "cancel pending/running jobs (all of them when no JOB is given)")
     p.add_argument("jobs", metavar="JOB", nargs="*", type=int, help="job ids")
     p = command("add", cmd_add, "import a result obtained elsewhere, or queue a point to run")

@@ -3,8 +3,10 @@
 The file needs nothing but a browser: CSS and the table-sorting script are inline, plots are
 PNG images embedded as ``data:`` URIs, and a Content-Security-Policy forbids every fetch, so it
 opens the same from a laptop after ``scp`` as on the cluster. Sections: summary, best job with
-its params, the plots (when matplotlib is installed), failures with their reasons, and the
-table of all jobs (the columns of ``results.csv``), sortable by a click on a header.
+its params (for a noisy objective also the best by the model's posterior mean), the plots (when
+matplotlib is installed), failures grouped by how they failed with the last lines of their
+output, and the table of all jobs (the columns of ``results.csv``), sortable by a click on a
+header.
 
 Everything that comes from the user or a job (names, params, reasons, stderr) is escaped.
 """
@@ -20,7 +22,12 @@ from typing import Any, Iterable
 
 from .errors import ConfigError
 from .config import load_config
-from .progress import Snapshot, format_duration, objective_value, take_snapshot
+from .progress import Snapshot, format_duration, objective_value, printable_tail, take_snapshot
+
+# Failure groups shown one by one: a run whose failures differ in more than numbers could have
+# thousands, and the page must stay small (the job table lists every failed job anyway).
+MAX_FAILURE_GROUPS = 50
+FAILURE_TAIL_LINES = 40
 
 CSS = """
 :root { --fg: #1b1f24; --muted: #5b6470; --line: #d6dae0; --head: #f2f4f7; --accent: #1f77b4; }
@@ -46,6 +53,7 @@ table.sortable thead th::after { content: "\\2195"; color: #aab; margin-left: .3
 table.sortable thead th[aria-sort="ascending"]::after { content: "\\25B2"; color: var(--fg); }
 table.sortable thead th[aria-sort="descending"]::after { content: "\\25BC"; color: var(--fg); }
 tr.best td { background: #e7f5e7; }
+tr.model-best td { background: #efe7f7; }
 tr.state-failed td { color: #9b1c1c; }
 td.reason { max-width: 36em; overflow-wrap: anywhere; }
 figure { margin: 1em 0 2em; }
@@ -54,6 +62,8 @@ figcaption { color: var(--muted); margin-top: .3em; }
 pre { background: #f6f8fa; padding: .6em; overflow-x: auto; max-height: 20em; margin: .3em 0 0; }
 details { margin: .2em 0 .8em; }
 .failure { margin-bottom: 1em; }
+.failure code { background: #f6f8fa; padding: 0 .3em; }
+h3 { margin: 1.2em 0 .4em; font-size: 1.05em; }
 .kind { display: inline-block; padding: 0 .5em; border-radius: 1em; background: #fde2e2; color: #9b1c1c; }
 """
 
@@ -155,7 +165,11 @@ def summary_html(snap: Snapshot) -> str:
     ]
     if snap.constraints:
         facts.append(("constraints (feasible when >= 0)", ", ".join(snap.constraints)))
-    facts.append(("best value", f"{objective_value(best, snap.objective):.6g} (job {best['id']})" if best else "-"))
+    by_model = snap.model_best
+    facts.append(("best observed value (luckiest draw)" if by_model else "best value",
+                  f"{objective_value(best, snap.objective):.6g} (job {best['id']})" if best else "-"))
+    if by_model:
+        facts.append(("best by the model's posterior mean", f"{_mean_std(by_model)} (job {by_model['id']})"))
     if durations:
         facts.append(("job duration", f"median {format_duration(statistics.median(durations))}, "
                                       f"total {format_duration(sum(durations))}"))
@@ -168,7 +182,21 @@ def summary_html(snap: Snapshot) -> str:
     return '<section id="summary"><h2>Summary</h2>' + _facts(facts) + "</section>"
 
 
+def _mean_std(by_model: dict[str, Any]) -> str:
+    std = by_model["std"]
+    return f"{by_model['mean']:.6g}" + (f" \u00b1 {std:.3g}" if std is not None else "")
+
+
+def _params_table(params: Any) -> str:
+    params = params if isinstance(params, dict) else {}
+    rows = "".join(f"<tr><th>{escape(str(name))}</th><td>{escape(_params_text(value))}</td></tr>"
+                   for name, value in params.items())
+    return '<table class="params"><tbody>' + rows + "</tbody></table>"
+
+
 def best_html(snap: Snapshot) -> str:
+    """The best observed job; for a noisy objective (best.json carries the model's best) also the
+    evaluated point with the lowest posterior mean, which is what Spearmint reported."""
     best = snap.best
     if best is None:
         return '<section id="best"><h2>Best job</h2><p class="muted">No feasible complete job yet.</p></section>'
@@ -178,11 +206,25 @@ def best_html(snap: Snapshot) -> str:
         facts.append(("duration", format_duration(best["duration"])))
     facts += [(key, _fmt(best.get(key))) for key in ("host", "source") if best.get(key)]
     facts.append(("finished", _when(best.get("finished"))))
-    params = best.get("params") if isinstance(best.get("params"), dict) else {}
-    rows = "".join(f"<tr><th>{escape(str(name))}</th><td>{escape(_params_text(value))}</td></tr>"
-                   for name, value in params.items())
-    return ('<section id="best"><h2>Best job</h2>' + _facts(facts)
-            + '<h3>Parameters</h3><table class="params"><tbody>' + rows + "</tbody></table></section>")
+    by_model = snap.model_best
+    if by_model is None:
+        return ('<section id="best"><h2>Best job</h2>' + _facts(facts)
+                + "<h3>Parameters</h3>" + _params_table(best.get("params")) + "</section>")
+    model_facts = [("job", str(by_model["id"])),
+                   (f"predicted {snap.objective} (posterior mean \u00b1 std)", _mean_std(by_model))]
+    if by_model["value"] is not None:
+        model_facts.append((f"observed {snap.objective} there", f"{by_model['value']:.10g}"))
+    if by_model["observations"] is not None:
+        model_facts.append(("observations in the model", str(by_model["observations"])))
+    if by_model["fitted"] is not None:
+        model_facts.append(("model fitted", _when(by_model["fitted"])))
+    return ('<section id="best"><h2>Best job</h2><p class="muted">The objective is noisy: its lowest '
+            "observed value is the luckiest draw, and the model's posterior mean, which averages the "
+            "noise over every evaluation, names the point that is most likely the best.</p>"
+            '<div id="model-best"><h3>Best by the model\'s posterior mean</h3>' + _facts(model_facts)
+            + "<h4>Parameters</h4>" + _params_table(by_model["params"]) + "</div>"
+            + '<div id="best-observed"><h3>Best observed (luckiest draw)</h3>' + _facts(facts)
+            + "<h4>Parameters</h4>" + _params_table(best.get("params")) + "</div></section>")
 
 
 def plots_html(snap: Snapshot) -> str:
@@ -202,20 +244,33 @@ def plots_html(snap: Snapshot) -> str:
 
 
 def failures_html(snap: Snapshot) -> str:
-    failed = snap.in_state("failed")
-    if not failed:
+    """Failed jobs grouped by how they failed (kind, reason, place), each group with the last
+    lines of its output; the largest MAX_FAILURE_GROUPS groups, one entry each, whatever the
+    number of failed jobs."""
+    groups = snap.failure_groups
+    if not groups:
         return '<section id="failures"><h2>Failures</h2><p class="muted">No failed jobs.</p></section>'
+    failed = snap.in_state("failed")
     kinds = Counter(job.get("failure") or "unknown" for job in failed)
-    parts = [f'<p>{len(failed)} failed: '
-             + ", ".join(f"{escape(k)} &times; {n}" for k, n in kinds.most_common()) + "</p>"]
-    for job in sorted(failed, key=lambda j: j["id"]):
-        tail = job.get("stderr_tail")
+    parts = [f"<p>{len(failed)} failed: "
+             + ", ".join(f"{escape(k)} &times; {n}" for k, n in kinds.most_common())
+             + f"; {len(groups)} group(s) of the same kind, reason and place, the largest first.</p>"]
+    shown = groups[:MAX_FAILURE_GROUPS]
+    for rank, group in enumerate(shown, start=1):
+        jobs = (f"job {group.first_job}" if group.count == 1
+                else f"first job {group.first_job}, last job {group.last_job}")
+        where = f" at <code>{escape(group.location)}</code>" if group.location else ""
+        tail = "\n".join(printable_tail(group.output_tail, FAILURE_TAIL_LINES))
         parts.append(
-            f'<div class="failure" id="failure-{job["id"]}"><strong>job {job["id"]}</strong> '
-            f'<span class="kind">{escape(str(job.get("failure") or "unknown"))}</span> '
-            f'{escape(str(job.get("reason") or "no reason recorded"))}'
-            + (f"<details><summary>stderr (last lines)</summary><pre>{escape(str(tail))}</pre></details>" if tail else "")
-            + "</div>")
+            f'<div class="failure" id="failure-group-{rank}"><strong>{group.count} job(s)</strong> '
+            f'<span class="kind">{escape(group.kind)}</span>{where} '
+            f'{escape(group.reason or "no reason recorded")} <span class="muted">({jobs})</span>'
+            + (f"<details><summary>last lines of the output</summary><pre>{escape(tail)}</pre></details>"
+               if tail else "") + "</div>")
+    if len(groups) > len(shown):
+        rest = sum(group.count for group in groups[len(shown):])
+        parts.append(f'<p class="muted">{len(groups) - len(shown)} more group(s) with {rest} job(s); '
+                     "the table of all jobs lists every failed job.</p>")
     return '<section id="failures"><h2>Failures</h2>' + "".join(parts) + "</section>"
 
 
@@ -225,15 +280,18 @@ def jobs_table_html(snap: Snapshot) -> str:
         raise ConfigError("config.json", f"needed for the job table: {snap.config_error}")
     header, rows = snap.store.table(snap.config)
     best_id = snap.best["id"] if snap.best else None
+    model_best_id = snap.model_best["id"] if snap.model_best else None
     head = "".join(f"<th scope=\"col\">{escape(h)}</th>" for h in header)
     body = []
     reason_col = header.index("reason")
     for row in rows:
         cells = "".join(_cell(v, "reason" if i == reason_col else "") for i, v in enumerate(row))
-        css = f"state-{row[1]}" + (" best" if row[0] == best_id else "")
+        css = f"state-{row[1]}" + (" best" if row[0] == best_id else "") + (" model-best" if row[0] == model_best_id else "")
         body.append(f'<tr class="{escape(css)}">{cells}</tr>')
+    highlight = ("The best observed job is highlighted in green, the best by the model's posterior mean "
+                 "in violet." if model_best_id is not None else "The best job is highlighted.")
     return ('<section id="jobs"><h2>All jobs</h2><p class="muted">Click a header to sort; click again to '
-            'reverse. The best job is highlighted.</p><div class="scroll"><table id="jobs-table" class="sortable">'
+            f'reverse. {highlight}</p><div class="scroll"><table id="jobs-table" class="sortable">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>")
 
 

@@ -5,7 +5,9 @@ stacks the sections into one image and the HTML report embeds them one by one:
 
 * ``convergence``: every finished job's objective value in order of completion with the
   best-so-far line; infeasible jobs (a constraint < 0) and failed jobs (no value) are marked
-  apart, as in figure 5(b) of the DNGO paper;
+  apart, as in figure 5(b) of the DNGO paper; for a noisy objective the model's best (best.json's
+  ``model_best``: the evaluated point with the lowest posterior mean) is drawn at its job with
+  its predicted mean +- std, beside the best observed value, which is then the luckiest draw;
 * ``parameters``: the objective against each parameter, one small panel per element (log axis
   for ``"scale": "log"``, one category per option for ENUM; failed jobs as ticks on the axis);
 * ``warpings``: the learned input warpings (of the columns the model warps: the FLOAT and INT
@@ -50,6 +52,7 @@ FEASIBLE = dict(color="#1f77b4", marker="o")
 INFEASIBLE = dict(color="#ff7f0e", marker="x")
 FAILED = dict(color="#d62728", marker="v")
 BEST = dict(color="#2ca02c", marker="*")
+MODEL_BEST = dict(color="#9467bd", marker="D")
 
 
 class PlotsUnavailable(RuntimeError):
@@ -207,9 +210,13 @@ def draw_convergence(snap: Snapshot, fig: "Figure | SubFigure") -> None:
         ax.scatter(out.order[out.failed], np.full(out.failed.sum(), 0.015), transform=ax.get_xaxis_transform(),
                    s=size + 6, clip_on=False, label=f"failed, no value ({int(out.failed.sum())})", zorder=3, **FAILED)
     running_best = best_so_far(out.values, out.feasible)
+    by_model = snap.model_best
     if np.isfinite(running_best).any():
+        label = "best observed so far (luckiest draw)" if by_model else "best so far"
         ax.step(out.order, running_best, where="post", color="black", linewidth=1.5,
-                label=f"best so far ({np.nanmin(running_best):.6g})", zorder=4)
+                label=f"{label} ({np.nanmin(running_best):.6g})", zorder=4)
+    if by_model is not None:
+        _draw_model_best(ax, out, by_model)
     if limits:
         ax.set_ylim(*limits)
     if not out.jobs:
@@ -225,6 +232,19 @@ def draw_convergence(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper right", fontsize="small", framealpha=0.85)
     fig.suptitle(f"{snap.name}: convergence", fontweight="bold")
+
+
+def _draw_model_best(ax, out: Outcomes, by_model: dict[str, Any]) -> None:
+    """The model's best at its job's place in completion order (the last place when the job is
+    not among the finished ones): its posterior mean with a +-1 std bar, and a dotted level line
+    to set against the best observed values."""
+    position = next((rank for rank, job in zip(out.order, out.jobs) if job["id"] == by_model["id"]), len(out.jobs))
+    mean, std = by_model["mean"], by_model["std"]
+    spread = f" \u00b1 {std:.3g}" if std is not None else ""
+    ax.axhline(mean, linestyle=":", linewidth=1, color=MODEL_BEST["color"], zorder=1)
+    ax.errorbar([position], [mean], yerr=None if std is None else [[std], [std]], fmt=MODEL_BEST["marker"],
+                color=MODEL_BEST["color"], markersize=8, capsize=4, markeredgecolor="black", zorder=5,
+                label=f"best by the model's posterior mean: job {by_model['id']}, {mean:.6g}{spread}")
 
 
 def _element(job: dict[str, Any], name: str, i: int) -> Any:
@@ -414,8 +434,13 @@ def summary_line(snap: Snapshot) -> str:
     best = snap.best
     text = (f"{counts['complete']} complete, {counts['failed']} failed, {counts['running']} running, "
             f"{counts['pending']} pending")
+    by_model = snap.model_best
     if best is not None:
-        text += f"; best {snap.objective} = {objective_value(best, snap.objective):.6g} (job {best['id']})"
+        label = "best observed (luckiest draw)" if by_model else "best"
+        text += f"; {label} {snap.objective} = {objective_value(best, snap.objective):.6g} (job {best['id']})"
+    if by_model is not None:
+        spread = f" \u00b1 {by_model['std']:.3g}" if by_model["std"] is not None else ""
+        text += f"; best by the model's posterior mean {by_model['mean']:.6g}{spread} (job {by_model['id']})"
     return text
 
 

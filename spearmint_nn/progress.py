@@ -19,6 +19,7 @@ with no control characters.
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import sys
 import threading
@@ -31,12 +32,16 @@ from typing import Any, Callable, Mapping, TextIO
 from .config import DEFAULT_IGNORED_FAILURES, DEFAULT_TASK_NAME, ExperimentConfig, load_config
 from .daemon import SUMMARY_TIME_SHARE, Reporter, TimeShare, counts_toward_budget
 from .errors import ConfigError
+from .failures import FailureGroup, group_failures
 from .layout import JOB_STATES, ExperimentPaths
 from .space import Space
-from .store import Store, is_feasible
+from .store import Store, is_feasible, read_json
 
 CLEAR_TO_END = "\x1b[K"
 HOME_AND_CLEAR = "\x1b[H\x1b[2J"
+# Terminal control sequences (colours, cursor moves) and the other control characters that a
+# job's output may hold; printed as they are, they would garble the status view.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _number(value: Any) -> float | None:
@@ -53,6 +58,32 @@ def objective_value(job: Mapping[str, Any], objective: str) -> float | None:
     if value is None:
         value = _number((job.get("values") or {}).get(objective))
     return value
+
+
+def read_model_best(paths: ExperimentPaths, store: Store) -> dict[str, Any] | None:
+    """best.json's ``model_best`` (a noisy objective's best by the model's posterior mean, see
+    :mod:`spearmint_nn.layout`), or None when there is none (a noiseless objective, a daemon
+    that has not fitted a model yet) or it is malformed.
+
+    Returned as ``{"id", "params", "mean", "std", "value", "observations", "fitted"}``; the
+    params come from the job file when best.json leaves them out, and ``std``, ``value``,
+    ``observations`` and ``fitted`` are None where unknown.
+    """
+    summary = read_json(paths.best_json)
+    entry = summary.get("model_best") if isinstance(summary, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    job_id, mean = entry.get("id"), _number(entry.get("mean"))
+    if isinstance(job_id, bool) or not isinstance(job_id, int) or mean is None:
+        return None
+    job = store.get(job_id) or {}
+    params = entry.get("params") if isinstance(entry.get("params"), dict) else job.get("params")
+    std = _number(entry.get("std"))
+    observations = entry.get("observations")
+    return {"id": job_id, "params": params if isinstance(params, dict) else {}, "mean": mean,
+            "std": std if std is not None and std >= 0 else None, "value": _number(entry.get("value")),
+            "observations": observations if isinstance(observations, int) and not isinstance(observations, bool) else None,
+            "fitted": _number(entry.get("fitted"))}
 
 
 @dataclass
@@ -144,6 +175,16 @@ class Snapshot:
             return None
         return min(feasible, key=lambda job: (objective_value(job, self.objective), job["id"]))
 
+    @cached_property
+    def model_best(self) -> dict[str, Any] | None:
+        """The best by the model's posterior mean, for a noisy objective (see :func:`read_model_best`)."""
+        return read_model_best(ExperimentPaths(self.experiment), self.store)
+
+    @cached_property
+    def failure_groups(self) -> list[FailureGroup]:
+        """Failed jobs grouped by how they failed, the largest group first."""
+        return group_failures(self.jobs)
+
     def durations(self) -> list[float]:
         """Observed wall-clock durations (seconds) of finished jobs that report one."""
         return [d for d in (_number(job.get("duration")) for job in self.finished) if d is not None and d >= 0]
@@ -197,6 +238,14 @@ def format_duration(seconds: float) -> str:
     if s < 86400:
         return f"{s // 3600}h{s % 3600 // 60:02d}m"
     return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def printable_tail(text: str, max_lines: int) -> list[str]:
+    """The last ``max_lines`` non-empty lines of a job's output, as a terminal showed them: a
+    line redrawn with carriage returns (a progress bar) keeps its last drawing, and control
+    sequences are dropped."""
+    lines = [_ESCAPES.sub("", line.rstrip("\r").rsplit("\r", 1)[-1]).rstrip() for line in text.split("\n")]
+    return [line for line in lines if line.strip()][-max_lines:] if max_lines > 0 else []
 
 
 def progress_text(snap: Snapshot) -> str:

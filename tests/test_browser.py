@@ -133,6 +133,12 @@ def test_report_loads_cleanly_sorts_on_click_and_renders(browser, tmp_path):
     assert errors == [], errors
     # the hostile failure reason is shown as text, never run
     assert browser.script("return document.querySelectorAll('#failures script, #jobs script').length") == 0
+    # the five identical failures are one group, whose output opens on a click
+    assert browser.script("return document.querySelectorAll('#failures .failure').length") == 1
+    assert browser.script("return document.querySelector('#failures details').open") is False
+    browser.click("#failures details summary")
+    assert browser.script("return document.querySelector('#failures details').open") is True
+    assert "ValueError: <b>bad</b>" in browser.script("return document.querySelector('#failures pre').textContent")
     assert browser.script("return document.querySelectorAll('#plots img').length") >= 2
     assert all(browser.script("return Array.prototype.map.call(document.images, function (i) {"
                               " return i.complete && i.naturalWidth > 500; })"))
