@@ -18,12 +18,14 @@ point that will be run.
 Params come in two forms:
 
 * *wrapper form*, as Spearmint's ``main(job_id, params)`` receives them: FLOAT/INT as numpy
-  arrays of length ``size``, ENUM as a list of strings;
+  arrays of length ``size`` (a :class:`ScalarArray`, which also behaves as its number, when
+  ``size`` is 1), ENUM as a list of strings;
 * *JSON form*, as stored in job files: plain lists of Python numbers / strings.
 """
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -44,6 +46,51 @@ _COMPARISONS = {
     "<=": lambda a, b: a <= b,
     "<": lambda a, b: a < b,
 }
+
+
+class ScalarArray(np.ndarray):
+    """The wrapper-form value of a FLOAT or INT variable of size 1: a numpy array of shape (1,),
+    as Spearmint hands it over, that also converts, formats and rounds as its one number.
+
+    Spearmint's wrappers write ``float(x)``, ``int(n)``, ``range(n)``, ``'%f' % x``,
+    ``f"{x:.3f}"`` and ``math.exp(x)`` on such values, which numpy 2 refuses for arrays with
+    ndim > 0; with this type they work, and ``x[0]``, iteration and numpy functions work as on
+    any array. Results of arithmetic keep the type while they hold one element (so
+    ``float(x * 2)`` works too); results of any other size are plain arrays, and reductions
+    (``np.sum(x)``) numpy scalars, as for a plain array. ``str(x)`` is the number's text
+    (``'%s' % x`` gives ``1.5``, not ``[1.5]``); ``repr`` still shows the array.
+    """
+
+    def __array_wrap__(self, array: np.ndarray, *args: Any, **kwargs: Any) -> Any:
+        result = super().__array_wrap__(array, *args, **kwargs)
+        if not isinstance(result, ScalarArray):
+            return result
+        if result.ndim == 0:  # a reduction (np.sum(x), x.max()): a numpy scalar, as for a plain array
+            return result.view(np.ndarray)[()]
+        return result if result.size == 1 else result.view(np.ndarray)
+
+    def __float__(self) -> float:
+        return float(self.item()) if self.size == 1 else super().__float__()
+
+    def __int__(self) -> int:
+        return int(self.item()) if self.size == 1 else super().__int__()
+
+    def __index__(self) -> int:
+        # Only an INT is an index (range(n), a_list[n]); a FLOAT raises numpy's TypeError.
+        if self.size == 1 and self.dtype.kind in "iu":
+            return int(self.item())
+        return super().__index__()
+
+    def __round__(self, ndigits: int | None = None) -> float | int:
+        if self.size != 1:
+            raise TypeError(f"round() of an array of {self.size} values; use numpy.round")
+        return round(self.item(), ndigits)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.item(), spec) if self.size == 1 else super().__format__(spec)
+
+    def __str__(self) -> str:
+        return str(self.item()) if self.size == 1 else super().__str__()
 
 
 @dataclass(frozen=True)
@@ -330,7 +377,7 @@ class Space:
                 value = params[var.name]
                 if var.type == "ENUM":
                     block = cols.reshape(var.size, var.width)
-                    for i, opt in enumerate([value] if isinstance(value, str) else value):
+                    for i, opt in enumerate(_elements(var, value, var.name)):
                         block[i, var.options.index(opt)] = 1.0
                 else:
                     cols[:] = var._to_unit(np.asarray(value, dtype=float))
@@ -354,7 +401,7 @@ class Space:
                     block = cols.reshape(var.size, var.width)
                     params[var.name] = [var.options[int(i)] for i in block.argmax(axis=1)]
                 else:
-                    params[var.name] = var._from_unit(cols)
+                    params[var.name] = _wrapper_array(var._from_unit(cols))
             result.append({name: params[name] for name in self.names if name in params})
         return result
 
@@ -394,14 +441,7 @@ class Space:
                 continue
             if var.name not in params:
                 raise ConfigError(path, "missing")
-            value = params[var.name]
-            if isinstance(value, (str, int, float)) and var.size == 1:
-                value = [value]
-            if isinstance(value, np.ndarray):
-                value = value.tolist()
-            if not isinstance(value, (list, tuple)) or len(value) != var.size:
-                raise ConfigError(path, f"must be a list of {var.size} value(s) (got {value!r})")
-            for v in value:
+            for v in _elements(var, params[var.name], path):
                 if var.type == "ENUM":
                     if not isinstance(v, str) or v not in var.options:
                         raise ConfigError(path, f"{v!r} is not one of {list(var.options)}")
@@ -434,9 +474,32 @@ class Space:
         json_form = self.to_json(params)
         return {
             var.name: list(json_form[var.name]) if var.type == "ENUM"
-            else np.asarray(json_form[var.name], dtype=np.int64 if var.type == "INT" else float)
+            else _wrapper_array(np.asarray(json_form[var.name], dtype=np.int64 if var.type == "INT" else float))
             for var in self.variables if var.name in json_form
         }
+
+
+def _wrapper_array(values: np.ndarray) -> np.ndarray:
+    """A FLOAT/INT variable's values in wrapper form: a :class:`ScalarArray` when there is one."""
+    return values.view(ScalarArray) if values.size == 1 else values
+
+
+def _elements(var: Variable, value: Any, path: str) -> list:
+    """The elements of one variable's value (either params form, numpy scalars as Python ones).
+
+    A variable of size 1 may also be given bare (``1.5``, ``"relu"``, a numpy scalar), as an
+    ask/tell user writes it. Raises :class:`ConfigError` at ``path`` for a wrong length or shape.
+    """
+    if isinstance(value, np.ndarray) and value.ndim <= 1:
+        value = value.tolist()  # a 0-d array gives its bare element
+    if var.size == 1 and isinstance(value, (str, numbers.Number, np.generic)):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or len(value) != var.size:
+        kind = "option" if var.type == "ENUM" else "number"
+        wanted = (f"{'an' if kind == 'option' else 'a'} {kind} or a list of one" if var.size == 1
+                  else f"a list of {var.size} {kind}s")
+        raise ConfigError(path, f"must be {wanted} (got {value!r:.80})")
+    return [v.item() if isinstance(v, np.generic) else v for v in value]
 
 
 def _scalar(value: Any) -> Any:
