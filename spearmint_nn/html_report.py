@@ -220,7 +220,7 @@ def best_html(snap: Snapshot) -> str:
         model_facts.append(("model fitted", _when(by_model["fitted"])))
     return ('<section id="best"><h2>Best job</h2><p class="muted">The objective is noisy: its lowest '
             "observed value is the luckiest draw, and the model's posterior mean, which averages the "
-            "noise over every evaluation, names the point that is most likely the best.</p>"
+            "noise over every evaluation, names the evaluated point the model expects to be best.</p>"
             '<div id="model-best"><h3>Best by the model\'s posterior mean</h3>' + _facts(model_facts)
             + "<h4>Parameters</h4>" + _params_table(by_model["params"]) + "</div>"
             + '<div id="best-observed"><h3>Best observed (luckiest draw)</h3>' + _facts(facts)
@@ -263,7 +263,7 @@ def failures_html(snap: Snapshot) -> str:
         tail = "\n".join(printable_tail(group.output_tail, FAILURE_TAIL_LINES))
         parts.append(
             f'<div class="failure" id="failure-group-{rank}"><strong>{group.count} job(s)</strong> '
-            f'<span class="kind">{escape(group.kind)}</span>{where} '
+            f'<span class="kind">{escape(group.kind)}</span>{where}: '
             f'{escape(group.reason or "no reason recorded")} <span class="muted">({jobs})</span>'
             + (f"<details><summary>last lines of the output</summary><pre>{escape(tail)}</pre></details>"
                if tail else "") + "</div>")

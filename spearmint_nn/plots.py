@@ -261,7 +261,7 @@ def draw_parameters(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     axes = np.atleast_1d(fig.subplots(math.ceil(len(shown) / ncols), ncols, squeeze=False, sharey=True)).ravel()
     out = outcomes(snap)
     limits = value_limits(out.values[out.feasible | out.infeasible])
-    best = snap.best
+    best, by_model = snap.best, snap.model_best
     jitter = np.random.default_rng(0).uniform(-0.18, 0.18, len(out.jobs))
     for k, (ax, (var, i, label)) in enumerate(zip(axes, shown)):
         raw = [_element(job, var.name, i) for job in out.jobs]
@@ -287,12 +287,14 @@ def draw_parameters(snap: Snapshot, fig: "Figure | SubFigure") -> None:
         if m.any():
             ax.scatter(x[m], np.full(m.sum(), 0.02), transform=ax.get_xaxis_transform(), marker="|", s=60,
                        color=FAILED["color"], clip_on=False)
-        if best is not None:
-            bx = _element(best, var.name, i)
+        marks = [(best, objective_value(best, snap.objective), BEST, 140)] if best is not None else []
+        if by_model is not None:
+            marks.append((by_model, by_model["mean"], MODEL_BEST, 60))
+        for job, y, style, size in marks:
+            bx = _element(job, var.name, i)
             if bx is not None and (var.type != "ENUM" or bx in var.options):
                 bx = var.options.index(bx) if var.type == "ENUM" else bx
-                ax.scatter([bx], [objective_value(best, snap.objective)], s=140, edgecolor="black",
-                           linewidth=0.6, zorder=5, **BEST)
+                ax.scatter([bx], [y], s=size, edgecolor="black", linewidth=0.6, zorder=5, **style)
         unit = " (log scale)" if var.scale == "log" else (" (integer)" if var.type == "INT" else "")
         ax.set_xlabel(label + unit, fontsize="small")
         ax.tick_params(labelsize="small")
@@ -306,8 +308,11 @@ def draw_parameters(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     note = ""
     if len(columns) > len(shown):
         note = f" (first {len(shown)} of {len(columns)} parameters)"
-    fig.suptitle(f"{snap.name}: {snap.objective} against each parameter{note}; "
-                 "star = best job, red ticks = failed jobs", fontweight="bold")
+    # the longer legend of a noisy objective goes on a line of its own, to fit the figure's width
+    marks = (";\nstar = best observed job, diamond = best by the model's posterior mean" if by_model is not None
+             else "; star = best job")
+    fig.suptitle(f"{snap.name}: {snap.objective} against each parameter{note}{marks}, red ticks = failed jobs",
+                 fontweight="bold")
 
 
 def _padded(lo: float, hi: float, log: bool) -> tuple[float, float]:
@@ -435,12 +440,14 @@ def summary_line(snap: Snapshot) -> str:
     text = (f"{counts['complete']} complete, {counts['failed']} failed, {counts['running']} running, "
             f"{counts['pending']} pending")
     by_model = snap.model_best
+    # a noisy objective's two bests each on a line of their own: one line would not fit the figure
+    sep = ";\n" if by_model else "; "
     if best is not None:
         label = "best observed (luckiest draw)" if by_model else "best"
-        text += f"; {label} {snap.objective} = {objective_value(best, snap.objective):.6g} (job {best['id']})"
+        text += f"{sep}{label} {snap.objective} = {objective_value(best, snap.objective):.6g} (job {best['id']})"
     if by_model is not None:
         spread = f" \u00b1 {by_model['std']:.3g}" if by_model["std"] is not None else ""
-        text += f"; best by the model's posterior mean {by_model['mean']:.6g}{spread} (job {by_model['id']})"
+        text += f"{sep}best by the model's posterior mean {by_model['mean']:.6g}{spread} (job {by_model['id']})"
     return text
 
 

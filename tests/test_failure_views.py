@@ -278,6 +278,16 @@ def test_convergence_plot_marks_the_model_best_beside_the_best_observed(tmp_path
     assert "best by the model's posterior mean 0.734 \u00b1 0.125 (job 9)" in plots.summary_line(snap)
 
 
+def test_parameter_panels_mark_the_model_best_at_its_params(tmp_path):
+    snap = take_snapshot(failing_experiment(tmp_path, model_best=MODEL_BEST))
+    fig = plots.section_figure(next(s for s in plots.sections(snap) if s.key == "parameters"))
+    assert "diamond = best by the model's posterior mean" in fig.get_suptitle()
+    lr_panel = fig.axes[0]
+    diamonds = [c.get_offsets().tolist() for c in lr_panel.collections
+                if c.get_facecolor()[0][:3].tolist() == pytest.approx([0x94 / 255, 0x67 / 255, 0xbd / 255])]
+    assert diamonds == [[[pytest.approx(10 ** (-9 / 4)), pytest.approx(0.734)]]]  # job 9's lr, predicted mean
+
+
 def test_noiseless_convergence_plot_is_unchanged(tmp_path):
     snap = take_snapshot(failing_experiment(tmp_path, likelihood="NOISELESS"))
     ax = plots.section_figure(plots.sections(snap)[0]).axes[0]
@@ -285,6 +295,8 @@ def test_noiseless_convergence_plot_is_unchanged(tmp_path):
     assert "best so far (0.5)" in labels and not any("posterior" in label for label in labels)
     assert ax.containers == [] and len(ax.lines) == 1
     assert "luckiest" not in plots.summary_line(snap)
+    fig = plots.section_figure(next(s for s in plots.sections(snap) if s.key == "parameters"))
+    assert fig.get_suptitle() == "demo: loss against each parameter; star = best job, red ticks = failed jobs"
 
 
 def test_printable_tail_keeps_what_a_terminal_showed():
