@@ -73,6 +73,7 @@ Result file (``results/<id>.json``), written atomically by the runner:
 
     id, status ("ok" | "error"), values ({task: float}) or error (one line), traceback,
     started, ended, host; failure: the short kind of an error ("exception", "nan", ...)
+    location      (error) "<file>:<line>" in the user's code it points at, or null (spearmint_nn.runner)
 """
 from __future__ import annotations
 

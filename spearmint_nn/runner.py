@@ -11,8 +11,26 @@ what the daemon records.
 
 PYTHON wrappers: ``main(job_id, params)`` of ``main-file``, imported from the experiment folder
 (the working directory), with params in wrapper form (numpy arrays for FLOAT/INT, lists of
-strings for ENUM). It returns a number, a dict ``{task: number}`` covering exactly the tasks,
-or NaN.
+strings for ENUM; see :mod:`spearmint_nn.space`). It returns a number, a dict
+``{task: number}`` covering exactly the tasks, or NaN.
+
+Failures of a PYTHON wrapper that say nothing about the point (the same code fails the same
+way at every point) have the kind "bad_wrapper", which the daemon neither shows to the model
+nor counts against the budget:
+
+* any exception, or ``sys.exit``, while the module is imported (a syntax error, a missing
+  import, a NameError at module level, ...);
+* no callable ``main``, or a ``main`` whose signature cannot bind ``(job_id, params)``
+  (checked before the call, so a TypeError raised inside main is not mistaken for it);
+* ``main`` returning None (a missing ``return``);
+* inside main, a NameError (UnboundLocalError too), ImportError, SyntaxError, or an
+  AttributeError looked up on a module (``np.lnspace``): mistakes in the code.
+
+Any other exception inside main is kind "exception"; ``sys.exit`` inside main is
+"exit_code". Every error result carries ``location``: ``"<file>:<line>"`` (the file relative to
+the experiment folder when inside it, else absolute) of the innermost traceback frame inside
+the experiment folder, of a SyntaxError's own file and line, or of ``main``'s definition for a
+bad signature or a None; null when unknown.
 
 SHELL wrappers: ``command`` (an argument list) is run with the path of the params JSON file
 appended (``{"x": [1.5], "kind": ["a"]}``: every variable as a list). Environment:
@@ -25,6 +43,7 @@ failure ("exit_code"), whatever was printed.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import os
 import socket
@@ -32,8 +51,9 @@ import subprocess
 import sys
 import time
 import traceback
+import types
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .claims import take_claim, wait_for_holder
 from .config import ExperimentConfig, load_config
@@ -42,16 +62,22 @@ from .layout import ExperimentPaths
 from .store import BadValues, atomic_write_json, check_values, read_json
 
 TRACEBACK_CHARS = 4000
+# Exceptions raised inside main that are mistakes in the code rather than answers about the
+# point: a misspelt or unassigned name, a module that is not installed, a syntax error in a
+# module main imports. (NameError covers UnboundLocalError.)
+CODE_ERRORS = (NameError, ImportError, SyntaxError)
 
 
 class JobFailure(Exception):
-    """The job produced no values; ``failure`` is the short kind recorded in the job file."""
+    """The job produced no values; ``failure`` is the short kind recorded in the job file and
+    ``location`` the ``"<file>:<line>"`` it points at (see :func:`_location`), when known."""
 
-    def __init__(self, failure: str, message: str, exit_code: int = 1, tb: str = ""):
+    def __init__(self, failure: str, message: str, exit_code: int = 1, tb: str = "", location: str | None = None):
         super().__init__(message)
         self.failure = failure
         self.exit_code = exit_code
         self.tb = tb
+        self.location = location
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -59,27 +85,92 @@ def _one_line(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def run_python(config: ExperimentConfig, job_id: int, params_json: dict[str, Any]) -> Any:
-    """Import the wrapper module and return ``main(job_id, params)``."""
-    wrapper = config.main_file
-    sys.path.insert(0, str(wrapper.parent))
+def _place(filename: str | None, line: int | None, experiment: Path) -> str | None:
+    """``"<file>:<line>"``, the file relative to the experiment folder when inside it."""
+    if not filename or line is None or not os.path.isfile(filename):
+        return None
+    path = Path(os.path.realpath(filename))
+    shown = path.relative_to(experiment) if path.is_relative_to(experiment) else path
+    return f"{shown}:{line}"
+
+
+def _location(exc: BaseException, experiment: Path) -> str | None:
+    """Where an exception points in the user's code: the file and line of a SyntaxError, else
+    the innermost frame of its traceback inside the experiment folder; None when neither is."""
+    if isinstance(exc, SyntaxError):
+        place = _place(exc.filename, exc.lineno, experiment)
+        if place is not None:
+            return place
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename and Path(os.path.realpath(frame.filename)).is_relative_to(experiment):
+            return _place(frame.filename, frame.lineno, experiment)
+    return None
+
+
+def _definition(function: Any, experiment: Path) -> str | None:
+    """The ``"<file>:<line>"`` of a function's ``def``, when it has Python code."""
+    code = getattr(function, "__code__", None)
+    return None if code is None else _place(code.co_filename, code.co_firstlineno, experiment)
+
+
+def _is_code_error(exc: Exception) -> bool:
+    """Whether an exception raised inside main is a mistake in the code (see CODE_ERRORS); an
+    AttributeError counts when it was looked up on a module (``np.lnspace``)."""
+    if isinstance(exc, CODE_ERRORS):
+        return True
+    return isinstance(exc, AttributeError) and isinstance(getattr(exc, "obj", None), types.ModuleType)
+
+
+def _failure(failure: str, exc: BaseException, experiment: Path) -> JobFailure:
+    return JobFailure(failure, _one_line(f"{type(exc).__name__}: {exc}"), tb=traceback.format_exc()[-TRACEBACK_CHARS:],
+                      location=_location(exc, experiment))
+
+
+def _load_main(wrapper: Path, experiment: Path) -> Callable[..., Any]:
+    """Import the wrapper module and return its ``main``, checked to take (job_id, params)."""
     try:
         spec = importlib.util.spec_from_file_location(wrapper.stem, wrapper)
         module = importlib.util.module_from_spec(spec)
         sys.modules[wrapper.stem] = module
         spec.loader.exec_module(module)
-        main = getattr(module, "main", None)
-        if not callable(main):
-            raise JobFailure("bad_wrapper", f"{wrapper.name} has no function main(job_id, params)")
-        return main(job_id, config.space.to_wrapper(params_json))
-    except JobFailure:
-        raise
+    except (Exception, SystemExit) as exc:  # sys.exit at import time (argparse, say) is no answer either
+        raise _failure("bad_wrapper", exc, experiment) from None
+    main = getattr(module, "main", None)
+    if not callable(main):
+        raise JobFailure("bad_wrapper", f"{wrapper.name} has no function main(job_id, params)")
+    try:
+        signature = inspect.signature(main)
+    except (TypeError, ValueError):  # no signature to read (some builtins): calling it will tell
+        return main
+    try:
+        signature.bind(0, {})
+    except TypeError as exc:
+        raise JobFailure("bad_wrapper", f"{wrapper.name}: main{signature} cannot be called as main(job_id, params): {exc}",
+                         location=_definition(main, experiment)) from None
+    return main
+
+
+def run_python(config: ExperimentConfig, job_id: int, params_json: dict[str, Any]) -> Any:
+    """Import the wrapper module and return ``main(job_id, params)``.
+
+    Failures that say nothing about the point are kind "bad_wrapper" (see the module docstring).
+    """
+    wrapper, experiment = config.main_file, config.experiment_dir
+    sys.path.insert(0, str(wrapper.parent))
+    main = _load_main(wrapper, experiment)
+    try:
+        result = main(job_id, config.space.to_wrapper(params_json))
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        raise JobFailure("exit_code", f"wrapper called sys.exit({exc.code!r})", exit_code=code or 1) from None
+        raise JobFailure("exit_code", f"wrapper called sys.exit({exc.code!r})", exit_code=code or 1,
+                         location=_location(exc, experiment)) from None
     except Exception as exc:
-        raise JobFailure("exception", _one_line(f"{type(exc).__name__}: {exc}"),
-                         tb=traceback.format_exc()[-TRACEBACK_CHARS:]) from None
+        raise _failure("bad_wrapper" if _is_code_error(exc) else "exception", exc, experiment) from None
+    if result is None:
+        raise JobFailure("bad_wrapper", f"{wrapper.name}: main returned None; it must return the objective's "
+                         "value or a dict {task: value} (is a return statement missing?)",
+                         location=_definition(main, experiment))
+    return result
 
 
 def parse_result_text(text: str) -> Any:
@@ -156,7 +247,8 @@ def run_job(experiment_dir: str | Path, job_id: int) -> int:
         result.update(status="ok", values=values)
     except JobFailure as exc:
         exit_code = exc.exit_code
-        result.update(status="error", failure=exc.failure, error=_one_line(str(exc)), traceback=exc.tb)
+        result.update(status="error", failure=exc.failure, error=_one_line(str(exc)), traceback=exc.tb,
+                      location=exc.location)
         print(f"spearmint-nn runner: job {job_id} failed ({exc.failure}): {exc}", file=sys.stderr)
         if exc.tb:
             print(exc.tb, file=sys.stderr)

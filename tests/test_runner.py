@@ -54,7 +54,6 @@ def test_wrapper_gets_spearmint_params_and_result_is_written(tmp_path):
     ("return float('nan')", "nan", "returned main=nan"),
     ("return 'fast'", "bad_result", "returned str 'fast'; expected a number or a dict of task -> number"),
     ("return {'loss': 1.0}", "bad_result", "returned keys ['loss']; expected exactly ['main']"),
-    ("return None", "bad_result", "returned NoneType None; expected a number or a dict of task -> number"),
 ])
 def test_bad_wrappers_give_failed_results(tmp_path, body, failure, error):
     paths = _experiment(tmp_path, f"def main(job_id, params):\n    {body}\n")
@@ -63,6 +62,81 @@ def test_bad_wrappers_give_failed_results(tmp_path, body, failure, error):
     assert (result["status"], result["failure"], result["error"]) == ("error", failure, error)
     if failure == "exception":
         assert "ZeroDivisionError" in result["traceback"]
+
+
+# (case, files of the experiment folder, failure kind, error, location): wrappers broken in ways
+# that say nothing about the point are "bad_wrapper"; the daemon neither models nor counts them.
+BROKEN_WRAPPERS = [
+    ("syntax error", {"wrapper.py": "def main(job_id, params):\n    return 1 +\n"},
+     "bad_wrapper", "SyntaxError: invalid syntax (wrapper.py, line 2)", "wrapper.py:2"),
+    ("missing import", {"wrapper.py": "import numpy\nimport no_such_module_xq\n\ndef main(job_id, params):\n    return 1.0\n"},
+     "bad_wrapper", "ModuleNotFoundError: No module named 'no_such_module_xq'", "wrapper.py:2"),
+    ("name error at import", {"wrapper.py": "SCALE = undefined_scale\n\ndef main(job_id, params):\n    return 1.0\n"},
+     "bad_wrapper", "NameError: name 'undefined_scale' is not defined", "wrapper.py:1"),
+    ("sys.exit at import", {"wrapper.py": "import sys\nsys.exit('usage: wrapper.py X')\n"},
+     "bad_wrapper", "SystemExit: usage: wrapper.py X", "wrapper.py:2"),
+    ("no main", {"wrapper.py": "def mian(job_id, params):\n    return 1.0\n"},
+     "bad_wrapper", "wrapper.py has no function main(job_id, params)", None),
+    ("main with one parameter", {"wrapper.py": "\ndef main(x):\n    return 1.0\n"},
+     "bad_wrapper", "wrapper.py: main(x) cannot be called as main(job_id, params): too many positional arguments",
+     "wrapper.py:2"),
+    ("main returns None", {"wrapper.py": "def main(job_id, params):\n    value = 1.0\n"},
+     "bad_wrapper", "wrapper.py: main returned None; it must return the objective's value or a dict {task: value} "
+     "(is a return statement missing?)", "wrapper.py:1"),
+    ("name error in main", {"wrapper.py": "def main(job_id, params):\n    x = params['x']\n    return y * 2\n"},
+     "bad_wrapper", "NameError: name 'y' is not defined", "wrapper.py:3"),
+    ("unbound local in main", {"wrapper.py": "def main(job_id, params):\n    if job_id < 0:\n        v = 1.0\n    return v\n"},
+     "bad_wrapper", "UnboundLocalError: cannot access local variable 'v' where it is not associated with a value",
+     "wrapper.py:4"),
+    ("module attribute typo in main", {"wrapper.py": "import math\n\ndef main(job_id, params):\n    return math.tau2\n"},
+     "bad_wrapper", "AttributeError: module 'math' has no attribute 'tau2'", "wrapper.py:4"),
+    ("syntax error in a module main imports", {
+        "wrapper.py": "def main(job_id, params):\n    from lib import model\n    return model.loss()\n",
+        "lib/__init__.py": "", "lib/model.py": "def loss():\n    return (1.0\n"},
+     "bad_wrapper", "SyntaxError: '(' was never closed (model.py, line 2)", "lib/model.py:2"),
+    ("value error in main", {"wrapper.py": "def main(job_id, params):\n    raise ValueError('diverged')\n"},
+     "exception", "ValueError: diverged", "wrapper.py:2"),
+    ("type error inside main", {"wrapper.py": "def main(job_id, params):\n    return len(5)\n"},
+     "exception", "TypeError: object of type 'int' has no len()", "wrapper.py:2"),
+    ("attribute error on a value", {"wrapper.py": "def main(job_id, params):\n    return params.loss\n"},
+     "exception", "AttributeError: 'dict' object has no attribute 'loss'", "wrapper.py:2"),
+    ("error in a helper of the folder", {
+        "wrapper.py": "import helper\n\ndef main(job_id, params):\n    return helper.train(params)\n",
+        "helper.py": "import numpy as np\n\ndef train(params):\n    return np.log(-1.0) + float('x')\n"},
+     "exception", "ValueError: could not convert string to float: 'x'", "helper.py:4"),
+]
+
+
+@pytest.mark.parametrize("case,files,failure,error,location", BROKEN_WRAPPERS, ids=[c[0] for c in BROKEN_WRAPPERS])
+def test_broken_wrapper_kind_error_and_location(tmp_path, case, files, failure, error, location):
+    paths = _experiment(tmp_path, "")
+    for name, text in files.items():
+        (paths.experiment / name).parent.mkdir(exist_ok=True)
+        (paths.experiment / name).write_text(text)
+    proc = subprocess.run(command_for(paths.experiment, 7), cwd=paths.experiment, capture_output=True, text=True, timeout=60)
+    result = _result(paths)
+    assert proc.returncode != 0 and result["status"] == "error"
+    assert (result["failure"], result["error"], result["location"]) == (failure, error, location)
+    assert f"job 7 failed ({failure})" in proc.stderr
+
+
+def test_location_outside_the_experiment_folder_is_absolute(tmp_path):
+    library = tmp_path / "site"
+    library.mkdir()
+    (library / "shared_main.py").write_text("def main(job_id):\n    return 1.0\n")
+    paths = _experiment(tmp_path, f"import sys\nsys.path.append({str(library)!r})\nfrom shared_main import main\n")
+    assert run_job(paths.experiment, 7) == 1
+    result = _result(paths)
+    assert result["failure"] == "bad_wrapper"
+    assert result["location"] == f"{library.resolve()}/shared_main.py:1"
+
+
+def test_command_that_cannot_start_stays_an_exception_without_location(tmp_path):
+    paths = _experiment(tmp_path, "", language="SHELL", command=["./no-such-program"], **{"main-file": None})
+    assert run_job(paths.experiment, 7) == 1
+    result = _result(paths)
+    assert (result["failure"], result["location"]) == ("exception", None)
+    assert result["error"] == "cannot start './no-such-program': No such file or directory"
 
 
 def test_runner_process_uses_result_file_and_exit_codes(tmp_path):
