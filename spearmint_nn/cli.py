@@ -181,7 +181,8 @@ def _failure_group_lines(groups: list[dict[str, Any]], tailed: int | None = None
     for rank, group in enumerate(groups):
         jobs = f"job {group['first_job']}" if group["count"] == 1 else f"jobs {group['first_job']}..{group['last_job']}"
         where = f" at {group['location']}" if group["location"] else ""
-        lines.append(f"  {group['count']:>5} x {group['kind']}{where}: {group['reason'] or 'no reason recorded'} ({jobs})")
+        reason = group["reason"] or "no reason recorded"
+        lines.append(f"  {group['count']:>5} x {group['kind']}{where}: {reason} ({jobs})")
         if tailed is None or rank < tailed:
             lines += [f"          | {line}" for line in printable_tail(group["output_tail"] or "", tail_lines)]
     return lines

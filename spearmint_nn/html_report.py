@@ -286,7 +286,8 @@ def jobs_table_html(snap: Snapshot) -> str:
     reason_col = header.index("reason")
     for row in rows:
         cells = "".join(_cell(v, "reason" if i == reason_col else "") for i, v in enumerate(row))
-        css = f"state-{row[1]}" + (" best" if row[0] == best_id else "") + (" model-best" if row[0] == model_best_id else "")
+        css = (f"state-{row[1]}" + (" best" if row[0] == best_id else "")
+               + (" model-best" if row[0] == model_best_id else ""))
         body.append(f'<tr class="{escape(css)}">{cells}</tr>')
     highlight = ("The best observed job is highlighted in green, the best by the model's posterior mean "
                  "in violet." if model_best_id is not None else "The best job is highlighted.")

@@ -80,10 +80,11 @@ def read_model_best(paths: ExperimentPaths, store: Store) -> dict[str, Any] | No
     params = entry.get("params") if isinstance(entry.get("params"), dict) else job.get("params")
     std = _number(entry.get("std"))
     observations = entry.get("observations")
+    if isinstance(observations, bool) or not isinstance(observations, int):
+        observations = None
     return {"id": job_id, "params": params if isinstance(params, dict) else {}, "mean": mean,
             "std": std if std is not None and std >= 0 else None, "value": _number(entry.get("value")),
-            "observations": observations if isinstance(observations, int) and not isinstance(observations, bool) else None,
-            "fitted": _number(entry.get("fitted"))}
+            "observations": observations, "fitted": _number(entry.get("fitted"))}
 
 
 @dataclass

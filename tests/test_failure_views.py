@@ -107,8 +107,10 @@ def test_status_text_groups_failures_with_the_last_lines_of_their_output(tmp_pat
         "          | FloatingPointError: loss diverged at step 1500"]
     assert "epoch 2 loss 1.87" not in result.stdout and "\x1b" not in result.stdout
     # the lr differs between the two exception jobs: one group, with the last job's reason
-    assert lines[head + 7] == "      2 x exception at wrapper.py:9: ValueError: lr 0.00178 outside the schedule's range (jobs 5..11)"
-    assert lines[head + 8:head + 10] == ["          | Traceback (most recent call last):", "          | ValueError: lr 0.00178"]
+    assert lines[head + 7] == ("      2 x exception at wrapper.py:9: ValueError: lr 0.00178 outside the "
+                               "schedule's range (jobs 5..11)")
+    assert lines[head + 8:head + 10] == ["          | Traceback (most recent call last):",
+                                         "          | ValueError: lr 0.00178"]
     assert lines[head + 10] == "      1 x timeout: killed after the 3600 s time limit (job 14)"
     assert lines[head + 11:] == []
     # noiseless-style best line: nothing about the model when best.json has no model_best
