@@ -2,13 +2,16 @@
 
 Spearmint's keys are read as Spearmint writes them (``language``, ``main-file``,
 ``experiment-name``, ``likelihood``, ``variables``, ``tasks``, ``max-concurrent``,
-``max-finished-jobs``, ``polling-time``); our own keys sit beside them. Every key is declared
+``max-finished-jobs``, ``polling-time``); our own keys sit beside them. Spearmint's
+``resources`` section and the ``main-file``, ``language`` and ``resources`` of a task are
+translated into our keys (see :func:`_spearmint_implied`). Every key is declared
 once in :data:`KEYS` (default, parser, one-line description); adding a key is one line there.
 A key whose :attr:`Key.optimizer_kwarg` is set is passed to the :class:`~spearmint_nn.optimizer.Optimizer`
 by :func:`optimizer_options`.
 
 Every problem raises :class:`~spearmint_nn.errors.ConfigError` ``("key.path", "problem")``
-before anything is written to the experiment folder.
+before anything is written to the experiment folder; all unknown keys of the file (top level,
+tasks, variables, resources) are reported by one error.
 """
 from __future__ import annotations
 
@@ -18,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .errors import ConfigError, did_you_mean
+from .errors import ConfigError, closest, did_you_mean, unknown_keys
 from .layout import ExperimentPaths
-from .space import Space
+from .space import Space, unknown_variable_keys
 
 LANGUAGES = ("PYTHON", "SHELL")
 LIKELIHOODS = ("NOISELESS", "GAUSSIAN")
@@ -32,7 +35,16 @@ KERNELS = ("matern52", "squared-exponential")
 # scipy.stats (~0.5 s), and every job reads its config through this module.
 OUTPUT_TRANSFORMS = ("auto", "least-skewed", "standardise", "log-shift", "yeo-johnson")
 DEFAULT_TASK_NAME = "main"  # Spearmint's name for the single objective when no tasks are given
-_TASK_KEYS = ("type", "likelihood")
+_TASK_KEYS = ("type", "likelihood", "main-file", "language", "resources")
+_RESOURCE_KEYS = ("scheduler", "max-concurrent", "max-finished-jobs")
+# Spearmint's scheduler names (any case) -> our driver names.
+SCHEDULERS = {"local": "local", "sge": "sge", "slurm": "slurm"}
+# Options of Spearmint's cluster schedulers that have no resource key here, and what to write.
+_SPEARMINT_RESOURCE_OPTIONS = {
+    "scheduler-args": "write the arguments as a list in driver.extra-args instead",
+    "environment-file": "write driver.setup: [\"source <file>\"] instead",
+    "output-subdir": "not needed: each job's output is kept in .spearmint/output/",
+}
 
 
 # ---- value parsers: (key path, raw JSON value) -> parsed value ------------------------------
@@ -141,7 +153,10 @@ KEYS: dict[str, Key] = {
     "experiment-name": Key(None, _optional_string, "a name for logs and reports (default: the folder name)"),
     "likelihood": Key("GAUSSIAN", _choice(*LIKELIHOODS), "noise model of every task without its own: NOISELESS or GAUSSIAN"),
     "variables": Key(None, _object, "the search space: name -> {type FLOAT|INT|ENUM, size, min, max, options, scale}"),
-    "tasks": Key(None, _object, "name -> {type OBJECTIVE|CONSTRAINT, likelihood}; default one objective named 'main'"),
+    "tasks": Key(None, _object, "name -> {type OBJECTIVE|CONSTRAINT, likelihood}; default one objective named 'main' "
+                 "(Spearmint's main-file, language and resources of a task are read too)"),
+    "resources": Key(None, _object, "one {scheduler local|SGE|SLURM, max-concurrent, max-finished-jobs}, as "
+                     "Spearmint wrote it: becomes driver.name, max-concurrent and max-finished-jobs"),
     "max-concurrent": Key(1, _int(1), "jobs in flight at once"),
     "max-finished-jobs": Key(None, _int(1, optional=True), "stop after this many finished jobs (null: never)",
                              "budget"),
@@ -326,13 +341,22 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
     raw = read_json_strict(paths.config, "config.json")
     if not isinstance(raw, dict):
         raise ConfigError("config.json", f"must hold a JSON object (got {type(raw).__name__})")
-    for key in raw:
-        if key not in KEYS:
-            raise ConfigError(key, "unknown key" + did_you_mean(key, KEYS))
+    found = _unknown_keys(raw)
+    if found:
+        raise unknown_keys(found)
 
+    implied = _spearmint_implied(raw)
     values: dict[str, Any] = {}
     for key, spec in KEYS.items():
-        values[key] = spec.parse(key, raw[key]) if key in raw and raw[key] is not None else spec.default
+        given = key in raw and raw[key] is not None
+        values[key] = spec.parse(key, raw[key]) if given else spec.default
+        if key in implied and key != "driver":  # the driver's name joins its options in _driver_spec
+            source, value = implied[key]
+            value = spec.parse(source, value)
+            if given and not _same(key, values[key], value):
+                raise ConfigError(f"{key}, {source}", f"both given ({raw[key]!r} and {implied[key][1]!r}); keep one")
+            values[key] = value
+    values["resources"] = None  # translated into driver, max-concurrent and max-finished-jobs
     if "variables" not in raw:
         raise ConfigError("variables", "required: the search space, e.g. {\"x\": {\"type\": \"FLOAT\", \"min\": 0, \"max\": 1}}")
     space = Space.from_config(raw["variables"])
@@ -340,7 +364,7 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
         values["initial-design"] = space.default_initial_design
     tasks = _parse_tasks(raw.get("tasks"), values["likelihood"])
     main_file = _parse_wrapper(paths.experiment, values)
-    driver_name, driver_options = _parse_driver(raw.get("driver", KEYS["driver"].default), driver_override, check_driver)
+    driver_name, driver_options = _parse_driver(_driver_spec(raw, implied), driver_override, check_driver)
     values["driver"] = {"name": driver_name, **driver_options}
     return ExperimentConfig(paths=paths, values=values, space=space, tasks=tasks, main_file=main_file,
                             driver_name=driver_name, driver_options=driver_options, raw=raw)
@@ -358,9 +382,6 @@ def _parse_tasks(tasks: Any, default_likelihood: str) -> dict[str, TaskConfig]:
             raise ConfigError("tasks", "task names must be non-empty strings")
         if not isinstance(spec, dict):
             raise ConfigError(path, f"must be an object with a 'type' (got {spec!r})")
-        for key in spec:
-            if key not in _TASK_KEYS:
-                raise ConfigError(f"{path}.{key}", "unknown key" + did_you_mean(key, _TASK_KEYS))
         if "type" not in spec:
             raise ConfigError(f"{path}.type", "required: OBJECTIVE or CONSTRAINT")
         ttype = _choice(*TASK_TYPES)(f"{path}.type", spec["type"])
@@ -370,6 +391,118 @@ def _parse_tasks(tasks: Any, default_likelihood: str) -> dict[str, TaskConfig]:
     if len(objectives) != 1:
         raise ConfigError("tasks", f"must have exactly one OBJECTIVE task (got {len(objectives)}: {objectives})")
     return out
+
+
+def _unknown_keys(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(key path, hint)`` for every unknown key of config.json, in the file's order: top level,
+    and inside tasks, variables and resources (driver options are the driver's to check)."""
+    found: list[tuple[str, str]] = []
+    for key, value in raw.items():
+        if key not in KEYS:
+            found.append((key, closest(key, KEYS)))
+        elif key == "variables" and isinstance(value, Mapping):
+            found += unknown_variable_keys(value)
+        elif key == "tasks" and isinstance(value, Mapping):
+            found += [(f"tasks.{name}.{sub}", closest(sub, _TASK_KEYS))
+                      for name, spec in value.items() if isinstance(spec, Mapping) for sub in spec if sub not in _TASK_KEYS]
+        elif key == "resources" and isinstance(value, Mapping):
+            found += [(f"resources.{name}.{sub}", _SPEARMINT_RESOURCE_OPTIONS.get(sub) or closest(sub, _RESOURCE_KEYS))
+                      for name, spec in value.items() if isinstance(spec, Mapping) for sub in spec
+                      if sub not in _RESOURCE_KEYS]
+    return found
+
+
+def _spearmint_implied(raw: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
+    """Top-level keys that Spearmint's ``resources`` and task-level keys stand for: key -> (the
+    key path it came from, its JSON value).
+
+    Spearmint ran each task's ``main-file`` (in its ``language``) on the ``resources`` it named,
+    each resource with its own scheduler, max-concurrent and max-finished-jobs. We run one
+    wrapper that returns every task's value, on one driver: so a ``main-file`` or ``language``
+    shared by every task that names one is the top-level key, and the one resource gives
+    ``driver`` (its scheduler), ``max-concurrent`` and ``max-finished-jobs``. Anything that
+    cannot be translated raises ConfigError saying what to write instead.
+    """
+    implied: dict[str, tuple[str, Any]] = {}
+    tasks = raw.get("tasks")
+    specs = {name: spec for name, spec in tasks.items() if isinstance(spec, Mapping)} if isinstance(tasks, Mapping) else {}
+    for key in ("main-file", "language"):
+        given = {f"tasks.{name}.{key}": spec[key] for name, spec in specs.items() if key in spec}
+        if len({json.dumps(value) for value in given.values()}) > 1:
+            raise ConfigError(", ".join(given), f"differ ({', '.join(repr(v) for v in given.values())}); spearmint-nn "
+                              f"runs one wrapper for every task: write one top-level {key} whose main returns "
+                              "{task: value}")
+        if given:
+            implied[key] = next(iter(given.items()))
+    resources = raw.get("resources")
+    for name, spec in specs.items():
+        if "resources" in spec:
+            _check_task_resources(f"tasks.{name}.resources", spec["resources"], resources)
+    if resources is None:
+        return implied
+    example = '{"my-machine": {"scheduler": "local", "max-concurrent": 2}}'
+    if not isinstance(resources, Mapping) or not resources:
+        raise ConfigError("resources", f"must be an object naming one resource, such as {example} (got {resources!r})")
+    if len(resources) > 1:
+        raise ConfigError("resources", f"declares {len(resources)} resources ({', '.join(resources)}); spearmint-nn "
+                          "runs one driver per experiment: keep one, or remove resources and write \"driver\": "
+                          "{\"name\": \"slurm\"} (or sge, local) with max-concurrent and max-finished-jobs at the top level")
+    name, spec = next(iter(resources.items()))
+    path = f"resources.{name}"
+    if not isinstance(spec, Mapping):
+        raise ConfigError(path, f"must be an object such as {{\"scheduler\": \"local\", \"max-concurrent\": 2}} (got {spec!r})")
+    implied["driver"] = (f"{path}.scheduler", _scheduler_driver(f"{path}.scheduler", spec.get("scheduler", "local")))
+    for key in ("max-concurrent", "max-finished-jobs"):
+        if key in spec:
+            implied[key] = (f"{path}.{key}", spec[key])
+    return implied
+
+
+def _check_task_resources(path: str, names: Any, resources: Any) -> None:
+    """A task's ``resources``: names (or one name) of resources the file declares."""
+    names = [names] if isinstance(names, str) else names
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(path, f"must be a list of resource names (got {names!r})")
+    declared = list(resources) if isinstance(resources, Mapping) else []
+    for n in names:
+        if n not in declared:
+            where = f"declared: {', '.join(declared)}" if declared else "config.json has no resources section"
+            raise ConfigError(path, f"names {n!r}, which is not a resource ({where}){did_you_mean(n, declared)}")
+
+
+def _scheduler_driver(path: str, scheduler: Any) -> str:
+    """The driver that runs a Spearmint resource's scheduler."""
+    known = "local, SGE, SLURM"
+    if isinstance(scheduler, str) and scheduler.lower() == "pbs":
+        raise ConfigError(path, f"PBS is not supported (spearmint-nn drives {known}): write \"SGE\" or \"SLURM\" "
+                          "if the cluster offers one, or \"local\" to run the jobs on the daemon's machine")
+    if not isinstance(scheduler, str) or scheduler.lower() not in SCHEDULERS:
+        hint = did_you_mean(scheduler.lower(), SCHEDULERS) if isinstance(scheduler, str) else ""
+        raise ConfigError(path, f"must be one of {known} (got {scheduler!r}){hint}")
+    return SCHEDULERS[scheduler.lower()]
+
+
+def _same(key: str, given: Any, implied: Any) -> bool:
+    """Whether a top-level value and the one Spearmint's sections imply agree."""
+    if key == "main-file" and isinstance(given, str) and isinstance(implied, str):
+        return given.removesuffix(".py") == implied.removesuffix(".py")
+    return given == implied
+
+
+def _driver_spec(raw: Mapping[str, Any], implied: Mapping[str, tuple[str, Any]]) -> Any:
+    """The ``driver`` value, with the name a resource's scheduler implies (a conflict raises)."""
+    if "driver" not in implied:
+        return raw.get("driver", KEYS["driver"].default)
+    source, name = implied["driver"]
+    spec = raw.get("driver")
+    if spec is None:
+        return {"name": name}
+    if isinstance(spec, Mapping) and "name" not in spec:
+        return {**spec, "name": name}
+    given = spec if isinstance(spec, str) else spec.get("name") if isinstance(spec, Mapping) else name
+    if given != name:
+        raise ConfigError(f"driver.name, {source}", f"both given ({given!r} and {name!r}); keep one")
+    return spec
 
 
 def _parse_wrapper(experiment: Path, values: dict[str, Any]) -> Path | None:

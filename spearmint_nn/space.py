@@ -31,7 +31,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .errors import ConfigError, did_you_mean
+from .errors import ConfigError, closest, did_you_mean, unknown_keys
 
 VARIABLE_TYPES = ("FLOAT", "INT", "ENUM")
 SCALES = ("linear", "log")
@@ -184,6 +184,13 @@ def _parse_conditions(path: str, when: Any) -> tuple[Condition, ...]:
     return tuple(conditions)
 
 
+def unknown_variable_keys(variables: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(key path, hint)`` for every key of every variable spec that no variable has."""
+    return [(f"variables.{name}.{key}", closest(str(key), _VARIABLE_KEYS))
+            for name, spec in variables.items() if isinstance(spec, Mapping)
+            for key in spec if key not in _VARIABLE_KEYS]
+
+
 def parse_variable(name: str, spec: Any) -> Variable:
     """Validate one ``variables.<name>`` entry; raise :class:`ConfigError` naming the key.
 
@@ -192,9 +199,9 @@ def parse_variable(name: str, spec: Any) -> Variable:
     path = f"variables.{name}"
     if not isinstance(spec, Mapping):
         raise ConfigError(path, f"must be an object with a 'type' (got {type(spec).__name__})")
-    for key in spec:
-        if key not in _VARIABLE_KEYS:
-            raise ConfigError(f"{path}.{key}", "unknown key" + did_you_mean(key, _VARIABLE_KEYS))
+    found = unknown_variable_keys({name: spec})
+    if found:
+        raise unknown_keys(found)
     vtype = spec.get("type")
     if not isinstance(vtype, str) or vtype.upper() not in VARIABLE_TYPES:
         raise ConfigError(f"{path}.type", f"must be one of FLOAT, INT, ENUM (got {vtype!r})")
@@ -305,6 +312,9 @@ class Space:
         """Build from the ``variables`` object of a config.json (a dict name -> spec)."""
         if not isinstance(variables, Mapping):
             raise ConfigError("variables", f"must be an object mapping names to specs (got {type(variables).__name__})")
+        found = unknown_variable_keys(variables)
+        if found:
+            raise unknown_keys(found)
         parsed = []
         for name, spec in variables.items():
             if not isinstance(name, str) or not name.strip():

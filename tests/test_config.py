@@ -179,3 +179,98 @@ def test_output_transform_names_match_the_transforms_module():
 
     assert set(OUTPUT_TRANSFORMS) == set(TRANSFORM_CHOICES)
     assert KEYS["output-transform"].default == AUTO
+
+
+# ---- Spearmint's resources and task-level keys ------------------------------------------------
+
+def _spearmint(resources=None, **changes):
+    """Spearmint's examples/constrained config, in the spelling its main.py reads."""
+    config = {"language": "PYTHON", "experiment-name": "branin-constrained", "likelihood": "NOISELESS",
+              "variables": BRANIN_VARIABLES,
+              "tasks": {"branin": {"type": "OBJECTIVE", "main-file": "wrapper", "resources": ["my-machine"]},
+                        "y_at_least_x": {"type": "CONSTRAINT", "main-file": "wrapper"}}}
+    if resources is not DELETE:
+        config["resources"] = resources or {"my-machine": {"scheduler": "local", "max-concurrent": 5,
+                                                           "max-finished-jobs": 100}}
+    config.update(changes)
+    return {key: value for key, value in config.items() if value is not DELETE}
+
+
+SPEARMINT_MISTAKES = [
+    ("PBS", _spearmint({"cluster": {"scheduler": "PBS"}}, tasks=DELETE, **{"main-file": "wrapper"}),
+     'resources.cluster.scheduler: PBS is not supported (spearmint-nn drives local, SGE, SLURM): write "SGE" or '
+     '"SLURM" if the cluster offers one, or "local" to run the jobs on the daemon\'s machine'),
+    ("unknown scheduler", _spearmint({"my-machine": {"scheduler": "Slurm2"}}),
+     "resources.my-machine.scheduler: must be one of local, SGE, SLURM (got 'Slurm2') (did you mean 'slurm'?)"),
+    ("two resources", _spearmint({"my-machine": {"scheduler": "local"}, "cluster": {"scheduler": "SLURM"}}),
+     'resources: declares 2 resources (my-machine, cluster); spearmint-nn runs one driver per experiment: keep one, '
+     'or remove resources and write "driver": {"name": "slurm"} (or sge, local) with max-concurrent and '
+     'max-finished-jobs at the top level'),
+    ("max-concurrent twice", _spearmint(**{"max-concurrent": 2}),
+     "max-concurrent, resources.my-machine.max-concurrent: both given (2 and 5); keep one"),
+    ("max-finished-jobs twice", _spearmint(**{"max-finished-jobs": 50}),
+     "max-finished-jobs, resources.my-machine.max-finished-jobs: both given (50 and 100); keep one"),
+    ("driver and scheduler", _spearmint({"cluster": {"scheduler": "SGE"}}, tasks=DELETE, driver={"name": "slurm"},
+                                        **{"main-file": "wrapper"}),
+     "driver.name, resources.cluster.scheduler: both given ('slurm' and 'sge'); keep one"),
+    ("resource limit invalid", _spearmint({"my-machine": {"scheduler": "local", "max-concurrent": 0}}),
+     "resources.my-machine.max-concurrent: must be >= 1 (got 0)"),
+    ("a main-file per task", _spearmint(tasks={"branin": {"type": "OBJECTIVE", "main-file": "wrapper"},
+                                               "c": {"type": "CONSTRAINT", "main-file": "constraint"}}),
+     "tasks.branin.main-file, tasks.c.main-file: differ ('wrapper', 'constraint'); spearmint-nn runs one wrapper for "
+     "every task: write one top-level main-file whose main returns {task: value}"),
+    ("task main-file and top level", _spearmint(**{"main-file": "other"}),
+     "main-file, tasks.branin.main-file: both given ('other' and 'wrapper'); keep one"),
+    ("task names an undeclared resource", _spearmint(tasks={"f": {"type": "OBJECTIVE", "resources": ["my-machien"]}},
+                                                     **{"main-file": "wrapper"}),
+     "tasks.f.resources: names 'my-machien', which is not a resource (declared: my-machine) (did you mean 'my-machine'?)"),
+    ("resources without a section", _spearmint(DELETE),
+     "tasks.branin.resources: names 'my-machine', which is not a resource (config.json has no resources section)"),
+    ("every unknown key at once", _spearmint(
+        {"my-machine": {"scheduler": "local", "max_concurrent": 1, "scheduler-args": "-q long"}},
+        tasks={"branin": {"type": "OBJECTIVE", "main_file": "wrapper", "resources": ["my-machine"]}},
+        variables={"x": {"type": "FLOAT", "min": 0, "max": 1, "sclae": "log"}},
+        chooser="default_chooser", polling_time=1, **{"main-file": "wrapper"}),
+     "variables.x.sclae, tasks.branin.main_file, resources.my-machine.max_concurrent, "
+     "resources.my-machine.scheduler-args, chooser, polling_time: unknown keys (variables.x.sclae: did you mean "
+     "'scale'?; tasks.branin.main_file: did you mean 'main-file'?; resources.my-machine.max_concurrent: did you "
+     "mean 'max-concurrent'?; resources.my-machine.scheduler-args: write the arguments as a list in "
+     "driver.extra-args instead; polling_time: did you mean 'polling-time'?)"),
+]
+
+
+@pytest.mark.parametrize("name,config,expected", SPEARMINT_MISTAKES, ids=[c[0] for c in SPEARMINT_MISTAKES])
+def test_spearmint_sections_that_cannot_be_translated_say_what_to_write(tmp_path, capsys, name, config, expected):
+    folder = _write(tmp_path / "exp", json.dumps(config))
+    assert cli_module.main(["run", str(folder)]) == 2
+    assert capsys.readouterr().err == f"spearmint-nn: {expected}\n"
+    assert not (folder / ".spearmint").exists()
+
+
+def test_spearmint_resource_and_task_keys_become_ours(tmp_path):
+    folder = write_experiment(tmp_path / "exp", _spearmint(), {"wrapper.py": "def main(job_id, params):\n    return 1.0\n"})
+    config = load_config(folder)
+    assert config.main_file == (folder / "wrapper.py").resolve() and config.language == "PYTHON"
+    assert config.driver_name == "local" and config.max_concurrent == 5 and config.max_finished_jobs == 100
+    assert optimizer_options(config)["budget"] == 100
+    assert config.tasks["branin"].likelihood == "NOISELESS" and config.constraints == ["y_at_least_x"]
+
+
+@pytest.mark.parametrize("scheduler,driver", [("SGE", "sge"), ("SLURM", "slurm"), ("slurm", "slurm"), ("Local", "local")])
+def test_a_resources_scheduler_names_the_driver_and_keeps_driver_options(tmp_path, scheduler, driver):
+    options = {"time-limit": 600}
+    folder = write_experiment(tmp_path / "exp", _spearmint({"cluster": {"scheduler": scheduler}}, tasks=DELETE,
+                                                           driver=options, **{"main-file": "wrapper",
+                                                                              "max-concurrent": 3}),
+                              {"wrapper.py": ""})
+    config = load_config(folder)
+    assert (config.driver_name, config.driver_options, config.max_concurrent) == (driver, options, 3)
+    assert config.max_finished_jobs is None
+
+
+def test_agreeing_top_level_and_spearmint_keys_are_accepted(tmp_path):
+    folder = write_experiment(tmp_path / "exp", _spearmint(driver="local", **{"max-concurrent": 5, "main-file": "wrapper.py"}),
+                              {"wrapper.py": ""})
+    config = load_config(folder)
+    assert (config.driver_name, config.max_concurrent, config.main_file.name) == ("local", 5, "wrapper.py")
+

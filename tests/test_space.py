@@ -137,3 +137,11 @@ def test_the_default_initial_design_spans_a_simplex_of_the_parameters():
     space = Space.from_config({"x": {"type": "FLOAT", "size": 3, "min": 0, "max": 1},
                                "act": {"type": "ENUM", "options": ["relu", "tanh", "gelu"]}})
     assert space.dim > space.n_parameters == 4 and space.default_initial_design == 5
+
+
+def test_unknown_keys_of_every_variable_in_one_error():
+    with pytest.raises(ConfigError) as info:
+        Space.from_config({"a": {"type": "FLOAT", "min": 0, "max": 1, "step": 0.1},
+                           "b": {"type": "INT", "min": 0, "max": 4, "sise": 2}})
+    assert str(info.value) == ("variables.a.step, variables.b.sise: unknown keys "
+                               "(variables.b.sise: did you mean 'size'?)")

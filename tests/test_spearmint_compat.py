@@ -13,7 +13,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import write_experiment
+from conftest import all_jobs, cli, write_experiment
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.layout import ExperimentPaths
 from spearmint_nn.runner import command_for
@@ -185,3 +185,17 @@ def test_optimizer_suggests_numbers_and_observes_bare_scalars():
     assert opt.n_observed == 1
     with pytest.raises(ConfigError, match=r"^params\.n: must be a number or a list of one \(got \[1, 2\]\)$"):
         opt.observe({"x": 1.0, "n": [1, 2]}, 0.0)
+
+
+def test_a_spearmint_folder_with_resources_runs_to_its_resources_budget(tmp_path):
+    config = {**SPEARMINT_CONFIG, "model": "sobol", "polling-time": 0.2,
+              "resources": {"my-machine": {"scheduler": "local", "max-concurrent": 2, "max-finished-jobs": 3}},
+              "tasks": {"main": {"type": "OBJECTIVE", "likelihood": "NOISELESS", "main-file": "branin",
+                                 "resources": ["my-machine"]}}}
+    del config["main-file"]
+    folder = write_experiment(tmp_path / "simple", config, {"branin.py": SPEARMINT_BRANIN})
+    result = cli("run", folder, timeout=120)
+    assert result.returncode == 0, result.stderr
+    jobs = all_jobs(folder)
+    assert [state for state, _ in jobs.values()] == ["complete"] * 3
+    assert all(job["driver"] == "local" and job["values"]["main"] > 0.39 for _, job in jobs.values())
