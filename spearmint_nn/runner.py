@@ -102,7 +102,9 @@ def _location(exc: BaseException, experiment: Path) -> str | None:
         if place is not None:
             return place
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if frame.filename and Path(os.path.realpath(frame.filename)).is_relative_to(experiment):
+        # "<frozen importlib._bootstrap>" and the like name no file (but would resolve inside the
+        # working directory, which is the experiment folder)
+        if os.path.isfile(frame.filename) and Path(os.path.realpath(frame.filename)).is_relative_to(experiment):
             return _place(frame.filename, frame.lineno, experiment)
     return None
 

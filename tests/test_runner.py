@@ -94,6 +94,9 @@ BROKEN_WRAPPERS = [
         "wrapper.py": "def main(job_id, params):\n    from lib import model\n    return model.loss()\n",
         "lib/__init__.py": "", "lib/model.py": "def loss():\n    return (1.0\n"},
      "bad_wrapper", "SyntaxError: '(' was never closed (model.py, line 2)", "lib/model.py:2"),
+    ("module imported by name in main", {
+        "wrapper.py": "import importlib\n\ndef main(job_id, params):\n    importlib.import_module('no_such_backend_xq')\n"},
+     "bad_wrapper", "ModuleNotFoundError: No module named 'no_such_backend_xq'", "wrapper.py:4"),
     ("value error in main", {"wrapper.py": "def main(job_id, params):\n    raise ValueError('diverged')\n"},
      "exception", "ValueError: diverged", "wrapper.py:2"),
     ("type error inside main", {"wrapper.py": "def main(job_id, params):\n    return len(5)\n"},
