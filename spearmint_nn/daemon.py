@@ -16,6 +16,7 @@ Every event is one plain line through :class:`Reporter` (console and ``daemon.lo
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -30,8 +31,9 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping, 
 
 from filelock import FileLock, Timeout
 
-from .config import ExperimentConfig, optimizer_options
+from .config import LIVE_KEYS, ExperimentConfig, load_config, optimizer_options
 from .errors import ConfigError
+from .failures import FailureGroup, FailureStreak
 from .drivers.base import Driver, JobSpec, PollError, SchedulerState, SubmitError, driver_class
 from .layout import ExperimentPaths
 from .claims import read_claim
@@ -161,10 +163,16 @@ class Proposer:
     number of results arriving together cost one refit.
     """
 
-    def __init__(self, optimizer: "Optimizer", reporter: Reporter, wake: threading.Event):
+    def __init__(self, optimizer: "Optimizer", reporter: Reporter, wake: threading.Event, noisy: bool = False):
         self._optimizer, self._reporter, self._wake = optimizer, reporter, wake
+        self._noisy = noisy  # a GAUSSIAN objective: report the model's best after each proposal
         self._cond = threading.Condition()
-        self._observations: list[tuple[dict, Any, float | None]] = []
+        self._observations: list[tuple[int, dict, Any, float | None]] = []
+        self._observed_ids: list[int] = []  # job id of each observation, in the optimizer's order
+        self._budget: int | None | bool = False  # a new max-finished-jobs for the optimizer (False: none)
+        #: The model's best evaluated point (see layout: best.json's ``model_best``) as of the
+        #: last proposal, without its params; None until a model is fitted or when not noisy.
+        self.model_best: dict[str, Any] | None = None
         self._request: tuple[int, list[dict]] | None = None
         self._result: list[dict] | None = None
         self._result_fields: list[dict] = []
@@ -181,9 +189,14 @@ class Proposer:
         with self._cond:
             return self._busy
 
-    def observe(self, params: Mapping[str, Any], value: Any, duration: float | None) -> None:
+    def observe(self, job_id: int, params: Mapping[str, Any], value: Any, duration: float | None) -> None:
         with self._cond:
-            self._observations.append((dict(params), value, duration))
+            self._observations.append((job_id, dict(params), value, duration))
+
+    def set_budget(self, budget: int | None) -> None:
+        """Tell the optimizer a new max-finished-jobs before its next proposal."""
+        with self._cond:
+            self._budget = budget
 
     def request(self, n: int, pending: Sequence[Mapping[str, Any]]) -> None:
         with self._cond:
@@ -224,9 +237,13 @@ class Proposer:
                     return
                 (n, pending), self._request = self._request, None
                 observations, self._observations = self._observations, []
+                budget, self._budget = self._budget, False
             try:
-                for params, value, duration in observations:
+                if budget is not False:
+                    self._optimizer.budget = budget
+                for job_id, params, value, duration in observations:
                     self._optimizer.observe(params, value, duration=duration)
+                    self._observed_ids.append(job_id)
                 fit_before = getattr(self._optimizer, "last_fit_seconds", None)
                 start = time.perf_counter()
                 proposal = self._optimizer.suggest(n, pending=pending)
@@ -238,12 +255,24 @@ class Proposer:
                                      f"{self._optimizer.n_observed} observations ({len(pending)} pending){refit}",
                                      seconds=elapsed, refit_seconds=fit if refit else None)
                 self._report_restart()
+                model_best = self._model_best()
                 error = None
             except BaseException as exc:  # reported by the main thread through take()
-                proposal, fields, error = None, [], exc
+                proposal, fields, error, model_best = None, [], exc, self.model_best
             with self._cond:
                 self._result, self._result_fields, self._error, self._busy = proposal, fields, error, False
+                self.model_best = model_best
             self._wake.set()
+
+    def _model_best(self) -> dict[str, Any] | None:
+        """best.json's ``model_best`` (without params) from the fitted objective model."""
+        if not self._noisy:
+            return None
+        best = getattr(self._optimizer, "best_by_model", lambda: None)()  # TEMPORARY until the optimizer has it
+        if best is None:
+            return None
+        return {"id": self._observed_ids[best.index], "mean": best.mean, "std": best.std, "value": best.observed,
+                "observations": self._optimizer.n_observed, "fitted": time.time()}
 
 
     def _report_restart(self) -> None:
@@ -300,6 +329,7 @@ class SummaryWriter:
         self._store, self._config = store, config
         self._stale = False
         self._limit = TimeShare()
+        self.model_best: dict[str, Any] | None = None  # best.json's model_best, set by the daemon
 
     def mark_stale(self) -> None:
         self._stale = True
@@ -313,7 +343,7 @@ class SummaryWriter:
             self.write()
 
     def write(self) -> None:
-        self._limit.run(lambda: self._store.write_summaries(self._config))
+        self._limit.run(lambda: self._store.write_summaries(self._config, self.model_best))
         self._stale = False
 
 
@@ -353,8 +383,8 @@ def counts_toward_budget(job: Mapping[str, Any], ignored_failures: Collection[st
     return job["state"] == "complete" or (job["state"] == "failed" and job.get("failure") not in ignored_failures)
 
 
-def stderr_tail(path: Path) -> str:
-    """The last lines of a job's stderr, as one plain string (empty if none)."""
+def output_tail(path: Path) -> str:
+    """The last lines of a job's stdout or stderr file, as one plain string (empty if none)."""
     try:
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
@@ -434,6 +464,12 @@ class Daemon:
         self._retry_at: dict[int, float] = {}       # job id -> when to retry a transient submit error
         self._submit_failures: dict[int, int] = {}  # job id -> transient submit failures so far
         self._rejects_in_a_row = 0
+        # Only jobs this run submitted count toward a streak: after a fix, the failures of jobs
+        # the stopped run left in flight must not stop the new run again.
+        self._submitted_here: set[int] = set()
+        self._streak = FailureStreak(config.stop_after_identical_failures, config.ignored_failures)
+        self._failing_the_same_way: FailureGroup | None = None
+        self._config_mtime = self._read_config_mtime()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -443,7 +479,8 @@ class Daemon:
         self.reporter = Reporter(self.paths.log, self._stream)
         if self._on_start is not None:
             self._on_start(self.reporter, self.store)
-        self._proposer = Proposer(self.optimizer, self.reporter, self._wake)
+        noisy = self.config.tasks[self.config.objective].likelihood == "GAUSSIAN"
+        self._proposer = Proposer(self.optimizer, self.reporter, self._wake, noisy=noisy)
         observer = None
         previous_handlers = {}
         try:
@@ -563,6 +600,7 @@ class Daemon:
             changed |= self._collect_results()
             if time.monotonic() >= next_poll:
                 changed |= self._poll_driver()
+                self._reload_config()
                 next_poll = time.monotonic() + self.config.polling_time
             changed |= self._handle_requests()
             self._take_proposal()
@@ -571,6 +609,8 @@ class Daemon:
             self.summaries.write_if_due()
             if self._stop_signal is not None:
                 return self._shutdown(f"received {self._stop_signal}")
+            if self._failing_the_same_way is not None:
+                return self._shutdown(self._same_failure_message(self._failing_the_same_way), exit_code=1)
             if self.config.max_finished_jobs is not None and self._finished >= self.config.max_finished_jobs:
                 return self._shutdown("budget reached")
             self._submit_pending()
@@ -580,7 +620,7 @@ class Daemon:
             self._wake.wait(timeout if summary_due is None else min(timeout, summary_due))
             self._wake.clear()
 
-    def _shutdown(self, why: str) -> int:
+    def _shutdown(self, why: str, exit_code: int = 0) -> int:
         store = self.store
         if self._stop_signal is not None and self.cancel_on_exit:
             ids = [j["id"] for j in store.jobs(("pending", "running"))]
@@ -594,7 +634,53 @@ class Daemon:
             left = (f"; {counts['running']} running and {counts['pending']} pending job(s) left as they are "
                     f"(run again to collect them)")
         self.reporter.event("stopped", f"{why}: {self._finished} finished, {best_text}{left}")
-        return 0
+        return exit_code
+
+    def _same_failure_message(self, group: FailureGroup) -> str:
+        """Why the daemon stops on a streak: the error, where, and which output to read."""
+        where = f" at {group.location}" if group.location else ""
+        output = self.paths.stderr_file(group.last_job).relative_to(self.paths.experiment)
+        return (f"{group.count} jobs in a row failed the same way ({group.kind}): {group.reason}{where} "
+                f"(jobs {group.first_job}..{group.last_job}); read {output} and its .out beside it. "
+                f"Nothing is lost: fix the cause and run again to go on (stop-after-identical-failures: "
+                f"{self.config.stop_after_identical_failures})")
+
+    # -- config.json edited while running -----------------------------------------------------
+
+    def _read_config_mtime(self) -> float | None:
+        try:
+            return self.paths.config.stat().st_mtime
+        except OSError:
+            return None
+
+    def _reload_config(self) -> None:
+        """Take up a changed config.json: :data:`LIVE_KEYS` now, any other change is reported
+        as needing a restart (a new space or model cannot be swapped under a running search)."""
+        mtime = self._read_config_mtime()
+        if mtime == self._config_mtime:
+            return
+        self._config_mtime = mtime
+        try:
+            new = load_config(self.paths.experiment, driver_override=self.config.driver_name, check_driver=False)
+        except ConfigError as exc:
+            self.reporter.event("warning", f"config.json changed but does not validate ({exc}); "
+                                f"going on with the settings read before")
+            return
+        changed = [key for key in new.values if new.values[key] != self.config.values[key]]
+        live = [key for key in changed if key in LIVE_KEYS]
+        later = [key for key in changed if key not in LIVE_KEYS]
+        if live:
+            values = {**self.config.values, **{key: new.values[key] for key in live}}
+            self.config = dataclasses.replace(self.config, values=values)
+            self.reporter.event("config", "config.json changed: now " + ", ".join(
+                f"{key} {values[key]}" for key in live))
+            if "max-finished-jobs" in live:
+                self._proposer.set_budget(self.config.max_finished_jobs)
+            if "stop-after-identical-failures" in live:
+                self._streak.limit = self.config.stop_after_identical_failures
+        if later:
+            self.reporter.event("warning", f"config.json changed {', '.join(later)}: noticed but not applied "
+                                f"while running; stop the daemon and run again for that")
 
     # -- budget ------------------------------------------------------------------------------
 
@@ -624,6 +710,8 @@ class Daemon:
 
     def _take_proposal(self) -> None:
         proposal = self._proposer.take()
+        if proposal is not None:
+            self._take_model_best(self._proposer.model_best)
         if not proposal or self._stop_signal is not None:
             return
         fields = self._proposer.taken_fields
@@ -631,6 +719,14 @@ class Daemon:
             job = self.store.new_job(self.config.space.to_json(params), "optimizer",
                                      **(fields[i] if i < len(fields) else {}))
             self._report_new(job)
+
+    def _take_model_best(self, model_best: Mapping[str, Any] | None) -> None:
+        """Hand the model's best (best.json's ``model_best``) with its job's params to the summaries."""
+        job = self.store.get(model_best["id"]) if model_best is not None else None
+        best = None if job is None else {"id": job["id"], "params": job["params"], **model_best}
+        if best != self.summaries.model_best:
+            self.summaries.model_best = best
+            self.summaries.mark_stale()
 
     def _report_new(self, job: Mapping[str, Any]) -> None:
         state, source = job["state"], job["source"]
@@ -705,6 +801,7 @@ class Daemon:
         self._rejects_in_a_row = 0
         self._retry_at.pop(job_id, None)
         self._submit_failures.pop(job_id, None)
+        self._submitted_here.add(job_id)
         self.store.update(job_id, scheduler_id=scheduler_id, submitted=time.time())
         self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {scheduler_id}", job=job_id)
 
@@ -723,6 +820,8 @@ class Daemon:
         if not isinstance(result, dict) or result.get("id") != job_id or result.get("status") not in ("ok", "error"):
             return False
         fields: dict[str, Any] = {k: result[k] for k in ("started", "ended", "host") if k in result}
+        if result["status"] == "error" and isinstance(result.get("location"), str):
+            fields["location"] = plain(result["location"])
         if isinstance(result.get("started"), (int, float)) and isinstance(result.get("ended"), (int, float)):
             fields["duration"] = result["ended"] - result["started"]
         self._ended_seen.pop(job_id, None)
@@ -740,6 +839,7 @@ class Daemon:
             self.reporter.event("finished", f"job {job_id} value={job['value']:.6g}{others}{duration}",
                                 job=job_id, value=job["value"])
             self._observe(job)
+            self._note_outcome(job)
             return True
         self._fail(job_id, str(result.get("failure") or "exception"), str(result.get("error") or "no message"), **fields)
         return True
@@ -776,10 +876,17 @@ class Daemon:
 
     def _fail(self, job_id: int, failure: str, reason: str, **fields: Any) -> None:
         job = self.store.move(job_id, "failed", failure=failure, reason=plain(reason),
-                              stderr_tail=stderr_tail(self.paths.stderr_file(job_id)),
+                              stderr_tail=output_tail(self.paths.stderr_file(job_id)),
+                              stdout_tail=output_tail(self.paths.stdout_file(job_id)),
                               finished=time.time(), **fields)
         self._ended_seen.pop(job_id, None)
         self._after_failure(job)
+        self._note_outcome(job)
+
+    def _note_outcome(self, job: Mapping[str, Any]) -> None:
+        """Count the finished job toward a streak of identical failures (jobs of this run only)."""
+        if job["id"] in self._submitted_here and self._failing_the_same_way is None:
+            self._failing_the_same_way = self._streak.record(job)
 
     def _after_failure(self, job: Mapping[str, Any]) -> None:
         self.reporter.event("failed", f"job {job['id']} {job['failure']}: {job['reason']}",
@@ -790,7 +897,7 @@ class Daemon:
 
     def _observe(self, job: Mapping[str, Any]) -> None:
         value = job["values"] if job["state"] == "complete" else math.nan
-        self._proposer.observe(job["params"], value, job.get("duration"))
+        self._proposer.observe(job["id"], job["params"], value, job.get("duration"))
 
     # -- requests from the CLI ---------------------------------------------------------------
 

@@ -103,7 +103,7 @@ def test_the_proposer_hands_predicted_durations_to_the_daemon_as_job_fields():
     proposer = Proposer(opt, Reporter(None, io.StringIO()), wake)
     try:
         for x in (0.1, 0.5, 0.9):
-            proposer.observe({"x": [x]}, x, 10.0 * (1 + x))
+            proposer.observe(round(x * 10), {"x": [x]}, x, 10.0 * (1 + x))
         proposer.request(2, [])
         assert wake.wait(120)
         proposal = proposer.take()
@@ -121,7 +121,7 @@ def test_the_proposer_reports_a_restart_as_an_event():
     proposer = Proposer(opt, Reporter(None, log), wake)
     try:
         for i in range(20):  # nothing improves on the first value: a restart at 20 (10 x the design)
-            proposer.observe({"x": [i / 20]}, 0.0 if i == 0 else 1.0 + i / 100, None)
+            proposer.observe(i, {"x": [i / 20]}, 0.0 if i == 0 else 1.0 + i / 100, None)
         proposer.request(1, [])
         assert wake.wait(120)
         assert len(proposer.take()) == 1

@@ -169,7 +169,7 @@ def test_completions_are_recorded_while_the_proposer_is_busy():
         assert entered.wait(5) and proposer.busy
         start = time.perf_counter()
         for i in range(200):  # what the main loop does for each completion while a fit runs
-            proposer.observe({"x": [float(i)]}, 1.0, None)
+            proposer.observe(i, {"x": [float(i)]}, 1.0, None)
             assert proposer.take() is None
         assert time.perf_counter() - start < 0.5  # nothing waited for the busy optimizer
         assert optimizer.n_observed == 0
