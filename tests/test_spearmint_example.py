@@ -1,0 +1,28 @@
+"""experiments/from_spearmint: a Spearmint folder as users have it (resources section, task-level
+main-file, a wrapper calling float() and '%f' on its numpy arrays) runs unchanged."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from conftest import all_jobs, cli
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "experiments" / "from_spearmint"
+
+
+def test_the_spearmint_example_runs_as_it_is(tmp_path):
+    folder = shutil.copytree(EXAMPLE, tmp_path / "from_spearmint")
+    config = json.loads((folder / "config.json").read_text())
+    config["resources"]["my-machine"]["max-finished-jobs"] = 6  # the example's budget, made quick
+    config["seed"] = 3
+    (folder / "config.json").write_text(json.dumps(config))
+    result = cli("run", folder, timeout=300)
+    assert result.returncode == 0, result.stderr
+    jobs = all_jobs(folder)
+    assert [state for state, _ in jobs.values()] == ["complete"] * 6
+    assert all(job["driver"] == "local" for _, job in jobs.values())
+    output = (folder / ".spearmint" / "output" / "000001.out").read_text()
+    assert "Result = " in output and "output file of job #1" in output
+    value = next(iter(jobs.values()))[1]["value"]
+    assert f"Result = {value:f}" in output
