@@ -41,8 +41,12 @@ def signature(job: Mapping[str, Any]) -> tuple[str, str, str]:
 
 
 def output_tail(job: Mapping[str, Any]) -> str:
-    """The last lines of the job's own output recorded with the failure (stderr, else stdout)."""
-    return str(job.get("stderr_tail") or job.get("stdout_tail") or "")
+    """The last lines of the job's output recorded with the failure: stdout's, then stderr's.
+
+    Both, because a wrapper that caught its own exception and returned NaN often printed the
+    traceback to stdout, while stderr ends with the runner's own line about the failure.
+    """
+    return "\n".join(str(job[key]) for key in ("stdout_tail", "stderr_tail") if job.get(key))
 
 
 @dataclass

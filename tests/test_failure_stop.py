@@ -81,3 +81,19 @@ def test_raising_max_finished_jobs_while_running_takes_effect(make_experiment):
     assert "config.json changed: now max-finished-jobs 6" in console
     assert "config.json changed fantasies: noticed but not applied" in console
     assert sum(state == "complete" for state, _ in all_jobs(folder).values()) == 6
+
+
+def test_the_reason_a_wrapper_caught_reaches_status_report_and_html(make_experiment):
+    wrapper = ("import sys, traceback\n\ndef main(job_id, params):\n    try:\n        return float(params['x'][0]) / 0.0\n"
+               "    except ZeroDivisionError:\n        traceback.print_exc(file=sys.stdout)\n        return float('nan')\n")
+    folder = make_experiment(quick_config(**{"max-finished-jobs": 3, "max-concurrent": 1}), files={"wrapper.py": wrapper})
+    assert cli("run", folder, timeout=120).returncode == 0
+    status = cli("status", folder)
+    assert "3 x nan" in status.stdout and "(jobs 1..3)" in status.stdout
+    assert "ZeroDivisionError: float division by zero" in status.stdout
+    groups = json.loads(cli("status", folder, "--json").stdout)["failure_groups"]
+    assert [(g["kind"], g["count"], g["first_job"], g["last_job"]) for g in groups] == [("nan", 3, 1, 3)]
+    assert "ZeroDivisionError" in groups[0]["output_tail"]
+    assert "ZeroDivisionError" in cli("report", folder, "--failures").stdout
+    assert cli("report", folder, "--html", folder / "report.html").returncode == 0
+    assert "ZeroDivisionError: float division by zero" in (folder / "report.html").read_text()

@@ -24,11 +24,12 @@ def test_signature_masks_point_values_and_ids_but_keeps_short_codes():
 
 def test_groups_count_first_and_last_job_and_keep_an_output_tail():
     jobs = [failed(1, stderr_tail="Traceback\nValueError: boom"), complete(2), failed(3),
-            failed(4, "nan", "returned nan", stdout_tail="caught: ZeroDivisionError"), failed(7)]
+            failed(4, "nan", "returned nan", stdout_tail="caught: ZeroDivisionError",
+                   stderr_tail="spearmint-nn runner: job 4 failed (nan)"), failed(7)]
     groups = group_failures(jobs)
     assert [(g.kind, g.count, g.first_job, g.last_job) for g in groups] == [("exception", 3, 1, 7), ("nan", 1, 4, 4)]
     assert groups[0].output_tail == "Traceback\nValueError: boom"
-    assert groups[1].output_tail == "caught: ZeroDivisionError"
+    assert groups[1].output_tail == "caught: ZeroDivisionError\nspearmint-nn runner: job 4 failed (nan)"
     assert groups[0].as_dict()["count"] == 3
 
 
