@@ -111,7 +111,7 @@ def test_summaries_are_rewritten_at_most_a_tenth_of_the_time():
     class SlowStore:
         writes = 0
 
-        def write_summaries(self, config):
+        def write_summaries(self, config, model_best=None):
             time.sleep(0.05)
             SlowStore.writes += 1
 
