@@ -161,6 +161,10 @@ KEYS: dict[str, Key] = {
     "max-finished-jobs": Key(None, _int(1, optional=True), "stop after this many finished jobs (null: never)",
                              "budget"),
     "polling-time": Key(3.0, _positive_number, "seconds between two polls of the driver"),
+    # Spearmint's settings of things that do not exist here: accepted so a folder moves as it
+    # is, and not used (the experiment folder is the database; the model is chosen by "model").
+    "database": Key(None, _object, "Spearmint's MongoDB settings: not used (the experiment folder holds the jobs)"),
+    "chooser": Key(None, _object, "Spearmint's chooser module: not used (see \"model\" and \"acquisition\")"),
     # our keys
     "driver": Key({"name": "local"}, _object, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
     "command": Key(None, _command, "argument list run for a SHELL wrapper; the params file path is appended"),

@@ -26,3 +26,15 @@ def test_the_spearmint_example_runs_as_it_is(tmp_path):
     assert "Result = " in output and "output file of job #1" in output
     value = next(iter(jobs.values()))[1]["value"]
     assert f"Result = {value:f}" in output
+
+
+def test_spearmint_database_and_chooser_settings_are_accepted_and_unused(tmp_path):
+    from spearmint_nn.config import load_config
+
+    folder = shutil.copytree(EXAMPLE, tmp_path / "from_spearmint")
+    config = json.loads((folder / "config.json").read_text())
+    config.update(database={"name": "spearmint", "address": "localhost"}, chooser="default_chooser")
+    (folder / "config.json").write_text(json.dumps(config))
+    loaded = load_config(folder)
+    assert (loaded.driver_name, loaded.max_concurrent, loaded.max_finished_jobs) == ("local", 2, 30)
+    assert not (folder / ".spearmint").exists()
