@@ -230,12 +230,12 @@ SPEARMINT_MISTAKES = [
         {"my-machine": {"scheduler": "local", "max_concurrent": 1, "scheduler-args": "-q long"}},
         tasks={"branin": {"type": "OBJECTIVE", "main_file": "wrapper", "resources": ["my-machine"]}},
         variables={"x": {"type": "FLOAT", "min": 0, "max": 1, "sclae": "log"}},
-        chooser="default_chooser", polling_time=1, **{"main-file": "wrapper"}),
+        choser="default_chooser", polling_time=1, **{"main-file": "wrapper"}),
      "variables.x.sclae, tasks.branin.main_file, resources.my-machine.max_concurrent, "
-     "resources.my-machine.scheduler-args, chooser, polling_time: unknown keys (variables.x.sclae: did you mean "
+     "resources.my-machine.scheduler-args, choser, polling_time: unknown keys (variables.x.sclae: did you mean "
      "'scale'?; tasks.branin.main_file: did you mean 'main-file'?; resources.my-machine.max_concurrent: did you "
      "mean 'max-concurrent'?; resources.my-machine.scheduler-args: write the arguments as a list in "
-     "driver.extra-args instead; polling_time: did you mean 'polling-time'?)"),
+     "driver.extra-args instead; choser: did you mean 'chooser'?; polling_time: did you mean 'polling-time'?)"),
 ]
 
 
