@@ -49,12 +49,17 @@ Few labels:
   to a constant (one class: the cheapest way to say "always infeasible") or separates the
   handful of labels by an arbitrary boundary on which the Laplace posterior of the output layer
   is confident, so P(feasible) reached 0.00 or 0.98 in corners no label was near. Until both
-  classes have ``MIN_CLASS_SIZE`` labels the basis is therefore a random, untrained network
-  (``RANDOM_BASIS_SCALE``) and only the output weights get their MAP and Laplace posterior:
-  Bayesian logistic regression on fixed random features, whose posterior variance grows away
-  from the labels, so P(feasible) is lowest around failures, highest around successes and
-  moderate (0.2-0.7) where nothing has been observed. The first fit with enough labels of
-  both classes trains a fresh network.
+  classes have ``MIN_CLASS_SIZE`` labels the basis is therefore not trained: it is a fixed set
+  of random Fourier features (Rahimi & Recht, 2007) of one length scale, and only the output
+  weights get their MAP and Laplace posterior. That is Bayesian logistic regression with an
+  approximately squared-exponential kernel: every point has the same prior variance, labels
+  move P(feasible) only within a few length scales of themselves, and elsewhere it stays at
+  the level the labels set through the bias. (An untrained tanh network served here before;
+  its features saturate towards the corners, where the prior variance is largest, so with one
+  success among a dozen failures P(feasible) was 0.3 in an empty corner and 0.15 at the
+  success itself, and the search went to the corners. With Fourier features it is 0.7 at the
+  success and 0.1-0.2 in the corners.) The first fit with enough labels of both classes
+  trains a network.
 
 Pending jobs (section 3.3, issue 5): ``fantasize`` draws joint feasibility labels at pending
 points from the Laplace posterior and conditions the output weights on each draw by one Newton
@@ -81,11 +86,11 @@ separates the handful of labels by an arbitrary, confident boundary (the Laplace
 covers the output layer only, not the basis), and P(feasible) went to 0.00 or 0.98 in corners
 no label was near; the random basis keeps it near 0.5 there."""
 
-RANDOM_BASIS_SCALE = 3.0
-"""Multiplies the default first-layer initialisation of the untrained basis used while a class
-has fewer than MIN_CLASS_SIZE labels. On the unit cube the default gives nearly linear, globally
-correlated features; sharper ones vary across the cube, so the Laplace variance can tell explored
-from unexplored regions. (Training starts from the default initialisation, which trains better.)"""
+FEW_LABELS_FEATURES = 100
+"""Random Fourier features of the basis used while a class has fewer than MIN_CLASS_SIZE labels."""
+
+FEW_LABELS_LENGTH_SCALE = 0.2
+"""Their length scale in the unit cube: a label informs P(feasible) within about this distance."""
 
 _STATE_FILE = "classifier.pt"
 
@@ -135,7 +140,9 @@ class ConstraintClassifier:
         self.alpha = alpha
         self.hidden_precision = hidden_precision
         self.width, self.depth = width, depth
-        self.net: BasisNetwork | None = None
+        self.net: BasisNetwork | None = None  # the trained basis
+        # The untrained basis: Fourier frequencies (D, M) and phases (M,), drawn once.
+        self.fourier: tuple[Tensor, Tensor] | None = None
         self.theta: Tensor | None = None  # (P,) MAP output weights, bias last
         self.chol: Tensor | None = None  # (P, P) lower Cholesky factor of the Laplace precision H
         self.basis_trained = False  # False until each class has MIN_CLASS_SIZE labels
@@ -145,7 +152,7 @@ class ConstraintClassifier:
     @property
     def trivial(self) -> bool:
         """True while no infeasible observation exists: P(feasible) is then exactly 1."""
-        return self.net is None or self.theta is None
+        return self.theta is None
 
     def fit(self, X: Tensor, feasible: Tensor, epochs: int | None = None) -> None:
         """Fit to inputs X (N, D) in [0, 1] and labels ``feasible`` (N,) bool.
@@ -164,34 +171,40 @@ class ConstraintClassifier:
         labels = feasible.to(torch.float64)
         n_feasible = int(feasible.sum())
         if min(n_feasible, feasible.shape[0] - n_feasible) < MIN_CLASS_SIZE:
-            if self.net is None or self.basis_trained:
-                self.net = self._new_network(random_basis=True)
-                self.basis_trained = False
+            if self.fourier is None:
+                self.fourier = self._new_fourier_basis()
+            self.net, self.basis_trained = None, False
         else:
             if not self.basis_trained:
-                self.net = self._new_network(random_basis=False)
+                self.net = self._new_network()
             if epochs is None:
                 epochs = 300 if self.basis_trained else 1500
             self._train_network(X, labels, epochs)
             self.basis_trained = True
         with torch.no_grad():
-            phi = _with_bias(self.net.features(X))
-            self.theta, self.chol = self._newton_map(phi, labels, self._output_weights())
+            self.theta, self.chol = self._newton_map(self.features(X), labels, self._output_weights())
 
-    def _new_network(self, random_basis: bool) -> BasisNetwork:
-        """A freshly initialised network; ``random_basis``: sharpened to serve untrained."""
+    def _new_network(self) -> BasisNetwork:
+        """A freshly initialised network, seeded by ``seed``."""
         with torch.random.fork_rng():
             if self.seed is not None:
                 torch.manual_seed(self.seed)
-            net = BasisNetwork(self.n_inputs, self.width, self.depth).double()
-        if random_basis:
-            with torch.no_grad():
-                net.hidden[0].weight.mul_(RANDOM_BASIS_SCALE)
-                net.hidden[0].bias.mul_(RANDOM_BASIS_SCALE)
-        return net
+            return BasisNetwork(self.n_inputs, self.width, self.depth).double()
+
+    def _new_fourier_basis(self) -> tuple[Tensor, Tensor]:
+        """Frequencies (D, M) ~ N(0, 1 / l^2) and phases (M,) ~ U(0, 2 pi), seeded by ``seed``."""
+        generator = torch.Generator()
+        generator.manual_seed(self.seed if self.seed is not None else int(torch.randint(2**31, ())))
+        shape = (self.n_inputs, FEW_LABELS_FEATURES)
+        frequencies = torch.randn(shape, generator=generator, dtype=torch.float64) / FEW_LABELS_LENGTH_SCALE
+        phases = 2.0 * math.pi * torch.rand(FEW_LABELS_FEATURES, generator=generator, dtype=torch.float64)
+        return frequencies, phases
 
     def _output_weights(self) -> Tensor:
-        """The network's current output layer as theta (P,), bias last."""
+        """Where Newton's method starts: the trained network's output layer as theta (P,), bias
+        last; zeros on the Fourier basis."""
+        if not self.basis_trained:
+            return torch.zeros(FEW_LABELS_FEATURES + 1, dtype=torch.float64)
         out = self.net.output
         return torch.cat([out.weight.detach().reshape(-1), out.bias.detach()])
 
@@ -258,8 +271,15 @@ class ConstraintClassifier:
     # ---------------------------------------------------------------------------- predicting
 
     def features(self, X: Tensor) -> Tensor:
-        """phi~(X): basis plus bias column, shape (M, P); differentiable in X."""
-        return _with_bias(self.net.features(X))
+        """phi~(X): basis plus bias column, shape (M, P); differentiable in X.
+
+        The trained network's last hidden layer, or before it is trained the Fourier features
+        sqrt(2 / M) cos(X W + b), whose inner products approximate exp(-|x - x'|^2 / (2 l^2)).
+        """
+        if self.basis_trained:
+            return _with_bias(self.net.features(X))
+        frequencies, phases = self.fourier
+        return _with_bias(math.sqrt(2.0 / FEW_LABELS_FEATURES) * torch.cos(X @ frequencies + phases))
 
     def latent(self, X: Tensor) -> tuple[Tensor, Tensor]:
         """Posterior mean and variance of the logit phi~(x) . theta, each (M,)."""
@@ -321,7 +341,10 @@ class ConstraintClassifier:
             "alpha": torch.tensor([self.alpha, self.hidden_precision], dtype=torch.float64),
         }
         if not self.trivial:
-            state["net"] = self.net.state_dict()
+            if self.basis_trained:
+                state["net"] = self.net.state_dict()
+            else:
+                state["fourier_weights"], state["fourier_phases"] = self.fourier
             state["theta"], state["chol"] = self.theta, self.chol
         save_tensors(directory / _STATE_FILE, state)
 
@@ -334,9 +357,14 @@ class ConstraintClassifier:
         model = cls(n_inputs, seed=seed, noiseless=bool(noiseless), alpha=alpha,
                     hidden_precision=hidden_precision, width=width, depth=depth)
         model.basis_trained = bool(basis_trained)
-        if "net" in state:
+        if model.basis_trained and "net" in state:
             model.net = BasisNetwork(n_inputs, width, depth).double()
             model.net.load_state_dict(state["net"])
+        if not model.basis_trained and "fourier_weights" in state:
+            model.fourier = state["fourier_weights"], state["fourier_phases"]
+        # A state whose basis is missing (an untrained network saved by an earlier version) is
+        # taken as unfitted: the next fit draws the Fourier basis.
+        if "theta" in state and (model.net is not None or model.fourier is not None):
             model.theta, model.chol = state["theta"], state["chol"]
         return model
 
