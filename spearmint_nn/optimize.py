@@ -13,7 +13,9 @@ Two stages (the usual recipe of Spearmint and its successors):
 
 A proposal never repeats an avoided point (finished, failed or pending jobs), compared after
 projection. A finite space (INT and ENUM only) whose points are all taken is *exhausted*: then,
-and only then, the best point is returned with ``repeat=True``.
+and only then, the best point is returned with ``repeat=True``. A :class:`KeepAway` (the failed
+points of a deterministic objective) also rules out every point within its radius of one of its
+points, unless that leaves no free candidate at all.
 
 :func:`minimize_sample_path` shares the screening set: it draws f jointly at those candidates
 from the posterior and returns the lowest free one (Thompson sampling, the exploratory member
@@ -43,6 +45,34 @@ THOMPSON_CANDIDATES = 1024
 _KEY_DECIMALS = 9  # encoded rows equal to this many decimals are the same point
 _NEIGHBOURHOOD_SCALES = (0.003, 0.01, 0.03, 0.1)
 _LOCAL_PER_START = 64  # neighbours scored around each refined point
+
+
+@dataclass(frozen=True)
+class KeepAway:
+    """Encoded points (K, dim) whose neighbourhoods are not proposed: every point within
+    Euclidean distance ``radius`` (in the unit cube) of one of them is ruled out."""
+
+    points: np.ndarray
+    radius: float
+
+    def allows(self, X: np.ndarray, chunk: int = 4096) -> np.ndarray:
+        """Boolean (M,): which rows of X (M, dim) lie at least ``radius`` from every point."""
+        X = np.asarray(X, dtype=float)
+        out = np.ones(len(X), dtype=bool)
+        points = np.asarray(self.points, dtype=float).reshape(-1, X.shape[1])
+        if not len(points):
+            return out
+        for start in range(0, len(X), chunk):
+            block = X[start : start + chunk]
+            squared = ((block**2).sum(1)[:, None] + (points**2).sum(1)[None] - 2.0 * block @ points.T)
+            out[start : start + chunk] = squared.min(axis=1) >= self.radius**2
+        return out
+
+
+def free_mask(X: np.ndarray, avoid_keys: set, keep_away: KeepAway | None = None) -> np.ndarray:
+    """Boolean (M,): rows of X (M, dim) that repeat no avoided point and lie outside ``keep_away``."""
+    fresh = np.fromiter((key not in avoid_keys for key in point_keys(X)), dtype=bool, count=len(X))
+    return fresh if keep_away is None else fresh & keep_away.allows(X)
 
 
 @dataclass
@@ -181,15 +211,14 @@ def _neighbours(space: Space, centres: np.ndarray, per_centre: int, rng: np.rand
     return project(space, np.clip(centres[:, None, :] + steps, 0.0, 1.0).reshape(-1, space.dim))
 
 
-def _unavoided(X: np.ndarray, avoid: set) -> np.ndarray:
-    """Boolean mask of the rows of X whose keys are not in avoid."""
-    return np.fromiter((key not in avoid for key in point_keys(X)), dtype=bool, count=len(X))
-
-
-def _screening_set(
-    space: Space, avoid_keys: set, anchors: np.ndarray | None, n_candidates: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate points (M, dim) and a mask (M,) of those not in avoid_keys.
+def screening_set(
+    space: Space, avoid_keys: set, anchors: np.ndarray | None, n_candidates: int, rng: np.random.Generator,
+    keep_away: KeepAway | None = None,
+) -> tuple[np.ndarray, np.ndarray, KeepAway | None]:
+    """Candidate points (M, dim), a mask (M,) of the free ones (:func:`free_mask`), and the
+    keep-away in force: ``keep_away``, or None where it would leave no candidate free (a small
+    finite space whose free points all sit next to failures), so that the caller's later
+    points follow the same rule.
 
     A scrambled Sobol set of n_candidates points plus a quarter as many around the anchors, all
     projected; a small finite space is listed whole instead, and so is any finite space whose
@@ -206,11 +235,15 @@ def _screening_set(
             per_anchor = max(1, n_candidates // (4 * len(anchors)))
             parts.append(_neighbours(space, np.atleast_2d(anchors), per_anchor, rng))
         candidates = np.unique(np.concatenate(parts), axis=0)
-    fresh = _unavoided(candidates, avoid_keys)
+    fresh = free_mask(candidates, avoid_keys)
     if not fresh.any() and size <= MAX_ENUMERATED:
         candidates = enumerate_space(space)
-        fresh = _unavoided(candidates, avoid_keys)
-    return candidates, fresh
+        fresh = free_mask(candidates, avoid_keys)
+    if keep_away is not None:
+        outside = fresh & keep_away.allows(candidates)
+        if outside.any():
+            return candidates, outside, keep_away
+    return candidates, fresh, None
 
 
 def minimize_sample_path(
@@ -222,17 +255,19 @@ def minimize_sample_path(
     feasibility: Sequence[FeasibilityModel] = (),
     n_candidates: int = THOMPSON_CANDIDATES,
     seed: int | None = None,
+    keep_away: KeepAway | None = None,
 ) -> np.ndarray | None:
     """Thompson sampling: the free candidate where one joint posterior draw of f is lowest.
 
     The candidates are those of :func:`maximize`'s screening (Sobol plus the anchors'
     neighbourhoods), without gradient refinement: a GP's draw exists only at the points it was
     drawn at. With feasibility models, candidates less likely feasible than not are dropped
-    (unless that drops all). Returns the encoded point (dim,), or None when every candidate is
-    taken (then the caller's acquisition decides).
+    (unless that drops all); so are those inside ``keep_away`` (as in :func:`maximize`). Returns
+    the encoded point (dim,), or None when every candidate is taken (then the caller's
+    acquisition decides).
     """
     rng = np.random.default_rng(seed)
-    candidates, fresh = _screening_set(space, set(point_keys(avoid)), anchors, n_candidates, rng)
+    candidates, fresh, _ = screening_set(space, set(point_keys(avoid)), anchors, n_candidates, rng, keep_away)
     candidates = candidates[fresh]
     if not len(candidates):
         return None
@@ -257,6 +292,7 @@ def maximize(
     n_starts: int = 5,
     maxiter: int = 100,
     seed: int | None = None,
+    keep_away: KeepAway | None = None,
 ) -> Proposal:
     """The valid point of the space with the highest acquisition value that is not in ``avoid``.
 
@@ -270,10 +306,13 @@ def maximize(
     n_starts : how many of the best distinct candidates gradient refinement starts from.
     maxiter : L-BFGS-B iterations.
     seed : seed of the Sobol scrambling and of the anchor perturbations.
+    keep_away : neighbourhoods not to propose in (failed points of a deterministic objective);
+        ignored only when every free candidate lies inside them.
     """
     rng = np.random.default_rng(seed)
     avoid_keys = set(point_keys(avoid if avoid is not None else np.zeros((0, space.dim))))
-    candidates, fresh = _screening_set(space, avoid_keys, anchors, n_candidates or default_n_candidates(space.dim), rng)
+    candidates, fresh, keep_away = screening_set(
+        space, avoid_keys, anchors, n_candidates or default_n_candidates(space.dim), rng, keep_away)
     if not fresh.any():
         # Every valid point has been tried (or, in a huge finite space, every candidate drawn):
         # the best known point is the honest answer, flagged as a repeat.
@@ -294,7 +333,7 @@ def maximize(
         # Where the refined optimum projects onto a taken point (a rounded INT, a pending job),
         # the best free point is usually one of its neighbours.
         local = np.concatenate([refined, _neighbours(space, refined, _LOCAL_PER_START, rng)])
-        local = local[_unavoided(local, avoid_keys)]
+        local = local[free_mask(local, avoid_keys, keep_away)]
         if len(local):
             pool_X.append(local)
             pool_v.append(_score(acquisition, local))

@@ -12,6 +12,9 @@ The daemon uses exactly this class. One suggestion goes:
 1. While fewer than ``initial_design`` points of the current segment (all points, unless the
    search restarted) are finished or pending, the next unused point of
    a scrambled Sobol sequence (``model="sobol"`` never leaves this stage: random search).
+   While jobs have failed and none has succeeded, the next point of a space-filling design
+   over everything evaluated and pending instead (:mod:`spearmint_nn.exploration`): there is
+   nothing to model yet.
 2. Otherwise the surrogate is refitted if observations arrived since the last fit (one refit
    however many arrived), on the finite objective values through the output transform
    (:mod:`spearmint_nn.transforms`; every one ends standardised to mean 0, variance 1).
@@ -21,8 +24,10 @@ The daemon uses exactly this class. One suggestion goes:
    (:func:`~spearmint_nn.acquisition.condition_on_pending`), and the acquisition (integrated
    EI by default, times P(feasible)) is maximised by :func:`~spearmint_nn.optimize.maximize`.
 
-What the model is told about the experiment: a NOISELESS objective gives the GP a fixed jitter
-instead of a sampled noise; a conditional space gives the GP the arc kernel on the value columns
+A NOISELESS objective's failed points also rule out their neighbourhoods (radius
+:func:`~spearmint_nn.exploration.failure_radius`) for every later proposal: a deterministic job
+fails there again. What the model is told about the experiment: a NOISELESS objective gives the
+GP a fixed jitter instead of a sampled noise; a conditional space gives the GP the arc kernel on the value columns
 of the conditional variables (:func:`conditional_kernel`), while DNGO reads the encoding as is
 (relevance indicator plus neutral value). With ``acquisition="ei-per-second"`` a
 :class:`~spearmint_nn.models.duration.DurationModel` of log job duration is fitted on the
@@ -35,6 +40,10 @@ beyond, see :func:`auto_model_choice`.
 A search that has stopped improving restarts (:func:`restart_index`): the objective model is then
 fitted only to the observations from the restart on, beginning with a new initial design, while
 the constraint models and :attr:`Optimizer.incumbent` keep everything.
+
+With ``direction="maximize"`` the objective values are negated as they are observed, so all of
+the above minimises; :attr:`Optimizer.incumbent` and :meth:`Optimizer.best_by_model` give them
+back in the user's sign.
 """
 from __future__ import annotations
 
@@ -47,20 +56,24 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
-from scipy.stats import qmc
 
 from .acquisition import ACQUISITIONS, condition_on_pending, make_acquisition
 from .errors import ConfigError
+from .exploration import SobolStream, exploration_point, failure_radius
 from .layout import OBJECTIVE_MODEL_DIR
+from .model_best import ModelBest, model_best
+from .model_state import restore
+from .observations import Observations
+from .restarts import DEFAULT_RESTART_AFTER, RESTART_EARLIEST_DESIGNS, restart_index
 from .models import GP_MODELS, MODELS, make_model
 from .models.classifier import ConstraintClassifier
 from .models.duration import DurationModel
 from .models.kernels import CORRELATIONS, Conditional
 from .models.constraint_value import ConstraintValueModel
-from .optimize import (MAX_ENUMERATED, continuous_columns, enumerate_space, maximize, minimize_sample_path, point_key,
-                       point_keys, space_size)
+from .optimize import KeepAway, continuous_columns, maximize, minimize_sample_path
 from .space import Space
 from .store import atomic_write_bytes
+from .tasks import parse_direction, parse_tasks
 from .transforms import AUTO as TRANSFORM_AUTO
 from .transforms import OUTPUT_TRANSFORMS, TRANSFORM_CHOICES, LogShift, Standardise, YeoJohnson, default_transform
 
@@ -73,15 +86,11 @@ AUTO_GP_MAX_OBSERVATIONS = 200
 AUTO_GP_MAX_IN_FLIGHT = 20
 AUTO_STATE_FILE = "auto.json"  # under state_dir: the switch to DNGO, kept across restarts
 DURATION_ACQUISITION = "ei-per-second"
-DEFAULT_TASK = "main"
 SUCCESS = "success"  # the implicit constraint "the job returned a finite objective"
 DEFAULT_FANTASIES = 10
 DEFAULT_THOMPSON_EVERY = 10
 # A surrogate is fitted once this many objective values are finite (standardising needs a spread).
 MIN_VALUES_TO_FIT = 2
-DEFAULT_RESTART_AFTER = 10
-# No restart before this many initial designs' worth of evaluations (see restart_index).
-RESTART_EARLIEST_DESIGNS = 10
 CONSTRAINT_MODELS = ("classifier", "value")
 
 
@@ -99,38 +108,6 @@ def auto_model_choice(n_observed: int, n_in_flight: int) -> str:
     if n_observed >= AUTO_GP_MAX_OBSERVATIONS or n_in_flight > AUTO_GP_MAX_IN_FLIGHT:
         return "dngo"
     return "gp"
-
-
-def restart_index(objective: Sequence[float], restart_after: int, earliest: int, budget: int | None) -> int:
-    """Index of the first observation of the current search segment: 0, or where the search last restarted.
-
-    ``objective`` (N,) holds the objective of each observation in the order observed, NaN where
-    the job failed or was infeasible. At each count i of observations (0 <= i <= N) the search
-    restarts, starting a segment at i, when all of these hold:
-
-    - none of the segment's last ``restart_after`` observations improved on the segment's best
-      value (``restart_after`` = 0: never restart);
-    - the segment has had ``earliest`` observations (i - its start >= earliest): a search, first
-      or restarted, that is still converging is not interrupted;
-    - ``budget`` is None (no limit) or at least as many evaluations remain as were spent
-      (budget - i >= i): a fresh search then has as much as the stuck one had.
-
-    Why: a model sure of the basin it sits in keeps EI there, however long the search goes on
-    (DNGO and the GP alike on Hartmann6, whose second-best basin holds -3.20 against the global
-    -3.32); the observations say nothing about the better basin, so only a search that forgets
-    them reaches it. It is computed from the history alone, so a restarted daemon that observes
-    the same results in the same order finds the same segment.
-    """
-    if restart_after <= 0:
-        return 0
-    start, best, last_improvement = 0, math.inf, 0
-    for i in range(len(objective) + 1):
-        if (i - last_improvement >= restart_after and i - start >= earliest
-                and (budget is None or budget - i >= i)):
-            start, best, last_improvement = i, math.inf, i
-        if i < len(objective) and objective[i] < best:  # False for NaN
-            best, last_improvement = objective[i], i
-    return start
 
 
 def conditional_kernel(space: Space) -> Conditional | None:
@@ -175,10 +152,14 @@ class Optimizer:
     thompson_every : one proposal in every this many (counting every job ever proposed) that is
         made while other jobs are pending is a Thompson sample instead of the acquisition's
         maximiser (default 10; 0: never). Sequential runs are unaffected; see :meth:`suggest`.
-    tasks : Spearmint's tasks as name -> "OBJECTIVE" | "CONSTRAINT" (default: one objective
-        "main"). A constraint value >= 0 means satisfied.
-    likelihoods : task name -> "NOISELESS" | "GAUSSIAN"; a NOISELESS constraint gets the step
-        likelihood classifier, a NOISELESS objective a GP with fixed jitter instead of noise.
+    tasks : Spearmint's tasks as name -> "OBJECTIVE" | "CONSTRAINT", or as written in config.json,
+        name -> {"type": ..., "likelihood": ...} (default: one objective "main"); see
+        :func:`spearmint_nn.tasks.parse_tasks`. A constraint value >= 0 means satisfied.
+    likelihoods : task name -> "NOISELESS" | "GAUSSIAN", over what ``tasks`` says; a NOISELESS
+        constraint gets the step likelihood classifier, a NOISELESS objective a GP with fixed
+        jitter instead of noise, and its failed points' neighbourhoods are not proposed again.
+        A task with neither is GAUSSIAN.
+    direction : "minimize" (default) or "maximize" the objective; constraints are unaffected.
     state_dir : folder where models keep their weights for warm starts across restarts.
     n_candidates : Sobol screening candidates of the acquisition optimiser (default from D).
     torch_threads : if given, ``torch.set_num_threads`` for this process.
@@ -198,6 +179,8 @@ class Optimizer:
         leaves the values less skewed), "yeo-johnson" (a power transform of the z-scores, its
         exponent fitted by maximum likelihood), or "auto" (default): yeo-johnson for the GP,
         least-skewed for DNGO (:func:`spearmint_nn.transforms.default_transform`).
+
+    Every wrong argument raises :class:`~spearmint_nn.errors.ConfigError` (a ValueError) naming it.
     """
 
     def __init__(
@@ -211,8 +194,9 @@ class Optimizer:
         initial_design: int | None = None,
         fantasies: int = DEFAULT_FANTASIES,
         thompson_every: int = DEFAULT_THOMPSON_EVERY,
-        tasks: Mapping[str, str] | None = None,
+        tasks: Mapping[str, str | Mapping[str, Any]] | None = None,
         likelihoods: Mapping[str, str] | None = None,
+        direction: str = "minimize",
         state_dir: str | Path | None = None,
         n_candidates: int | None = None,
         torch_threads: int | None = None,
@@ -253,13 +237,11 @@ class Optimizer:
         self.thompson_every = int(thompson_every)
         self.budget = None if budget is None else int(budget)
         self.restart_after = int(restart_after)
-        self.tasks = dict(tasks) if tasks else {DEFAULT_TASK: "OBJECTIVE"}
-        objectives = [name for name, kind in self.tasks.items() if kind.upper() == "OBJECTIVE"]
-        if len(objectives) != 1:
-            raise ConfigError("tasks", f"must have exactly one OBJECTIVE task (got {objectives})")
-        self.objective = objectives[0]
-        self.constraints = [name for name, kind in self.tasks.items() if kind.upper() == "CONSTRAINT"]
-        self.likelihoods = {name: str(v).upper() for name, v in (likelihoods or {}).items()}
+        self._tasks = parse_tasks(tasks, likelihoods)
+        self.objective, self.constraints = self._tasks.objective, list(self._tasks.constraints)
+        self.likelihoods = dict(self._tasks.likelihoods)
+        self._sign = parse_direction(direction)  # observed objective values are multiplied by it
+        self.direction = direction.lower()
         self.state_dir = Path(state_dir) if state_dir is not None else None
         self.n_candidates = n_candidates
         self.model_options = dict(model_options or {})
@@ -268,12 +250,8 @@ class Optimizer:
             torch.set_num_threads(int(torch_threads))
 
         self._rng = np.random.default_rng(seed)
-        self._X: list[np.ndarray] = []
-        self._objective: list[float] = []  # NaN where the job failed
-        self._constraint_values: dict[str, list[float]] = {name: [] for name in self.constraints}
-        self._durations: list[float] = []  # seconds, NaN where unknown
-        self._sobol = qmc.Sobol(d=self.space.dim, scramble=True, seed=self._seed_draw())
-        self._sobol_buffer: list[np.ndarray] = []
+        self._data = Observations(self.space, self._tasks, self._sign)
+        self._sobol = SobolStream(self.space, self._seed_draw(), self._rng)
         self._model = None
         self._classifiers: dict[str, ConstraintClassifier | ConstraintValueModel] = {}
         self._fitted_n = 0
@@ -281,6 +259,9 @@ class Optimizer:
         self._duration_model: DurationModel | None = None
         self._duration_fitted_n = 0
         self._auto_choice = self._saved_auto_choice()
+        # After a restart, best_by_model's model of all the observations (the objective model
+        # sees only the segment): the surrogate, its transform, and the count it was fitted at.
+        self._whole: tuple[Any, Any, int] | None = None
         # Where the current search segment starts (restart_index); None until first computed,
         # so that a model restored from state_dir is taken as the current segment's.
         self._segment_start: int | None = None
@@ -299,26 +280,26 @@ class Optimizer:
 
         ``value`` is a number, a dict task -> number (Spearmint's ``tasks``), or NaN/None for a
         failure; an infinite or missing objective is a failure too. ``duration`` is the job's
-        run time in seconds, if known.
+        run time in seconds, if known. A point handed out by :meth:`suggest` stops being
+        pending. A refused call (params not in the space: ConfigError; a value that is not a
+        number, an unknown task, a bad duration: ValueError) leaves the optimizer unchanged.
         """
-        row = self.space.encode([params])[0]
-        if isinstance(value, Mapping):
-            unknown = set(value) - set(self.tasks)
-            if unknown:
-                raise ValueError(f"result names unknown task(s) {sorted(unknown)}; tasks are {sorted(self.tasks)}")
-            objective = value.get(self.objective)
-            constraints = {name: value.get(name) for name in self.constraints}
-        else:
-            objective, constraints = value, {name: None for name in self.constraints}
-        self._X.append(row)
-        self._objective.append(_finite_or_nan(objective, self.objective))
-        for name in self.constraints:
-            self._constraint_values[name].append(_finite_or_nan(constraints[name], name))
-        self._durations.append(math.nan if duration is None else float(duration))
+        self._data.add(params, value, duration)
+
+    @property
+    def pending(self) -> list[dict[str, Any]]:
+        """The points :meth:`suggest` handed out that are not yet observed (nor forgotten), in
+        wrapper form, in the order handed out."""
+        return self.space.decode(np.asarray(self._data.handed_out).reshape(-1, self.space.dim))
+
+    def forget(self, params: Mapping[str, Any]) -> bool:
+        """Stop treating a handed-out point as pending, for a job that will never be observed
+        (cancelled, lost). Returns whether it was pending."""
+        return self._data.forget(params)
 
     @property
     def n_observed(self) -> int:
-        return len(self._X)
+        return len(self._data)
 
     @property
     def search_start(self) -> int:
@@ -327,7 +308,7 @@ class Optimizer:
         Random search has no model and never restarts."""
         if self.model_name == RANDOM_SEARCH:
             return 0
-        objective = np.where(self.feasible_mask(), np.asarray(self._objective, dtype=float), math.nan)
+        objective = np.where(self.feasible_mask(), np.asarray(self._data.objective, dtype=float), math.nan)
         return restart_index(objective, self.restart_after, RESTART_EARLIEST_DESIGNS * self.initial_design,
                              self.budget)
 
@@ -344,30 +325,68 @@ class Optimizer:
 
     def feasible_mask(self) -> np.ndarray:
         """Boolean (N,): the job succeeded and every constraint value is >= 0."""
-        ok = np.isfinite(np.asarray(self._objective, dtype=float))
-        for name in self.constraints:
-            with np.errstate(invalid="ignore"):
-                ok &= np.asarray(self._constraint_values[name], dtype=float) >= 0
-        return ok
+        return self._data.feasible_mask()
 
     @property
     def incumbent(self) -> tuple[dict[str, Any], float] | None:
-        """(params in wrapper form, objective) of the best feasible observation, or None."""
-        feasible = np.flatnonzero(self.feasible_mask())
-        if feasible.size == 0:
+        """(params in wrapper form, objective in the user's sign) of the best feasible
+        observation (the lowest, or with ``direction="maximize"`` the highest), or None."""
+        best = self._data.best_feasible()
+        if best is None:
             return None
-        best = feasible[np.argmin(np.asarray(self._objective)[feasible])]
-        return self.space.decode(self._X[best][None])[0], float(self._objective[best])
+        return self.space.decode(self._data.X[best][None])[0], self._sign * float(self._data.objective[best])
+
+    def best_by_model(self) -> ModelBest | None:
+        """The feasible observation whose objective the fitted model believes best (lowest
+        posterior mean; highest when maximising), Spearmint's report for a noisy objective, or
+        None without a model (random search, fewer than two successful values) or a feasible
+        observation. Refits the models first if observations arrived since the last fit.
+
+        The model is the objective model while the search has not restarted. After a restart
+        that model sees only the current segment, and the best point most likely lies before
+        it, so a second model of the same kind is fitted to every observation (in memory, and
+        again only when observations arrived). Mean and std are mapped back through the output
+        transform by sampling (:mod:`spearmint_nn.model_best`).
+        """
+        feasible = np.flatnonzero(self.feasible_mask())
+        objective = np.asarray(self._data.objective, dtype=float)
+        finite = np.isfinite(objective)
+        if self.model_name == RANDOM_SEARCH or feasible.size == 0 or finite.sum() < MIN_VALUES_TO_FIT:
+            return None
+        self._follow_restarts()
+        if self._segment_start == 0:
+            self._refit_if_needed()  # fits the objective model to every finite value
+            model, transform = self._model, self._transform
+        else:
+            model, transform = self._whole_data_model()
+        return model_best(model, transform, _torch_rows(self._data.X, self.space.dim), feasible, objective,
+                          objective[finite], lambda row: self.space.decode(row[None])[0], self._sign)
+
+    def _whole_data_model(self) -> tuple[Any, Any]:
+        """A surrogate fitted to every finite objective value and its output transform, refitted
+        only when observations arrived since (:meth:`best_by_model`)."""
+        if self._whole is None or self._whole[2] != self.n_observed:
+            objective = np.asarray(self._data.objective, dtype=float)
+            finite = np.isfinite(objective)
+            model = self._whole[0] if self._whole is not None else self._new_surrogate(self.objective)
+            transform = OUTPUT_TRANSFORMS[self._output_transform_name()].fit(objective[finite])
+            X = _torch_rows(self._data.X, self.space.dim)[torch.as_tensor(finite)]
+            model.fit(X, torch.as_tensor(transform(objective[finite])))
+            self._whole = (model, transform, self.n_observed)
+        return self._whole[0], self._whole[1]
 
     # -------------------------------------------------------------------------------- ask
 
     def suggest(self, n: int = 1, pending: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
         """Return n params dicts (wrapper form) to evaluate next.
 
-        Points are chosen one after another, each treating ``pending`` and the earlier points
-        of this batch as running jobs, so a batch spreads out. A proposal never repeats a
-        finished, failed or pending point unless every point of a finite space is taken
-        (then a warning is logged).
+        Pending jobs are the points earlier calls handed out and that are not yet observed
+        (:attr:`pending`; :meth:`forget` drops one), plus ``pending``, points running
+        elsewhere (a point in both counts once). Points are chosen one after another, each
+        treating the pending jobs and the earlier points of this batch as running jobs, so a
+        batch spreads out; the n points returned are pending from then on. A proposal never
+        repeats a finished, failed or pending point unless every point of a finite space is
+        taken (then a warning is logged).
 
         Every ``thompson_every``-th proposal (by its position among all jobs proposed, so a
         batch of 10 has one and a restarted daemon keeps the rhythm) made while other jobs are
@@ -377,26 +396,34 @@ class Optimizer:
         result there in turn. The Thompson member keeps exploring in proportion to the
         probability that a region holds the minimum.
         """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"n: expected a number of points >= 0, got {n!r}")
         start = time.perf_counter()
+        running = self._data.pending_rows(pending)
         if self.model_name == AUTO:
-            self._update_auto_choice(len(pending) + n)
+            self._update_auto_choice(len(running) + n)
         self._follow_restarts()
-        taken = [row for row in self._X]
-        if pending:
-            taken += list(self.space.encode(list(pending)))
+        taken = list(self._data.X) + running
+        keep_away = self._keep_away()
         chosen: list[np.ndarray] = []
         for _ in range(n):
             avoid = np.asarray(taken + chosen, dtype=float).reshape(-1, self.space.dim)
             n_pending = len(avoid) - self.n_observed
-            if self.model_name == RANDOM_SEARCH or len(avoid) - self._segment_start < self.initial_design:
-                x = self._next_sobol(avoid)
+            if self.model_name == RANDOM_SEARCH:
+                x = self._next_sobol(avoid, keep_away)
+            elif self._nothing_succeeded():
+                x = exploration_point(self.space, avoid, keep_away=keep_away, seed=self._seed_draw())
+                x = self._next_sobol(avoid, keep_away) if x is None else x
+            elif len(avoid) - self._segment_start < self.initial_design:
+                x = self._next_sobol(avoid, keep_away)
             else:
                 thompson = n_pending > 0 and self.thompson_every > 0 and (len(avoid) + 1) % self.thompson_every == 0
-                x = self._model_proposal(avoid, n_pending, thompson)
+                x = self._model_proposal(avoid, n_pending, keep_away, thompson)
             chosen.append(x)
+        self._data.handed_out += chosen
         self.last_predicted_durations = [self._predicted_duration(x) for x in chosen]
         self.last_suggest_seconds = time.perf_counter() - start
-        return self.space.decode(np.asarray(chosen))
+        return self.space.decode(np.asarray(chosen).reshape(-1, self.space.dim))
 
     # ----------------------------------------------------------------------------- stages
 
@@ -414,33 +441,35 @@ class Optimizer:
     def _seed_draw(self) -> int:
         return int(self._rng.integers(2**31))
 
-    def _next_sobol(self, avoid: np.ndarray) -> np.ndarray:
-        """The next Sobol point not in avoid; in a finite space, an unused point once Sobol stalls."""
-        keys = set(point_keys(avoid))
-        size = space_size(self.space)
-        for _ in range(int(min(4 * size, 1024)) if math.isfinite(size) else 1024):
-            if not self._sobol_buffer:
-                # Draw so the total stays a power of two, which keeps Sobol's balance properties.
-                block = max(16, self._sobol.num_generated)
-                self._sobol_buffer = list(self.space.project(self._sobol.random(block))[::-1])
-            x = self._sobol_buffer.pop()
-            if point_key(x) not in keys:
-                return x
-        if size <= MAX_ENUMERATED:
-            every = enumerate_space(self.space)
-            unused = [row for row, key in zip(every, point_keys(every)) if key not in keys]
-            if unused:
-                return unused[int(self._rng.integers(len(unused)))]
+    def _nothing_succeeded(self) -> bool:
+        """Whether jobs have failed and none has returned a finite objective value."""
+        return self.n_observed > 0 and not np.isfinite(np.asarray(self._data.objective, dtype=float)).any()
+
+    def _keep_away(self) -> KeepAway | None:
+        """The neighbourhoods of the failed points, for a NOISELESS objective that has failures."""
+        failed = ~np.isfinite(np.asarray(self._data.objective, dtype=float))
+        if self.likelihoods.get(self.objective) != "NOISELESS" or not failed.any():
+            return None
+        return KeepAway(np.asarray(self._data.X)[failed], failure_radius(self.space))
+
+    def _next_sobol(self, avoid: np.ndarray, keep_away: KeepAway | None = None) -> np.ndarray:
+        """The next point of the Sobol stream (:class:`~spearmint_nn.exploration.SobolStream`),
+        or a taken one once every point of a finite space is taken."""
+        x = self._sobol.next(avoid, keep_away)
+        if x is not None:
+            return x
         log.warning("search space exhausted: every valid point has been tried; repeating one")
         return avoid[int(self._rng.integers(len(avoid)))]
 
-    def _model_proposal(self, avoid: np.ndarray, n_pending: int, thompson: bool = False) -> np.ndarray:
+    def _model_proposal(self, avoid: np.ndarray, n_pending: int, keep_away: KeepAway | None,
+                        thompson: bool = False) -> np.ndarray:
         """Maximise the acquisition, or with ``thompson`` minimise a posterior draw of f (once
-        there is a model and a feasible point); ``avoid``'s last n_pending rows are pending.
-        The objective, its best value and the anchor are the current segment's."""
+        there is a model and a feasible point), outside ``keep_away``; ``avoid``'s last
+        n_pending rows are pending. The objective, its best value and the anchor are the
+        current segment's."""
         self._refit_if_needed()
         start = self._segment_start
-        objective = np.asarray(self._objective[start:], dtype=float)
+        objective = np.asarray(self._data.objective[start:], dtype=float)
         finite = np.isfinite(objective)
         feasible = self.feasible_mask()[start:]
         generator = torch.Generator().manual_seed(self._seed_draw())
@@ -456,17 +485,17 @@ class Optimizer:
             best_index = np.flatnonzero(feasible)[np.argmin(objective[feasible])]
             best_value = float(self._transform(objective[best_index]))
             model, best = condition_on_pending(self._model, best_value, X_pending, self.fantasies, generator)
-            anchors = self._X[start + best_index][None]
+            anchors = self._data.X[start + best_index][None]
         elif fitted and not feasibility:
             # No feasible point yet and nothing learned about feasibility: improve on the best
             # finite value, the only signal there is.
             best_value = float(self._transform(np.min(objective[finite])))
             model, best = condition_on_pending(self._model, best_value, X_pending, self.fantasies, generator)
         elif not feasibility:
-            return self._next_sobol(avoid)  # fewer than two finite values and no failure model
+            return self._next_sobol(avoid, keep_away)  # fewer than two finite values and no failure model
         if thompson and anchors is not None:
             x = minimize_sample_path(model, self.space, avoid=avoid, anchors=anchors,
-                                     feasibility=feasibility, seed=self._seed_draw())
+                                     feasibility=feasibility, seed=self._seed_draw(), keep_away=keep_away)
             if x is not None:
                 return x
         options = dict(self.acquisition_options)
@@ -475,7 +504,7 @@ class Optimizer:
         acquisition = make_acquisition(self.acquisition_name, model, best, feasibility, **options)
         proposal = maximize(
             acquisition, self.space, avoid=avoid, anchors=anchors,
-            n_candidates=self.n_candidates, seed=self._seed_draw(),
+            n_candidates=self.n_candidates, seed=self._seed_draw(), keep_away=keep_away,
         )
         if proposal.repeat:
             log.warning("search space exhausted: every valid point has been tried; repeating the best one")
@@ -487,8 +516,8 @@ class Optimizer:
         if self._fitted_n == self.n_observed:
             return
         start = time.perf_counter()
-        X = _torch_rows(self._X, self.space.dim)
-        objective = np.asarray(self._objective, dtype=float)
+        X = _torch_rows(self._data.X, self.space.dim)
+        objective = np.asarray(self._data.objective, dtype=float)
         finite = np.isfinite(objective)
         in_segment = finite & (np.arange(len(objective)) >= self._segment_start)
         if in_segment.sum() >= MIN_VALUES_TO_FIT:
@@ -498,7 +527,7 @@ class Optimizer:
                 self._model = self._restore(OBJECTIVE_MODEL_DIR, self._new_surrogate(self.objective))
             self._model.fit(X[torch.as_tensor(in_segment)], torch.as_tensor(self._transform(y)))
             self._save(OBJECTIVE_MODEL_DIR, self._model)
-        labels = {name: np.asarray(v, dtype=float) for name, v in self._constraint_values.items()}
+        labels = {name: np.asarray(v, dtype=float) for name, v in self._data.constraints.items()}
         if not finite.all() or SUCCESS in self._classifiers:
             labels[SUCCESS] = np.where(finite, 1.0, -1.0)
         for name, values in labels.items():
@@ -572,7 +601,7 @@ class Optimizer:
 
     def _refit_duration_model(self, X: torch.Tensor) -> None:
         """Fit the model of log duration on the positive durations seen, if new ones arrived."""
-        durations = np.asarray(self._durations, dtype=float)
+        durations = np.asarray(self._data.durations, dtype=float)
         known = np.isfinite(durations) & (durations > 0)
         if known.sum() < 2 or known.sum() == self._duration_fitted_n:
             return
@@ -589,34 +618,9 @@ class Optimizer:
             return float(torch.exp(self._duration_model.predict(_torch_rows(x, self.space.dim)))[0])
 
     def _restore(self, name: str, fresh: Any) -> Any:
-        """The model saved under state_dir/name if one loads cleanly, else ``fresh``.
-
-        ``load`` may restore in place (returning None) or return a new model.
-        """
-        folder = self.state_dir / name if self.state_dir is not None else None
-        if folder is None or not folder.is_dir() or not hasattr(fresh, "load"):
-            return fresh
-        try:
-            restored = fresh.load(folder)
-        except (OSError, RuntimeError, KeyError, ValueError) as exc:
-            log.warning("ignoring saved %s model in %s (%s); starting afresh", name, folder, exc)
-            return fresh
-        restored = fresh if restored is None else restored
-        if getattr(restored, "n_inputs", self.space.dim) != self.space.dim:
-            log.warning("saved %s model in %s is for another search space; starting afresh", name, folder)
-            return fresh
-        return restored
+        """The model saved under state_dir/name (:func:`~spearmint_nn.model_state.restore`), else ``fresh``."""
+        return fresh if self.state_dir is None else restore(self.state_dir / name, fresh, self.space.dim)
 
     def _save(self, name: str, model: Any) -> None:
         if self.state_dir is not None and hasattr(model, "save"):
             model.save(self.state_dir / name)
-
-
-def _finite_or_nan(value: Any, task: str) -> float:
-    """A task value as float; None, NaN and +-inf become NaN (a failure / unknown)."""
-    if value is None:
-        return math.nan
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise ValueError(f"task {task!r}: expected a number, got {value!r}")
-    value = float(value)
-    return value if math.isfinite(value) else math.nan

@@ -8,7 +8,7 @@ import torch
 
 from spearmint_nn.acquisition import Acquisition
 from spearmint_nn.optimize import (
-    _unavoided,
+    free_mask,
     continuous_columns,
     enumerate_space,
     maximize,
@@ -105,7 +105,7 @@ def test_avoided_rows_are_found_by_their_point_keys():
     X[45] = -0.0 * X[45]  # a negative zero is the same point as a zero
     avoid = {point_key(row) for row in X[:40]} | {point_key(np.zeros(3))}
     expected = np.array([point_key(row) not in avoid for row in X])
-    np.testing.assert_array_equal(_unavoided(X, avoid), expected)
+    np.testing.assert_array_equal(free_mask(X, avoid), expected)
     assert not expected[:40].any() and not expected[45] and expected[40:45].all()
 
 

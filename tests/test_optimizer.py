@@ -16,6 +16,7 @@ from spearmint_nn.models import MODELS
 from spearmint_nn.optimize import point_key
 from spearmint_nn import optimizer as optimizer_module
 from spearmint_nn.optimizer import Optimizer
+from spearmint_nn.restarts import restart_index
 from test_acquisition import ExactGP
 
 torch.set_num_threads(1)
@@ -105,7 +106,7 @@ def test_model_proposals_never_repeat_observed_or_pending_points(exact_gp):
     pending = opt.suggest(2)
     batch = opt.suggest(4, pending=pending)
     keys = [point_key(r) for r in opt.space.encode(batch)]
-    taken = {point_key(r) for r in opt._X} | {point_key(r) for r in opt.space.encode(pending)}
+    taken = {point_key(r) for r in opt._data.X} | {point_key(r) for r in opt.space.encode(pending)}
     assert len(set(keys)) == 4 and not set(keys) & taken  # 12 points in all: 4 left after these
 
 
@@ -161,7 +162,7 @@ def test_auto_switching_to_dngo_before_two_results_proposes_without_a_fitted_mod
 def twin_of(opt: Optimizer) -> Optimizer:
     """An optimizer with the same observations and seed as opt."""
     twin = Optimizer(SQUARE, model=opt.model_name, seed=3, initial_design=opt.initial_design)
-    for row, value in zip(opt._X, opt._objective):
+    for row, value in zip(opt._data.X, opt._data.objective):
         twin.observe(opt.space.decode(row[None])[0], value)
     return twin
 
@@ -174,7 +175,7 @@ def test_failures_train_a_success_classifier_and_steer_proposals_away(exact_gp):
     opt = Optimizer(SQUARE, model=exact_gp, seed=4, initial_design=8)
     for p in opt.suggest(8):
         opt.observe(p, run(p))
-    assert np.isnan(opt._objective).any()
+    assert np.isnan(opt._data.objective).any()
     later = []
     for _ in range(8):
         p = opt.suggest(1)[0]
@@ -206,7 +207,7 @@ def test_constraint_tasks_define_the_incumbent_and_start_with_feasibility_search
     assert opt.incumbent is not None, "the feasibility search never found the feasible disk"
     params, value = opt.incumbent
     assert run(params)["c"] >= 0 and value == pytest.approx(run(params)["f"])
-    infeasible_values = [f for f, c in zip(opt._objective, opt._constraint_values["c"]) if c < 0]
+    infeasible_values = [f for f, c in zip(opt._data.objective, opt._data.constraints["c"]) if c < 0]
     assert min(infeasible_values) < value  # a better but infeasible point never becomes the incumbent
 
 
@@ -246,23 +247,23 @@ def test_dngo_reaches_branin_041_within_60_evaluations():
 
 def test_restart_index_starts_a_segment_after_the_given_run_without_improvement():
     values = [5.0, 4.0, 3.0] + [3.5] * 30  # last improvement at index 2, then the segments' first values
-    assert optimizer_module.restart_index(values, 10, earliest=0, budget=None) == 32  # 12, 22, 32
-    assert optimizer_module.restart_index(values[:12], 10, earliest=0, budget=None) == 12
-    assert optimizer_module.restart_index(values[:11], 10, earliest=0, budget=None) == 0
+    assert restart_index(values, 10, earliest=0, budget=None) == 32  # 12, 22, 32
+    assert restart_index(values[:12], 10, earliest=0, budget=None) == 12
+    assert restart_index(values[:11], 10, earliest=0, budget=None) == 0
     # Every segment, the restarted ones too, first runs for `earliest` observations: 15, then 30.
-    assert optimizer_module.restart_index(values, 10, earliest=15, budget=None) == 30
-    assert optimizer_module.restart_index(values, 0, earliest=0, budget=None) == 0  # 0: never
+    assert restart_index(values, 10, earliest=15, budget=None) == 30
+    assert restart_index(values, 0, earliest=0, budget=None) == 0  # 0: never
 
 
 def test_a_restart_needs_half_the_budget_left_and_measures_improvement_within_its_segment():
     values = [5.0, 4.0, 3.0] + [3.5] * 30
-    assert optimizer_module.restart_index(values, 10, earliest=0, budget=24) == 12  # not 22: 22 > 24 - 22
-    assert optimizer_module.restart_index(values, 10, earliest=0, budget=23) == 0   # 12 > 23 - 12
+    assert restart_index(values, 10, earliest=0, budget=24) == 12  # not 22: 22 > 24 - 22
+    assert restart_index(values, 10, earliest=0, budget=23) == 0   # 12 > 23 - 12
     # After the restart at 12 the segment's own best counts: 3.4 at 13 improves on its 3.5,
     # though not on the overall best 3.0 (else the next restart would be at 22); NaN (a
     # failure) never improves (else there would be none at 23).
     values = [5.0, 4.0, 3.0] + [3.5] * 9 + [3.5, 3.4] + [math.nan] * 15
-    assert optimizer_module.restart_index(values, 10, earliest=0, budget=None) == 23
+    assert restart_index(values, 10, earliest=0, budget=None) == 23
 
 
 def test_a_stuck_search_restarts_with_a_fresh_model_fitted_only_to_what_follows(exact_gp):

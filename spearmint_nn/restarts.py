@@ -1,0 +1,41 @@
+"""When a stuck search starts afresh: the segment of the observations the objective model is fitted to."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+DEFAULT_RESTART_AFTER = 10
+# No restart before this many initial designs' worth of evaluations (see restart_index).
+RESTART_EARLIEST_DESIGNS = 10
+
+
+def restart_index(objective: Sequence[float], restart_after: int, earliest: int, budget: int | None) -> int:
+    """Index of the first observation of the current search segment: 0, or where the search last restarted.
+
+    ``objective`` (N,) holds the objective of each observation in the order observed, NaN where
+    the job failed or was infeasible. At each count i of observations (0 <= i <= N) the search
+    restarts, starting a segment at i, when all of these hold:
+
+    - none of the segment's last ``restart_after`` observations improved on the segment's best
+      value (``restart_after`` = 0: never restart);
+    - the segment has had ``earliest`` observations (i - its start >= earliest): a search, first
+      or restarted, that is still converging is not interrupted;
+    - ``budget`` is None (no limit) or at least as many evaluations remain as were spent
+      (budget - i >= i): a fresh search then has as much as the stuck one had.
+
+    Why: a model sure of the basin it sits in keeps EI there, however long the search goes on
+    (DNGO and the GP alike on Hartmann6, whose second-best basin holds -3.20 against the global
+    -3.32); the observations say nothing about the better basin, so only a search that forgets
+    them reaches it. It is computed from the history alone, so a restarted daemon that observes
+    the same results in the same order finds the same segment.
+    """
+    if restart_after <= 0:
+        return 0
+    start, best, last_improvement = 0, math.inf, 0
+    for i in range(len(objective) + 1):
+        if (i - last_improvement >= restart_after and i - start >= earliest
+                and (budget is None or budget - i >= i)):
+            start, best, last_improvement = i, math.inf, i
+        if i < len(objective) and objective[i] < best:  # False for NaN
+            best, last_improvement = objective[i], i
+    return start
