@@ -12,9 +12,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .arguments import Tasks
 from .optimize import point_key, point_keys
 from .space import Space
-from .tasks import Tasks, split_result
 
 
 class Observations:
@@ -90,3 +90,38 @@ class Observations:
                 del self.handed_out[i]
                 return True
         return False
+
+
+def _finite_or_nan(value: Any, task: str) -> float:
+    """A task value as float; None, NaN and +-inf become NaN (a failure / unknown)."""
+    if value is None:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise ValueError(f"task {task!r}: expected a number, got {value!r}")
+    value = float(value)
+    return value if math.isfinite(value) else math.nan
+
+
+def split_result(tasks: Tasks, value: Any) -> tuple[float, dict[str, float]]:
+    """(objective, {constraint: value}) of one job's result, NaN where missing or not finite.
+
+    ``value`` is a number, None (a failure), or a dict task -> number; a bare number or None
+    leaves every constraint unknown. Raises ValueError for a dict naming an unknown task or a
+    value that is not a number (a numpy size-1 array counts as its number).
+    """
+    if isinstance(value, Mapping):
+        unknown = set(value) - set(tasks.names)
+        if unknown:
+            raise ValueError(f"result names unknown task(s) {sorted(map(str, unknown))}; tasks are {sorted(tasks.names)}")
+        raw = dict(value)
+    else:
+        raw = {tasks.objective: value}
+    parsed = {name: _finite_or_nan(_number_of(raw.get(name)), name) for name in tasks.names}
+    return parsed[tasks.objective], {name: parsed[name] for name in tasks.constraints}
+
+
+def _number_of(value: Any) -> Any:
+    """A numpy array of one element as that element; anything else unchanged."""
+    if isinstance(value, np.ndarray) and value.size == 1:
+        return value.reshape(()).item()
+    return value

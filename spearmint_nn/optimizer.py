@@ -58,7 +58,7 @@ import numpy as np
 import torch
 
 from .acquisition import ACQUISITIONS, condition_on_pending, make_acquisition
-from .errors import ConfigError
+from .arguments import choice, count, options, parse_direction, parse_tasks
 from .exploration import SobolStream, exploration_point, failure_radius
 from .layout import OBJECTIVE_MODEL_DIR
 from .model_best import ModelBest, model_best
@@ -73,7 +73,6 @@ from .models.constraint_value import ConstraintValueModel
 from .optimize import KeepAway, continuous_columns, maximize, minimize_sample_path
 from .space import Space
 from .store import atomic_write_bytes
-from .tasks import parse_direction, parse_tasks
 from .transforms import AUTO as TRANSFORM_AUTO
 from .transforms import OUTPUT_TRANSFORMS, TRANSFORM_CHOICES, LogShift, Standardise, YeoJohnson, default_transform
 
@@ -208,46 +207,30 @@ class Optimizer:
         restart_after: int = DEFAULT_RESTART_AFTER,
     ):
         self.space = Space.from_config(variables)
-        if constraint_model not in CONSTRAINT_MODELS:
-            raise ConfigError("constraint-model", f"must be one of {', '.join(CONSTRAINT_MODELS)} (got {constraint_model!r})")
-        self.constraint_model = constraint_model
-        if output_transform not in TRANSFORM_CHOICES:
-            raise ConfigError("output-transform", f"must be one of {', '.join(TRANSFORM_CHOICES)} (got {output_transform!r})")
-        self.output_transform = output_transform
-        if model not in (RANDOM_SEARCH, AUTO) and model not in MODELS:
-            raise ConfigError("model", f"unknown model {model!r}; known: {sorted(MODELS) + [AUTO, RANDOM_SEARCH]}")
-        if acquisition not in ACQUISITIONS:
-            raise ConfigError("acquisition", f"unknown acquisition {acquisition!r}; known: {sorted(ACQUISITIONS)}")
-        if kernel not in CORRELATIONS:
-            raise ConfigError("kernel", f"unknown kernel {kernel!r}; known: {', '.join(CORRELATIONS)}")
-        if fantasies < 1:
-            raise ConfigError("fantasies", f"must be >= 1 (got {fantasies})")
-        if thompson_every < 0:
-            raise ConfigError("thompson-every", f"must be >= 0 (got {thompson_every})")
-        if restart_after < 0:
-            raise ConfigError("restart-after", f"must be >= 0 (got {restart_after})")
-        if budget is not None and budget < 1:
-            raise ConfigError("max-finished-jobs", f"must be >= 1 (got {budget})")
-        self.model_name, self.seed = model, seed
-        self.acquisition_name = acquisition
-        self.acquisition_options = dict(acquisition_options or {})
-        self.initial_design = (self.space.default_initial_design if initial_design is None
-                               else int(initial_design))
-        self.fantasies = int(fantasies)
-        self.thompson_every = int(thompson_every)
-        self.budget = None if budget is None else int(budget)
-        self.restart_after = int(restart_after)
+        self.constraint_model = choice("constraint-model", constraint_model, CONSTRAINT_MODELS)
+        self.output_transform = choice("output-transform", output_transform, TRANSFORM_CHOICES)
+        self.model_name = choice("model", model, [*MODELS, AUTO, RANDOM_SEARCH])
+        self.acquisition_name = choice("acquisition", acquisition, ACQUISITIONS)
+        self.kernel = choice("kernel", kernel, CORRELATIONS)
+        self.seed = count("seed", seed, 0, optional=True)
+        self.acquisition_options = options("acquisition-options", acquisition_options)
+        self.model_options = options("model-options", model_options)
+        self.initial_design = count("initial-design", initial_design, 0, optional=True)
+        if self.initial_design is None:
+            self.initial_design = self.space.default_initial_design
+        self.fantasies = count("fantasies", fantasies, 1)
+        self.thompson_every = count("thompson-every", thompson_every, 0)
+        self.budget = count("max-finished-jobs", budget, 1, optional=True)
+        self.restart_after = count("restart-after", restart_after, 0)
+        self.n_candidates = count("n-candidates", n_candidates, 1, optional=True)
         self._tasks = parse_tasks(tasks, likelihoods)
         self.objective, self.constraints = self._tasks.objective, list(self._tasks.constraints)
         self.likelihoods = dict(self._tasks.likelihoods)
         self._sign = parse_direction(direction)  # observed objective values are multiplied by it
         self.direction = direction.lower()
         self.state_dir = Path(state_dir) if state_dir is not None else None
-        self.n_candidates = n_candidates
-        self.model_options = dict(model_options or {})
-        self.kernel = kernel
-        if torch_threads is not None:
-            torch.set_num_threads(int(torch_threads))
+        if count("torch-threads", torch_threads, 1, optional=True) is not None:
+            torch.set_num_threads(torch_threads)
 
         self._rng = np.random.default_rng(seed)
         self._data = Observations(self.space, self._tasks, self._sign)

@@ -148,10 +148,16 @@ def test_tasks_as_written_in_config_json_are_accepted_with_their_likelihoods():
     ({"likelihoods": "NOISELESS"}, "likelihoods"),
     ({"direction": "minimise"}, "direction"),
     ({"direction": -1}, "direction"),
+    ({"model": ["gp"]}, "model"),
+    ({"fantasies": "3"}, "fantasies"),
+    ({"initial_design": -1}, "initial-design"),
+    ({"seed": 1.5}, "seed"),
+    ({"budget": 0}, "max-finished-jobs"),
+    ({"model_options": "fast"}, "model-options"),
 ])
 def test_every_wrong_argument_is_a_config_error_naming_it(kwargs, path):
     with pytest.raises(ConfigError) as error:
-        Optimizer(SQUARE, model="sobol", **kwargs)
+        Optimizer(SQUARE, **{"model": "sobol", **kwargs})
     assert error.value.path == path, str(error.value)
 
 

@@ -1,15 +1,14 @@
-"""What the Optimizer is told about its tasks, and how one job's result splits into task values.
+"""The Optimizer's arguments, checked: every wrong one is a :class:`~spearmint_nn.errors.ConfigError`
+(a ValueError) whose path names it, as config.json's keys name theirs.
 
 Spearmint's ``tasks`` name one OBJECTIVE and any number of CONSTRAINTs (a value >= 0 means
 satisfied). The Optimizer takes them in either of two forms, ``{"main": "OBJECTIVE"}`` or as
-written in config.json, ``{"main": {"type": "OBJECTIVE", "likelihood": "NOISELESS"}}``; every
-wrong argument is a :class:`~spearmint_nn.errors.ConfigError` naming it.
+written in config.json, ``{"main": {"type": "OBJECTIVE", "likelihood": "NOISELESS"}}``.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 import numpy as np
 
@@ -35,6 +34,32 @@ class Tasks:
     @property
     def names(self) -> tuple[str, ...]:
         return (self.objective, *self.constraints)
+
+
+def choice(path: str, value: Any, choices: Collection[str]) -> str:
+    """``value`` if it is one of ``choices`` (strings), else a ConfigError listing them."""
+    if not isinstance(value, str) or value not in choices:
+        hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+        raise ConfigError(path, f"must be one of {', '.join(sorted(choices))} (got {value!r}){hint}")
+    return value
+
+
+def count(path: str, value: Any, minimum: int, optional: bool = False) -> int | None:
+    """``value`` as an int if it is a whole number >= minimum (or None where ``optional``)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ConfigError(path, f"must be a whole number >= {minimum}{' or None' if optional else ''} (got {value!r})")
+    return int(value)
+
+
+def options(path: str, value: Any) -> dict[str, Any]:
+    """A dict of keyword options from a mapping or None."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(path, f"must be a dict of options (got {value!r})")
+    return dict(value)
 
 
 def _upper_choice(path: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -91,38 +116,3 @@ def parse_direction(direction: Any) -> float:
         raise ConfigError("direction", f"must be one of {', '.join(DIRECTIONS)} (got {direction!r})"
                           + (did_you_mean(direction.lower(), DIRECTIONS) if isinstance(direction, str) else ""))
     return 1.0 if direction.lower() == "minimize" else -1.0
-
-
-def _finite_or_nan(value: Any, task: str) -> float:
-    """A task value as float; None, NaN and +-inf become NaN (a failure / unknown)."""
-    if value is None:
-        return math.nan
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise ValueError(f"task {task!r}: expected a number, got {value!r}")
-    value = float(value)
-    return value if math.isfinite(value) else math.nan
-
-
-def split_result(tasks: Tasks, value: Any) -> tuple[float, dict[str, float]]:
-    """(objective, {constraint: value}) of one job's result, NaN where missing or not finite.
-
-    ``value`` is a number, None (a failure), or a dict task -> number; a bare number or None
-    leaves every constraint unknown. Raises ValueError for a dict naming an unknown task or a
-    value that is not a number (a numpy size-1 array counts as its number).
-    """
-    if isinstance(value, Mapping):
-        unknown = set(value) - set(tasks.names)
-        if unknown:
-            raise ValueError(f"result names unknown task(s) {sorted(map(str, unknown))}; tasks are {sorted(tasks.names)}")
-        raw = dict(value)
-    else:
-        raw = {tasks.objective: value}
-    parsed = {name: _finite_or_nan(_number_of(raw.get(name)), name) for name in tasks.names}
-    return parsed[tasks.objective], {name: parsed[name] for name in tasks.constraints}
-
-
-def _number_of(value: Any) -> Any:
-    """A numpy array of one element as that element; anything else unchanged."""
-    if isinstance(value, np.ndarray) and value.size == 1:
-        return value.reshape(()).item()
-    return value
