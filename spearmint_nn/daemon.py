@@ -268,7 +268,7 @@ class Proposer:
         """best.json's ``model_best`` (without params) from the fitted objective model."""
         if not self._noisy:
             return None
-        best = getattr(self._optimizer, "best_by_model", lambda: None)()  # TEMPORARY until the optimizer has it
+        best = self._optimizer.best_by_model()
         if best is None:
             return None
         return {"id": self._observed_ids[best.index], "mean": best.mean, "std": best.std, "value": best.observed,
