@@ -262,7 +262,26 @@ class Proposer:
             with self._cond:
                 self._result, self._result_fields, self._error, self._busy = proposal, fields, error, False
                 self.model_best = model_best
+                self._cond.notify_all()  # final_model_best may be waiting for the thread to be idle
             self._wake.set()
+
+    def final_model_best(self, timeout: float) -> dict[str, Any] | None:
+        """The model's best over every result queued so far, for the summaries at the end.
+
+        Runs on the caller's thread once this one is idle (holding the lock, so no proposal can
+        start meanwhile); if a proposal is still running after ``timeout`` seconds, the last
+        proposal's model best is returned instead.
+        """
+        with self._cond:
+            self._cond.wait_for(lambda: not self._busy, timeout)
+            if self._busy or self._error is not None:
+                return self.model_best
+            for job_id, params, value, duration in self._observations:
+                self._optimizer.observe(params, value, duration=duration)
+                self._observed_ids.append(job_id)
+            self._observations = []
+            self.model_best = self._model_best()
+            return self.model_best
 
     def _model_best(self) -> dict[str, Any] | None:
         """best.json's ``model_best`` (without params) from the fitted objective model."""
@@ -612,6 +631,7 @@ class Daemon:
             if self._failing_the_same_way is not None:
                 return self._shutdown(self._same_failure_message(self._failing_the_same_way), exit_code=1)
             if self.config.max_finished_jobs is not None and self._finished >= self.config.max_finished_jobs:
+                self._take_model_best(self._proposer.final_model_best(PROPOSER_JOIN_SECONDS))
                 return self._shutdown("budget reached")
             self._submit_pending()
             self._ask()
