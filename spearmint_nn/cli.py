@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .config import ExperimentConfig, load_config, read_json_strict
-from .daemon import (Daemon, DaemonBusy, DaemonError, Reporter, acquire_lock, cancel_jobs,
-                     counts_toward_budget, make_driver)
-from .errors import ConfigError
+from .daemon import Daemon, DaemonBusy, acquire_lock, cancel_jobs, counts_toward_budget, make_driver
+from .errors import ConfigError, DaemonError
 from .failures import group_failures
 from .layout import ExperimentPaths
 from .progress import printable_tail, read_model_best
+from .reporting import Reporter
 from .store import BadValues, Store, atomic_write_json, best_summary, check_values, is_feasible, read_json
 
 RECENT_FAILURES = 5

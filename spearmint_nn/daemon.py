@@ -7,41 +7,37 @@ NFS, where inotify misses other machines' writes), a finished proposal, or a sig
 handles everything that is ready at once, so ten jobs finishing together are ten records and
 one refit.
 
-Proposals run in a background thread (:class:`Proposer`): ``Optimizer.suggest`` can take
-seconds when the model is refitted, and completions keep being recorded meanwhile. The
-optimizer is touched by that thread only; results reach it through a queue that is drained
-right before each ``suggest``.
-
-Every event is one plain line through :class:`Reporter` (console and ``daemon.log``).
+Proposals run in a background thread (:class:`~spearmint_nn.proposer.Proposer`); every event is
+one plain line through :class:`~spearmint_nn.reporting.Reporter` (console and ``daemon.log``);
+the summaries are rewritten by :class:`~spearmint_nn.summaries.SummaryWriter`; failures that
+repeat are counted by :class:`~spearmint_nn.failures.FailureStreak`.
 """
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 import os
 import re
 import signal
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping, Sequence, TextIO
+from typing import Any, Callable, Collection, Iterable, Mapping, TextIO
 
 from filelock import FileLock, Timeout
 
-from .config import LIVE_KEYS, ExperimentConfig, load_config, optimizer_options
-from .errors import ConfigError
+from .config import LIVE_KEYS, ExperimentConfig, load_config
+from .errors import ConfigError, DaemonError
 from .failures import FailureGroup, FailureStreak
 from .drivers.base import Driver, JobSpec, PollError, SchedulerState, SubmitError, driver_class
 from .layout import ExperimentPaths
 from .claims import read_claim
 from .runner import command_for
+from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
+from .reporting import CONTROL_CHARS, Reporter, plain
 from .store import BadValues, Store, atomic_write_json, check_values, read_json
-
-if TYPE_CHECKING:  # the optimizer imports torch: only `run` pays for it, not status/report/cancel
-    from .optimizer import Optimizer
+from .summaries import SummaryWriter
 
 # The failure kind recorded when a job left the scheduler without writing a result file.
 SCHEDULER_FAILURES = {
@@ -59,311 +55,14 @@ SUBMIT_RETRY_S = 30.0          # wait before the first resubmission after a tran
 SUBMIT_RETRY_MAX_S = 600.0     # the wait doubles per failed attempt up to this
 MAX_SUBMIT_ATTEMPTS = 6        # transient submit failures of one job before it fails
 MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the daemon gives up
-_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# Rewriting results.csv and best.json, or the progress line, is O(finished jobs): each may take at
-# most this share of the daemon's time (see TimeShare).
-SUMMARY_TIME_SHARE = 0.1
 # Points asked of the optimizer at once. A model proposes them one after another (~1 s each), so
 # 800 free slots asked in one call would start no job for minutes; in chunks the first jobs start
 # after a few seconds, and each later chunk treats the earlier ones as pending all the same.
 PROPOSAL_CHUNK = 10
-PROPOSER_JOIN_SECONDS = 30.0  # at exit, how long a proposal in progress may take to finish
 
 
 class DaemonBusy(RuntimeError):
     """Another process holds the experiment's lock."""
-
-
-class DaemonError(RuntimeError):
-    """The daemon cannot go on (e.g. the driver rejects every job)."""
-
-
-def plain(text: Any) -> str:
-    """One line without control characters (safe for a log file and a terminal)."""
-    return _CONTROL_CHARS.sub("?", " ".join(str(text).splitlines()))
-
-
-# ---- reporting -------------------------------------------------------------------------------
-
-class _ConsoleHandler(logging.Handler):
-    """Hands each formatted line to ``reporter.console`` (replaceable, e.g. by a live line)."""
-
-    def __init__(self, reporter: "Reporter"):
-        super().__init__()
-        self._reporter = reporter
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self._reporter.console(self.format(record))
-        except Exception:
-            self.handleError(record)
-
-
-class Reporter:
-    """Every line the daemon says: one plain line per event, to the console and ``daemon.log``.
-
-    The ``spearmint_nn`` logger goes through the same handlers, so warnings of the optimizer and
-    models land in the same log. Two hooks for richer consoles: ``console`` is the function
-    that prints one finished line (default: write it to ``stream``), and ``add_listener(fn)``
-    registers ``fn(kind, message, fields)``, called after each event is logged.
-    """
-
-    def __init__(self, log_file: Path | None, stream: TextIO | None = None):
-        self._stream = stream or sys.stderr
-        self.console: Callable[[str], None] = self._write_line
-        self._logger = logging.getLogger("spearmint_nn")
-        # Restored by close(): an in-process daemon (tests, notebooks) must not leave the
-        # package's logging cut off from the application's.
-        self._saved_logger_state = (self._logger.level, self._logger.propagate)
-        self._logger.setLevel(logging.INFO)
-        self._logger.propagate = False
-        formatter = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
-        self._handlers: list[logging.Handler] = [_ConsoleHandler(self)]
-        if log_file is not None:
-            self._handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
-        for handler in self._handlers:
-            handler.setFormatter(formatter)
-            self._logger.addHandler(handler)
-        self._listeners: list[Callable[[str, str, Mapping[str, Any]], None]] = []
-
-    def _write_line(self, line: str) -> None:
-        self._stream.write(line + "\n")
-        self._stream.flush()
-
-    def add_listener(self, listener: Callable[[str, str, Mapping[str, Any]], None]) -> None:
-        self._listeners.append(listener)
-
-    def event(self, kind: str, message: str, **fields: Any) -> None:
-        """Log ``"<kind> <message>"``; ``fields`` (job id, value, ...) go to listeners only."""
-        level = logging.WARNING if kind in ("warning", "error") else logging.INFO
-        self._logger.log(level, "%-9s %s", kind, plain(message))
-        for listener in self._listeners:
-            listener(kind, message, fields)
-
-    def close(self) -> None:
-        for handler in self._handlers:
-            self._logger.removeHandler(handler)
-            handler.close()
-        self._logger.level, self._logger.propagate = self._saved_logger_state
-
-
-# ---- the optimizer in a background thread ----------------------------------------------------
-
-def make_optimizer(config: ExperimentConfig) -> "Optimizer":
-    """The config's Optimizer; raises ConfigError for options the optimizer rejects."""
-    from .optimizer import Optimizer
-
-    return Optimizer(config.variables, state_dir=config.paths.model, **optimizer_options(config))
-
-
-class Proposer:
-    """Runs ``Optimizer.suggest`` in a thread; one request at a time.
-
-    ``observe`` only queues; the queue is applied right before the next ``suggest``, so any
-    number of results arriving together cost one refit.
-    """
-
-    def __init__(self, optimizer: "Optimizer", reporter: Reporter, wake: threading.Event, noisy: bool = False):
-        self._optimizer, self._reporter, self._wake = optimizer, reporter, wake
-        self._noisy = noisy  # a GAUSSIAN objective: report the model's best after each proposal
-        self._cond = threading.Condition()
-        self._observations: list[tuple[int, dict, Any, float | None]] = []
-        self._observed_ids: list[int] = []  # job id of each observation, in the optimizer's order
-        self._budget: int | None | bool = False  # a new max-finished-jobs for the optimizer (False: none)
-        #: The model's best evaluated point (see layout: best.json's ``model_best``) as of the
-        #: last proposal, without its params; None until a model is fitted or when not noisy.
-        self.model_best: dict[str, Any] | None = None
-        self._request: tuple[int, list[dict]] | None = None
-        self._result: list[dict] | None = None
-        self._result_fields: list[dict] = []
-        #: Extra job-file fields of each point of the last proposal taken, aligned with it.
-        self.taken_fields: list[dict] = []
-        self._error: BaseException | None = None
-        self._busy = self._closed = False
-        self._search_start = 0  # the optimizer's search segment last reported (Optimizer.search_start)
-        self._thread = threading.Thread(target=self._work, name="proposer", daemon=True)
-        self._thread.start()
-
-    @property
-    def busy(self) -> bool:
-        with self._cond:
-            return self._busy
-
-    def observe(self, job_id: int, params: Mapping[str, Any], value: Any, duration: float | None) -> None:
-        with self._cond:
-            self._observations.append((job_id, dict(params), value, duration))
-
-    def set_budget(self, budget: int | None) -> None:
-        """Tell the optimizer a new max-finished-jobs before its next proposal."""
-        with self._cond:
-            self._budget = budget
-
-    def request(self, n: int, pending: Sequence[Mapping[str, Any]]) -> None:
-        with self._cond:
-            self._request, self._busy = (n, [dict(p) for p in pending]), True
-            self._cond.notify()
-
-    def take(self) -> list[dict] | None:
-        """The finished proposal, once; re-raises an exception of the optimizer.
-
-        The job-file fields the optimizer attached to its points are then in ``taken_fields``.
-        """
-        with self._cond:
-            if self._error is not None:
-                raise DaemonError(f"the optimizer failed: {type(self._error).__name__}: {self._error}") from self._error
-            result, self._result = self._result, None
-            self.taken_fields, self._result_fields = self._result_fields, []
-            return result
-
-    def close(self) -> None:
-        """Stop the thread, waiting for a proposal in progress up to PROPOSER_JOIN_SECONDS.
-
-        The thread must end before the interpreter does: a daemon thread that has run torch code
-        and is still alive at interpreter exit can abort the process ("terminate called without
-        an active exception") after all the work is done.
-        """
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
-        if self._thread is not threading.current_thread():
-            self._thread.join(PROPOSER_JOIN_SECONDS)
-
-    def _work(self) -> None:
-        while True:
-            with self._cond:
-                while self._request is None and not self._closed:
-                    self._cond.wait()
-                if self._closed:
-                    return
-                (n, pending), self._request = self._request, None
-                observations, self._observations = self._observations, []
-                budget, self._budget = self._budget, False
-            try:
-                if budget is not False:
-                    self._optimizer.budget = budget
-                for job_id, params, value, duration in observations:
-                    self._optimizer.observe(params, value, duration=duration)
-                    self._observed_ids.append(job_id)
-                fit_before = getattr(self._optimizer, "last_fit_seconds", None)
-                start = time.perf_counter()
-                proposal = self._optimizer.suggest(n, pending=pending)
-                fields = _proposal_fields(self._optimizer, len(proposal))
-                elapsed = time.perf_counter() - start
-                fit = getattr(self._optimizer, "last_fit_seconds", None)
-                refit = f", model refit {fit:.2f} s" if fit is not None and (fit is not fit_before) else ""
-                self._reporter.event("model", f"suggested {n} point(s) in {elapsed:.2f} s from "
-                                     f"{self._optimizer.n_observed} observations ({len(pending)} pending){refit}",
-                                     seconds=elapsed, refit_seconds=fit if refit else None)
-                self._report_restart()
-                model_best = self._model_best()
-                error = None
-            except BaseException as exc:  # reported by the main thread through take()
-                proposal, fields, error, model_best = None, [], exc, self.model_best
-            with self._cond:
-                self._result, self._result_fields, self._error, self._busy = proposal, fields, error, False
-                self.model_best = model_best
-                self._cond.notify_all()  # final_model_best may be waiting for the thread to be idle
-            self._wake.set()
-
-    def final_model_best(self, timeout: float) -> dict[str, Any] | None:
-        """The model's best over every result queued so far, for the summaries at the end.
-
-        Runs on the caller's thread once this one is idle (holding the lock, so no proposal can
-        start meanwhile); if a proposal is still running after ``timeout`` seconds, the last
-        proposal's model best is returned instead.
-        """
-        with self._cond:
-            self._cond.wait_for(lambda: not self._busy, timeout)
-            if self._busy or self._error is not None:
-                return self.model_best
-            for job_id, params, value, duration in self._observations:
-                self._optimizer.observe(params, value, duration=duration)
-                self._observed_ids.append(job_id)
-            self._observations = []
-            self.model_best = self._model_best()
-            return self.model_best
-
-    def _model_best(self) -> dict[str, Any] | None:
-        """best.json's ``model_best`` (without params) from the fitted objective model."""
-        if not self._noisy:
-            return None
-        best = self._optimizer.best_by_model()
-        if best is None:
-            return None
-        return {"id": self._observed_ids[best.index], "mean": best.mean, "std": best.std, "value": best.observed,
-                "observations": self._optimizer.n_observed, "fitted": time.time()}
-
-
-    def _report_restart(self) -> None:
-        """An event when the optimizer's search segment moved (a restart, or one found on replay)."""
-        start = getattr(self._optimizer, "search_start", 0)
-        if start != self._search_start:
-            self._search_start = start
-            self._reporter.event("restart", f"the search restarted at evaluation {start}: no improvement in "
-                                 f"{self._optimizer.restart_after} evaluations; the objective model now sees "
-                                 f"only the evaluations since", evaluation=start)
-
-
-def _proposal_fields(optimizer: "Optimizer", n: int) -> list[dict[str, Any]]:
-    """Job-file fields for each of the optimizer's last n proposals: ``predicted_duration``
-    (seconds) where EI per second predicted one, so reports can set it against the actual."""
-    predicted = list(getattr(optimizer, "last_predicted_durations", None) or [])[:n]
-    return [{} if p is None else {"predicted_duration": float(p)} for p in predicted + [None] * (n - len(predicted))]
-
-
-# ---- summaries ------------------------------------------------------------------------------
-
-class TimeShare:
-    """Rate-limits a repeated task whose cost grows with the experiment (O(finished jobs)).
-
-    After a run that took t seconds the next one is due ``(1 / share - 1) * t`` later, so the
-    task takes at most ``share`` of the time however large the experiment grows: with a few
-    hundred jobs that is every event (a run takes milliseconds); with 10,000 jobs, about once a
-    second.
-    """
-
-    def __init__(self, share: float = SUMMARY_TIME_SHARE):
-        self.share = share
-        self._next_at = 0.0  # time.monotonic() before which the task waits
-
-    def seconds_until_due(self) -> float:
-        return max(0.0, self._next_at - time.monotonic())
-
-    def run(self, task: Callable[[], Any]) -> None:
-        start = time.monotonic()
-        task()
-        end = time.monotonic()
-        self._next_at = end + (end - start) * (1.0 / self.share - 1.0)
-
-
-class SummaryWriter:
-    """Rewrites ``results.csv`` and ``best.json`` after changes, rate-limited by :class:`TimeShare`.
-
-    A rewrite reads every finished job of the index, so rewriting on every event would make a
-    run of N jobs cost O(N^2). A change marks the summaries stale; a stale summary is rewritten
-    when its :class:`TimeShare` allows. :meth:`write` (used at exit) is unconditional.
-    """
-
-    def __init__(self, store: Store, config: ExperimentConfig):
-        self._store, self._config = store, config
-        self._stale = False
-        self._limit = TimeShare()
-        self.model_best: dict[str, Any] | None = None  # best.json's model_best, set by the daemon
-
-    def mark_stale(self) -> None:
-        self._stale = True
-
-    def seconds_until_due(self) -> float | None:
-        """How long until a stale summary is due (0 if now), or None when up to date."""
-        return self._limit.seconds_until_due() if self._stale else None
-
-    def write_if_due(self) -> None:
-        if self.seconds_until_due() == 0.0:
-            self.write()
-
-    def write(self) -> None:
-        self._limit.run(lambda: self._store.write_summaries(self._config, self.model_best))
-        self._stale = False
 
 
 # ---- locking ---------------------------------------------------------------------------------
@@ -412,7 +111,7 @@ def output_tail(path: Path) -> str:
     except OSError:
         return ""
     lines = data.decode("utf-8", errors="replace").splitlines()[-STDERR_TAIL_LINES:]
-    return "\n".join(_CONTROL_CHARS.sub("?", line) for line in lines)
+    return "\n".join(CONTROL_CHARS.sub("?", line) for line in lines)
 
 
 def cancel_jobs(store: Store, driver: Driver, ids: Iterable[int], reporter: Reporter, why: str) -> list[int]:

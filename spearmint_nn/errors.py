@@ -44,3 +44,7 @@ def unknown_keys(found: Sequence[tuple[str, str]]) -> ConfigError:
         return ConfigError(path, "unknown key" + (f" ({hint})" if hint else ""))
     hints = "; ".join(f"{path}: {hint}" for path, hint in found if hint)
     return ConfigError(", ".join(path for path, _ in found), "unknown keys" + (f" ({hints})" if hints else ""))
+
+
+class DaemonError(RuntimeError):
+    """The daemon cannot go on (e.g. the driver rejects every job, or the optimizer failed)."""

@@ -30,12 +30,14 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
 from .config import DEFAULT_IGNORED_FAILURES, DEFAULT_TASK_NAME, ExperimentConfig, load_config
-from .daemon import SUMMARY_TIME_SHARE, Reporter, TimeShare, counts_toward_budget
+from .daemon import counts_toward_budget
 from .errors import ConfigError
 from .failures import FailureGroup, group_failures
 from .layout import JOB_STATES, ExperimentPaths
+from .reporting import Reporter
 from .space import Space
 from .store import Store, is_feasible, read_json
+from .summaries import SUMMARY_TIME_SHARE, TimeShare
 
 CLEAR_TO_END = "\x1b[K"
 HOME_AND_CLEAR = "\x1b[H\x1b[2J"
@@ -339,7 +341,7 @@ class DaemonProgress:
     ``daemon.log``) when a job finished or the best changed. Snapshots are only built in the thread that attached (the daemon's main
     thread, the store's owner); events from other threads (the proposer's ``model`` event)
     only record the refit time, shown at the next event. ``time_share``: the largest share of
-    the time spent on snapshots (:class:`~spearmint_nn.daemon.TimeShare`; 1.0: every event).
+    the time spent on snapshots (:class:`~spearmint_nn.summaries.TimeShare`; 1.0: every event).
     """
 
     def __init__(self, config: ExperimentConfig, stream: TextIO | None = None, interactive: bool | None = None,

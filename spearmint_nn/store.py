@@ -30,7 +30,7 @@ move is resolved by the same "later state wins" rule. A job process writes only 
 
 The index is loaded once; after that the daemon only touches the files of jobs that change, so
 events cost O(1) file operations whatever the number of finished jobs. The CSV summary is the
-only O(n) write; the daemon rate-limits it by its own cost (``daemon.SummaryWriter``).
+only O(n) write; the daemon rate-limits it by its own cost (``summaries.SummaryWriter``).
 """
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ import torch
 from conftest import BRANIN_VARIABLES, all_jobs, cli, quick_config
 from spearmint_nn.acquisition import Acquisition
 from spearmint_nn.config import load_config
-from spearmint_nn.daemon import Proposer, Reporter
+from spearmint_nn.proposer import Proposer
+from spearmint_nn.reporting import Reporter
 from spearmint_nn.layout import ExperimentPaths
 from spearmint_nn.models.dngo import DNGO
 from spearmint_nn.models.gp import GP, NOISELESS_JITTER

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import cli
 from spearmint_nn.config import load_config
-from spearmint_nn.daemon import Reporter
+from spearmint_nn.reporting import Reporter
 from spearmint_nn.layout import ExperimentPaths
 from spearmint_nn.progress import (
     DaemonProgress, LiveLine, format_duration, progress_text, take_snapshot, watch,

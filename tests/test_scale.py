@@ -19,7 +19,10 @@ from spearmint_nn.acquisition import LogExpectedImprovement, condition_on_pendin
 from spearmint_nn.benchmarks.daemon_scale import generate_jobs, make_experiment
 from spearmint_nn.benchmarks.functions import FUNCTIONS
 from spearmint_nn.config import load_config
-from spearmint_nn.daemon import Daemon, Proposer, Reporter, SummaryWriter
+from spearmint_nn.daemon import Daemon
+from spearmint_nn.proposer import Proposer
+from spearmint_nn.reporting import Reporter
+from spearmint_nn.summaries import SummaryWriter
 from spearmint_nn.models.dngo import DNGO
 from spearmint_nn.optimizer import Optimizer
 from spearmint_nn.progress import DaemonProgress
