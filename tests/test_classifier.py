@@ -147,6 +147,21 @@ def test_three_labels_leave_unexplored_corners_uncertain(noiseless: bool) -> Non
     assert float(p_labels[2]) > float(p_labels[:2].max())
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_two_successes_leave_the_empty_corners_uncertain(seed: int) -> None:
+    # Two successes side by side and three failures (a search's first five jobs): a network
+    # trained on them put P(feasible) at 0.99-1.00 in the empty corners (0, 0) and (0, 1), and
+    # the search tried both; the untrained basis keeps them near the labels' base rate.
+    X = torch.tensor([[0.843, 0.789], [0.347, 0.284], [0.106, 0.529], [0.091, 0.535], [0.472, 1.0]],
+                     dtype=torch.float64)
+    model = ConstraintClassifier(2, seed=seed, noiseless=True)
+    model.fit(X, torch.tensor([False, False, True, True, False]))
+    corners = torch.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+    with torch.no_grad():
+        p_corners, p_successes = model.probability(corners), model.probability(X[2:4])
+    assert float(p_corners.max()) < 0.65 and float(p_successes.min()) > 0.75
+
+
 def test_fantasies_move_probability_towards_the_drawn_label(disk_model: ConstraintClassifier) -> None:
     # a pending point on the disk's edge, where the model is unsure
     pending = torch.tensor([[CENTRE[0] + RADIUS, CENTRE[1]]], dtype=torch.float64)
