@@ -40,10 +40,10 @@ import math
 
 import numpy as np
 from scipy.special import logsumexp
-
 from scipy.stats import qmc
 
-from .optimize import MAX_ENUMERATED, KeepAway, enumerate_space, free_mask, point_key, point_keys, screening_set, space_size
+from .optimize import (MAX_ENUMERATED, KeepAway, enumerate_space, free_mask, point_key, point_keys, screening_set,
+                       space_size)
 from .space import Space
 
 EXPLORATION_CANDIDATES = 1024  # projected Sobol candidates per exploratory point

@@ -112,7 +112,8 @@ def split_result(tasks: Tasks, value: Any) -> tuple[float, dict[str, float]]:
     if isinstance(value, Mapping):
         unknown = set(value) - set(tasks.names)
         if unknown:
-            raise ValueError(f"result names unknown task(s) {sorted(map(str, unknown))}; tasks are {sorted(tasks.names)}")
+            raise ValueError(f"result names unknown task(s) {sorted(map(str, unknown))}; "
+                             f"tasks are {sorted(tasks.names)}")
         raw = dict(value)
     else:
         raw = {tasks.objective: value}

@@ -27,12 +27,12 @@ The daemon uses exactly this class. One suggestion goes:
 A NOISELESS objective's failed points also rule out their neighbourhoods (radius
 :func:`~spearmint_nn.exploration.failure_radius`) for every later proposal: a deterministic job
 fails there again. What the model is told about the experiment: a NOISELESS objective gives the
-GP a fixed jitter instead of a sampled noise; a conditional space gives the GP the arc kernel on the value columns
-of the conditional variables (:func:`conditional_kernel`), while DNGO reads the encoding as is
-(relevance indicator plus neutral value). With ``acquisition="ei-per-second"`` a
-:class:`~spearmint_nn.models.duration.DurationModel` of log job duration is fitted on the
-observed durations, and each proposal's predicted duration is kept in
-:attr:`Optimizer.last_predicted_durations`.
+GP a fixed jitter instead of a sampled noise; a conditional space gives the GP the arc kernel
+on the value columns of the conditional variables (:func:`conditional_kernel`), while DNGO
+reads the encoding as is (relevance indicator plus neutral value). With
+``acquisition="ei-per-second"`` a :class:`~spearmint_nn.models.duration.DurationModel` of log
+job duration is fitted on the observed durations, and each proposal's predicted duration is
+kept in :attr:`Optimizer.last_predicted_durations`.
 
 ``model="auto"`` (the default) uses the GP while it is the better and affordable model and DNGO
 beyond, see :func:`auto_model_choice`.
@@ -153,7 +153,7 @@ class Optimizer:
         maximiser (default 10; 0: never). Sequential runs are unaffected; see :meth:`suggest`.
     tasks : Spearmint's tasks as name -> "OBJECTIVE" | "CONSTRAINT", or as written in config.json,
         name -> {"type": ..., "likelihood": ...} (default: one objective "main"); see
-        :func:`spearmint_nn.tasks.parse_tasks`. A constraint value >= 0 means satisfied.
+        :func:`spearmint_nn.arguments.parse_tasks`. A constraint value >= 0 means satisfied.
     likelihoods : task name -> "NOISELESS" | "GAUSSIAN", over what ``tasks`` says; a NOISELESS
         constraint gets the step likelihood classifier, a NOISELESS objective a GP with fixed
         jitter instead of noise, and its failed points' neighbourhoods are not proposed again.
@@ -573,6 +573,7 @@ class Optimizer:
         # Fresh DNGOs, not ones restored from state_dir: that holds the GPs' states.
         self._auto_choice = "dngo"
         self._model = self._new_surrogate(self.objective)
+        self._whole = None
         for name in self._classifiers:
             if name != SUCCESS:
                 self._classifiers[name] = self._new_constraint_model(name)

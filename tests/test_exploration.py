@@ -94,7 +94,8 @@ def test_a_batch_proposed_beside_pending_jobs_spreads_while_nothing_has_succeede
     # points within 1e-4 of each other were what the search proposed before.
     assert distances.min() > 0.1, distances.min()
     everything = np.concatenate([np.asarray(opt._data.X), points])
-    assert np.linalg.norm(everything[:, None] - everything[None], axis=-1)[np.triu_indices(len(everything), 1)].min() > 0.1
+    distances = np.linalg.norm(everything[:, None] - everything[None], axis=-1)
+    assert distances[np.triu_indices(len(everything), 1)].min() > 0.1
 
 
 def test_exploration_counts_pending_points_and_stays_outside_the_keep_away():
@@ -144,3 +145,21 @@ def test_a_lone_success_among_failures_is_where_the_classifier_is_most_hopeful()
         best = grid[int(model.probability(grid).argmax())]
     assert p_success > 0.5 and float(p_corners.max()) < 0.35
     assert float(torch.linalg.norm(best - torch.tensor([0.2, 0.5]))) < 0.15
+
+
+def test_exploration_proposes_valid_distinct_points_in_a_mixed_conditional_space():
+    variables = {"lr": {"type": "FLOAT", "min": 1e-4, "max": 1.0, "scale": "log"},
+                 "units": {"type": "INT", "min": 1, "max": 4, "size": 2},
+                 "opt": {"type": "ENUM", "options": ["sgd", "adam"]},
+                 "momentum": {"type": "FLOAT", "min": 0, "max": 1, "when": {"opt": "sgd"}}}
+    opt = Optimizer(variables, seed=0, likelihoods={"main": "NOISELESS"})
+    seen = set()
+    for _ in range(20):
+        params = opt.suggest(1)[0]
+        opt.space.validate(params)
+        key = tuple(np.round(opt.space.encode([params])[0], 9))
+        assert key not in seen
+        seen.add(key)
+        opt.observe(params, None)
+    branches = [p for p in opt.space.decode(np.asarray(opt._data.X)) if p["opt"] == ["sgd"]]
+    assert 6 <= len(branches) <= 14  # both branches explored, the one with momentum about half the time

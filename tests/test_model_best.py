@@ -122,7 +122,8 @@ class FixedLatent(FixedPosterior):
 def test_posterior_in_units_maps_mean_and_spread_back_through_the_transform():
     y = np.array([10.0, 20.0, 30.0])
     linear = Standardise.fit(y)  # y = 20 + 8.165 z
-    model = FixedLatent(torch.tensor([[0.5], [1.5]], dtype=torch.float64), torch.tensor([[0.04], [0.04]], dtype=torch.float64))
+    model = FixedLatent(torch.tensor([[0.5], [1.5]], dtype=torch.float64),
+                        torch.tensor([[0.04], [0.04]], dtype=torch.float64))
     mean, std = posterior_in_units(model, linear, torch.zeros(1, 1), y)
     # a mixture of N(0.5, 0.2^2) and N(1.5, 0.2^2) in z: mean 1, std sqrt(0.04 + 0.25)
     assert mean == pytest.approx(20 + linear.std * 1.0, rel=2e-3)
