@@ -87,7 +87,7 @@ CONFIG_CASES = [
     ("task without type", _config(tasks={"f": {}}), "tasks.f.type: required: OBJECTIVE or CONSTRAINT"),
     ("task spec a string", _config(tasks={"f": "OBJECTIVE"}), "tasks.f: must be an object with a 'type' (got 'OBJECTIVE')"),
     ("task unknown key", _config(tasks={"f": {"type": "OBJECTIVE", "weight": 2}}), "tasks.f.weight: unknown key"),
-    ("two unknown keys without hints", _config(colour="red", owner="me"), "colour, owner: unknown keys"),
+    ("two unknown keys without hints", _config(flavour="red", owner="me"), "flavour, owner: unknown keys"),
     ("unknown keys of two variables", _config(variables={"a": {**FLOAT, "step": 0.1}, "b": {**FLOAT, "maximum": 2}}),
      "variables.a.step, variables.b.maximum: unknown keys (variables.b.maximum: did you mean 'max'?)"),
     ("unknown keys of two tasks", _config(tasks={"f": {"type": "OBJECTIVE", "weight": 2},
