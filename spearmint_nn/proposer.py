@@ -118,6 +118,11 @@ class Proposer:
                 fit_before = getattr(self._optimizer, "last_fit_seconds", None)
                 start = time.perf_counter()
                 proposal = self._optimizer.suggest(n, pending=pending)
+                # The job files are the daemon's list of what is in flight, passed as `pending`
+                # each time; a point the optimizer remembered would stay pending forever once
+                # its job is cancelled, fails in a way not shown to the model or is not created.
+                for params in proposal:
+                    self._optimizer.forget(params)
                 fields = _proposal_fields(self._optimizer, len(proposal))
                 elapsed = time.perf_counter() - start
                 fit = getattr(self._optimizer, "last_fit_seconds", None)

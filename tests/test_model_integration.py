@@ -295,3 +295,18 @@ def test_config_accepts_the_models_and_acquisitions_and_defaults_to_auto(make_ex
         folder = make_experiment(quick_config(model=model, acquisition="ei-per-second"), name=f"m-{model}")
         loaded = load_config(folder)
         assert loaded["model"] == model and loaded["acquisition"] == "ei-per-second"
+
+
+def test_the_proposer_leaves_what_is_in_flight_to_the_daemons_job_files():
+    # A job the daemon cancels, or that fails in a way not shown to the model, is never observed:
+    # a point the optimizer remembered on its own would stay pending in every later proposal.
+    opt = Optimizer(LINE, model="sobol", seed=0)
+    wake = threading.Event()
+    proposer = Proposer(opt, Reporter(None, io.StringIO()), wake)
+    try:
+        proposer.request(3, [])
+        assert wake.wait(60)
+        assert len(proposer.take()) == 3
+    finally:
+        proposer.close()
+    assert opt.pending == []
