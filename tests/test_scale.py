@@ -164,6 +164,9 @@ def test_completions_are_recorded_while_the_proposer_is_busy():
             release.wait(10)
             return [{"x": [0.0]}] * n
 
+        def forget(self, params):
+            return True
+
     optimizer = SlowOptimizer()
     wake = threading.Event()
     proposer = Proposer(optimizer, Reporter(None, io.StringIO()), wake)
