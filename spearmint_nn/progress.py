@@ -265,6 +265,9 @@ def progress_text(snap: Snapshot) -> str:
     parts.append(f"{counts['failed']} failed")
     best = snap.best
     parts.append(f"best {objective_value(best, snap.objective):.6g} (job {best['id']})" if best else "best -")
+    model_best = snap.model_best  # a noisy objective: the luckiest draw above, the model's pick here
+    if model_best is not None:
+        parts.append(f"model's best {model_best['mean']:.6g} (job {model_best['id']})")
     if snap.last_refit_s is not None:
         parts.append(f"refit {snap.last_refit_s:.1f}s")
     eta = snap.eta_seconds()

@@ -21,7 +21,7 @@ from spearmint_nn import plots
 from spearmint_nn.config import load_config
 from spearmint_nn.html_report import MAX_FAILURE_GROUPS, render_html
 from spearmint_nn.layout import ExperimentPaths
-from spearmint_nn.progress import printable_tail, read_model_best, take_snapshot
+from spearmint_nn.progress import printable_tail, progress_text, read_model_best, take_snapshot
 from spearmint_nn.store import Store
 from test_html_report import Page
 from test_progress import write_experiment
@@ -306,3 +306,10 @@ def test_printable_tail_keeps_what_a_terminal_showed():
     assert printable_tail(text, 3) == ["red", "100%", "bell"]
     assert printable_tail(text, 0) == [] and printable_tail("", 5) == []
     assert np.all([line.isprintable() for line in printable_tail(text, 10)])
+
+
+def test_the_live_progress_line_names_the_models_best_beside_the_best_observed(tmp_path):
+    noisy = take_snapshot(failing_experiment(tmp_path, model_best=MODEL_BEST))
+    assert "best 0.5 (job 7), model's best 0.734 (job 9)" in progress_text(noisy)
+    plain = take_snapshot(failing_experiment(tmp_path, name="plain", likelihood="NOISELESS"))
+    assert "model's best" not in progress_text(plain)
