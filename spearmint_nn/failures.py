@@ -65,6 +65,13 @@ class FailureGroup:
     last_job: int
     output_tail: str
 
+    def add(self, job: Mapping[str, Any]) -> None:
+        """Count one more failed job of this signature (later than those counted)."""
+        self.count += 1
+        self.last_job = job["id"]
+        self.reason, self.location = str(job.get("reason") or ""), str(job.get("location") or "")
+        self.output_tail = output_tail(job) or self.output_tail
+
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "reason": self.reason, "location": self.location or None, "count": self.count,
                 "first_job": self.first_job, "last_job": self.last_job, "output_tail": self.output_tail}
@@ -75,13 +82,9 @@ def group_failures(jobs: Iterable[Mapping[str, Any]]) -> list[FailureGroup]:
     groups: dict[tuple[str, str, str], FailureGroup] = {}
     for job in sorted((j for j in jobs if j.get("state") == "failed"), key=lambda j: j["id"]):
         key = signature(job)
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = FailureGroup(key[0], "", "", 0, job["id"], job["id"], "")
-        group.count += 1
-        group.last_job = job["id"]
-        group.reason, group.location = str(job.get("reason") or ""), str(job.get("location") or "")
-        group.output_tail = output_tail(job) or group.output_tail
+        if key not in groups:
+            groups[key] = FailureGroup(key[0], "", "", 0, job["id"], job["id"], "")
+        groups[key].add(job)
     return sorted(groups.values(), key=lambda g: (-g.count, -g.last_job))
 
 
@@ -120,10 +123,7 @@ class FailureStreak:
             self._key = key
             self._group = FailureGroup(kind, "", "", 0, job["id"], job["id"], "")
         group = self._group
-        group.count += 1
-        group.last_job = job["id"]
-        group.reason, group.location = str(job.get("reason") or ""), str(job.get("location") or "")
-        group.output_tail = output_tail(job) or group.output_tail
+        group.add(job)
         if group.count >= self._limit_for(kind):
             return group
         if kind in self.ignored:

@@ -112,9 +112,7 @@ class Proposer:
             try:
                 if budget is not False:
                     self._optimizer.budget = budget
-                for job_id, params, value, duration in observations:
-                    self._optimizer.observe(params, value, duration=duration)
-                    self._observed_ids.append(job_id)
+                self._apply(observations)
                 fit_before = getattr(self._optimizer, "last_fit_seconds", None)
                 start = time.perf_counter()
                 proposal = self._optimizer.suggest(n, pending=pending)
@@ -152,12 +150,16 @@ class Proposer:
             self._cond.wait_for(lambda: not self._busy, timeout)
             if self._busy or self._error is not None:
                 return self.model_best
-            for job_id, params, value, duration in self._observations:
-                self._optimizer.observe(params, value, duration=duration)
-                self._observed_ids.append(job_id)
-            self._observations = []
+            observations, self._observations = self._observations, []
+            self._apply(observations)
             self.model_best = self._model_best()
             return self.model_best
+
+    def _apply(self, observations: list[tuple[int, dict, Any, float | None]]) -> None:
+        """Show queued results to the optimizer, remembering each one's job id in its order."""
+        for job_id, params, value, duration in observations:
+            self._optimizer.observe(params, value, duration=duration)
+            self._observed_ids.append(job_id)
 
     def _model_best(self) -> dict[str, Any] | None:
         """best.json's ``model_best`` (without params) from the fitted objective model."""
