@@ -1,0 +1,120 @@
+"""The exact proposals fixed seeds give, to show that a refactor left the search unchanged.
+
+Each case drives the optimizer as the daemon would, from an experiment folder's config.json
+(so the config-to-optimizer path is covered too), sequentially or in batches, and records
+every proposed point exactly. Two fingerprints of the same machine are compared with
+``--compare``::
+
+    python -m spearmint_nn.benchmarks.fingerprint --json before.json
+    ... change the code ...
+    python -m spearmint_nn.benchmarks.fingerprint --json after.json --compare before.json
+
+The cases cover each model (GP, DNGO, the default auto rule, random search), sequential and
+batch proposals, a constraint with failed jobs, a NOISELESS objective and the duration-aware
+acquisition; each model is also restarted from its saved state part way.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .functions import FUNCTIONS
+
+BRANIN = FUNCTIONS["branin"]
+HARTMANN3 = FUNCTIONS["hartmann3"]
+
+# name -> (config.json keys, problem, evaluations, batch size)
+CASES: dict[str, tuple[dict[str, Any], Any, int, int]] = {
+    "gp-sequential": ({"model": "gp"}, BRANIN, 14, 1),
+    "gp-batch": ({"model": "gp"}, HARTMANN3, 20, 5),
+    "dngo-sequential": ({"model": "dngo"}, BRANIN, 14, 1),
+    "dngo-batch": ({"model": "dngo"}, HARTMANN3, 20, 5),
+    "auto-batch": ({}, BRANIN, 16, 4),
+    "sobol-batch": ({"model": "sobol"}, BRANIN, 8, 4),
+    "gp-constrained-failures": (
+        {"model": "gp", "acquisition": "ei-per-second",
+         "tasks": {"main": {"type": "OBJECTIVE", "likelihood": "NOISELESS"},
+                   "c": {"type": "CONSTRAINT"}}}, BRANIN, 16, 2),
+    "dngo-value-constraint": (
+        {"model": "dngo", "constraint-model": "value",
+         "tasks": {"main": {"type": "OBJECTIVE"}, "c": {"type": "CONSTRAINT"}}}, BRANIN, 14, 2),
+}
+
+
+def _outcome(problem: Any, params: dict[str, Any], tasks: dict[str, Any] | None) -> tuple[Any, float]:
+    """The job's result and its duration: a failure in one corner, a constraint on x0 + x1."""
+    x = problem.point(params)
+    duration = 1.0 + abs(float(x[0]))
+    if x[0] + x[1] > 0.8 * sum(hi for _, hi in problem.bounds[:2]):
+        return math.nan, duration  # the job crashed
+    value = problem(params)
+    if not tasks or len(tasks) == 1:
+        return value, duration
+    return {"main": value, "c": float(x[1] - x[0])}, duration
+
+
+def run_case(name: str) -> list[list[dict[str, Any]]]:
+    """The proposals of one case, one list per ``suggest`` call."""
+    import torch
+
+    from ..config import load_config
+    from ..proposer import make_optimizer
+
+    torch.set_num_threads(1)
+    keys, problem, evals, batch = CASES[name]
+    variables = problem.variables
+    proposals = []
+    with tempfile.TemporaryDirectory() as folder:
+        experiment = Path(folder)
+        (experiment / "wrapper.py").write_text("def main(job_id, params):\n    return 0.0\n")
+        config = {"experiment-name": name, "main-file": "wrapper.py", "seed": 3, "variables": variables,
+                  "max-finished-jobs": evals, **keys}
+        (experiment / "config.json").write_text(json.dumps(config))
+        observed: list[tuple[dict[str, Any], Any, float]] = []
+        for round_ in range(evals // batch):
+            if round_ == evals // batch // 2:
+                observed_so_far = list(observed)
+                optimizer = make_optimizer(load_config(experiment))  # a restarted daemon
+                for params, value, duration in observed_so_far:
+                    optimizer.observe(params, value, duration)
+            elif round_ == 0:
+                optimizer = make_optimizer(load_config(experiment))
+            points = optimizer.suggest(batch)
+            proposals.append([{k: np.asarray(v).tolist() for k, v in p.items()} for p in points])
+            for params in points:
+                value, duration = _outcome(problem, params, keys.get("tasks"))
+                optimizer.observe(params, value, duration)
+                observed.append((params, value, duration))
+    return proposals
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", required=True, help="where to write the fingerprint")
+    parser.add_argument("--compare", help="an earlier fingerprint: exit 1 unless every proposal is identical")
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated case names")
+    args = parser.parse_args(argv)
+    names = [n for n in args.cases.split(",") if n]
+    result = {}
+    for name in names:
+        result[name] = run_case(name)
+        print(f"{name}: {sum(len(p) for p in result[name])} proposals", flush=True)
+    Path(args.json).write_text(json.dumps(result, indent=1))
+    if args.compare is None:
+        return 0
+    earlier = json.loads(Path(args.compare).read_text())
+    differing = [n for n in names if earlier.get(n) != result[n]]
+    for name in names:
+        print(f"{name:34s} {'DIFFERS' if name in differing else 'identical'}")
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
