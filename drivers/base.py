@@ -131,7 +131,7 @@ class Driver(abc.ABC):
 
     def adopt_claim(self, claim: Mapping[str, Any]) -> str | None:
         """The scheduler id of the process that claimed a job (``claims/<id>.json``, schema in
-        :mod:`spearmint_nn.layout`), or None if this driver cannot tell it from the claim.
+        :mod:`spearmint_nn.experiment.layout`), or None if this driver cannot tell it from the claim.
 
         A daemon killed between ``submit`` and recording its answer uses this on restart.
         """

@@ -17,14 +17,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import ExperimentConfig, load_config, read_json_strict
-from .daemon import Daemon, DaemonBusy, acquire_lock, cancel_jobs, counts_toward_budget, make_driver
+from .experiment.config import ExperimentConfig, load_config, read_json_strict
+from .daemon.loop import Daemon, DaemonBusy, acquire_lock, cancel_jobs, counts_toward_budget, make_driver
 from .errors import ConfigError, DaemonError
-from .failures import group_failures
-from .layout import ExperimentPaths
-from .progress import printable_tail, read_model_best
-from .reporting import Reporter
-from .store import BadValues, Store, atomic_write_json, best_summary, check_values, is_feasible, read_json
+from .experiment.failures import group_failures
+from .experiment.layout import ExperimentPaths
+from .views.progress import printable_tail, read_model_best
+from .daemon.reporting import Reporter
+from .experiment.store import BadValues, Store, atomic_write_json, best_summary, check_values, is_feasible, read_json
 
 RECENT_FAILURES = 5
 # Failure groups in ``status --json``: the largest ones, enough for any real run; thousands of
@@ -41,7 +41,7 @@ STATUS_TAIL_LINES = 5
 # ---- run --------------------------------------------------------------------------------------
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .progress import DaemonProgress
+    from .views.progress import DaemonProgress
 
     config = load_config(args.experiment, driver_override=args.driver)
     progress = DaemonProgress(config)  # live line on a terminal, plain progress lines elsewhere
@@ -196,7 +196,7 @@ def _open_for_reading(experiment: str) -> tuple[ExperimentConfig, Store]:
 def cmd_status(args: argparse.Namespace) -> int:
     config, store = _open_for_reading(args.experiment)
     if args.watch:
-        from .progress import progress_text, watch
+        from .views.progress import progress_text, watch
 
         def render(snap: Any) -> str:
             summary = status_summary(snap.config or config, snap.store)
@@ -212,8 +212,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     if args.plot is not None or args.svg or args.html:
-        from .html_report import write_reports
-        from .plots import PlotsUnavailable
+        from .views.html_report import write_reports
+        from .views.plots import PlotsUnavailable
 
         try:
             for path in write_reports(args.experiment, plot=args.plot, svg=args.svg, html=args.html):

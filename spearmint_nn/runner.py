@@ -3,15 +3,15 @@
 Every driver starts this same command (with ``sys.executable``, so a cluster job uses the
 daemon's interpreter). It reads ``config.json`` and ``.spearmint/inputs/<id>.json``, evaluates
 the wrapper, and writes ``.spearmint/results/<id>.json`` atomically (schema in
-:mod:`spearmint_nn.layout`; ``failure`` adds the short kind of a failure). Before anything else
-it claims the job (:mod:`spearmint_nn.claims`); a second runner of the same job evaluates
+:mod:`spearmint_nn.experiment.layout`; ``failure`` adds the short kind of a failure). Before anything else
+it claims the job (:mod:`spearmint_nn.experiment.claims`); a second runner of the same job evaluates
 nothing, waits for the first and exits with 0 if its result file exists. The exit code is 0
 when the job produced values and non-zero otherwise; the result file, not the exit code, is
 what the daemon records.
 
 PYTHON wrappers: ``main(job_id, params)`` of ``main-file``, imported from the experiment folder
 (the working directory), with params in wrapper form (numpy arrays for FLOAT/INT, lists of
-strings for ENUM; see :mod:`spearmint_nn.space`). It returns a number, a dict
+strings for ENUM; see :mod:`spearmint_nn.search.space`). It returns a number, a dict
 ``{task: number}`` covering exactly the tasks, or NaN.
 
 Failures of a PYTHON wrapper that say nothing about the point (the same code fails the same
@@ -55,11 +55,11 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
-from .claims import take_claim, wait_for_holder
-from .config import ExperimentConfig, load_config
+from .experiment.claims import take_claim, wait_for_holder
+from .experiment.config import ExperimentConfig, load_config
 from .errors import ConfigError
-from .layout import ExperimentPaths
-from .store import BadValues, atomic_write_json, check_values, read_json
+from .experiment.layout import ExperimentPaths
+from .experiment.store import BadValues, atomic_write_json, check_values, read_json
 
 TRACEBACK_CHARS = 4000
 # Exceptions raised inside main that are mistakes in the code rather than answers about the
@@ -225,7 +225,7 @@ def run_job(experiment_dir: str | Path, job_id: int) -> int:
     """Evaluate one job and write its result file; return the process exit code."""
     paths = ExperimentPaths(experiment_dir)
     holder = take_claim(paths, job_id)
-    if holder is not None:  # started twice (see spearmint_nn.claims): never evaluate twice
+    if holder is not None:  # started twice (see spearmint_nn.experiment.claims): never evaluate twice
         return 0 if wait_for_holder(paths, job_id, holder) else 1
     started = time.time()
     result: dict[str, Any] = {"id": job_id, "host": socket.gethostname(), "started": started}

@@ -41,7 +41,7 @@ def run_batches(seed: int, evals: int, batch: int, model: str = "auto", problem_
     ``thompson_every`` None is the optimizer's default."""
     import torch
 
-    from ..optimizer import Optimizer
+    from ..search.optimizer import Optimizer
 
     torch.set_num_threads(1)
     problem = FUNCTIONS[problem_name]

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from spearmint_nn.optimizer import Optimizer
+from spearmint_nn.search.optimizer import Optimizer
 
 from .runs import run_in_processes
 

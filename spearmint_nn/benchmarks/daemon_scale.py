@@ -50,11 +50,11 @@ from unittest import mock
 
 import numpy as np
 
-from ..config import load_config
-from ..daemon import Daemon
-from ..layout import ExperimentPaths
+from ..experiment.config import load_config
+from ..daemon.loop import Daemon
+from ..experiment.layout import ExperimentPaths
 from ..runner import command_for
-from ..store import Store, atomic_write_json
+from ..experiment.store import Store, atomic_write_json
 
 SLEEPY_WRAPPER = """
 import random

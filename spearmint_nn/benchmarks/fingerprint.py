@@ -64,8 +64,8 @@ def run_case(name: str) -> list[list[dict[str, Any]]]:
     """The proposals of one case, one list per ``suggest`` call."""
     import torch
 
-    from ..config import load_config
-    from ..proposer import make_optimizer
+    from ..experiment.config import load_config
+    from ..daemon.proposer import make_optimizer
 
     torch.set_num_threads(1)
     keys, problem, evals, batch = CASES[name]

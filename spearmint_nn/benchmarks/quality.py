@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from ..optimizer import Optimizer
+from ..search.optimizer import Optimizer
 from .functions import FUNCTIONS, TestFunction
 from .reference import REFERENCE_METHODS, run_reference
 from .runs import earlier_runs, parse_seeds, reused_and_new, run_in_processes

@@ -44,7 +44,7 @@ def measure_point(model: str, n: int, n_pending: int, seed: int = 0) -> dict[str
     """Run one point in this process (call it in a fresh one); seconds and MiB."""
     import torch
 
-    from ..optimizer import Optimizer
+    from ..search.optimizer import Optimizer
 
     torch.set_num_threads(1)
     problem = FUNCTIONS[PROBLEM]

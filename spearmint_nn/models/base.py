@@ -17,7 +17,7 @@ from torch import Tensor
 
 # By name, so a model's save is one write of the daemon's store (the same temporary file,
 # fsync and rename) without being one of the writes that the fault tests count there.
-from ..store import atomic_write_bytes
+from ..experiment.store import atomic_write_bytes
 
 
 class Surrogate(abc.ABC):

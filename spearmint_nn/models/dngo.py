@@ -29,8 +29,8 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from ..layout import WARPINGS_FILE
-from ..sampling import slice_sweep
+from ..experiment.layout import WARPINGS_FILE
+from .sampling import slice_sweep
 from .base import Surrogate, atomic_write_bytes, save_tensors
 from .basis import BasisNetwork
 from .blr import BLRPosterior, GramSpectrum, log_marginal_likelihood

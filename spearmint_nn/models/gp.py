@@ -51,8 +51,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from ..layout import WARPINGS_FILE
-from ..sampling import slice_sweep
+from ..experiment.layout import WARPINGS_FILE
+from .sampling import slice_sweep
 from .base import Surrogate, atomic_write_bytes
 from .kernels import CORRELATIONS, Conditional, covariance, embed, squared_distances
 from .warping import (LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, WARP_PROBABILITY, BetaWarp, warp,

@@ -1,0 +1,636 @@
+"""The experiment daemon: proposes jobs, hands them to a driver, records what they return.
+
+One main thread owns the store (it alone writes ``jobs/``). It sleeps until something happens:
+a watchdog event in ``results/``, ``jobs/pending/`` or ``requests/`` (the fast path on one
+machine), the periodic driver poll every ``polling-time`` seconds (what guarantees progress on
+NFS, where inotify misses other machines' writes), a finished proposal, or a signal. Each wake
+handles everything that is ready at once, so ten jobs finishing together are ten records and
+one refit.
+
+Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Proposer`); every event is
+one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and ``daemon.log``);
+the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`; failures that
+repeat are counted by :class:`~spearmint_nn.experiment.failures.FailureStreak`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Collection, Iterable, Mapping, TextIO
+
+from filelock import FileLock, Timeout
+
+from ..experiment.config import LIVE_KEYS, ExperimentConfig, load_config
+from ..errors import ConfigError, DaemonError
+from ..experiment.failures import FailureGroup, FailureStreak
+from ..drivers.base import Driver, JobSpec, PollError, SchedulerState, SubmitError, driver_class
+from ..experiment.layout import ExperimentPaths
+from ..experiment.claims import read_claim
+from ..runner import command_for
+from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
+from .reporting import CONTROL_CHARS, Reporter, plain
+from ..experiment.store import BadValues, Store, atomic_write_json, check_values, read_json
+from .summaries import SummaryWriter
+
+# The failure kind recorded when a job left the scheduler without writing a result file.
+SCHEDULER_FAILURES = {
+    SchedulerState.TIMEOUT: "timeout",
+    SchedulerState.CANCELLED: "cancelled",
+    SchedulerState.OUT_OF_MEMORY: "oom",
+    SchedulerState.NODE_FAIL: "node_fail",
+    SchedulerState.FAILED: "exit_code",
+    SchedulerState.COMPLETED: "no_result",
+    SchedulerState.UNKNOWN: "lost",
+}
+STDERR_TAIL_LINES = 20
+STDERR_TAIL_BYTES = 4000
+SUBMIT_RETRY_S = 30.0          # wait before the first resubmission after a transient submit error
+SUBMIT_RETRY_MAX_S = 600.0     # the wait doubles per failed attempt up to this
+MAX_SUBMIT_ATTEMPTS = 6        # transient submit failures of one job before it fails
+MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the daemon gives up
+# Points asked of the optimizer at once. A model proposes them one after another (~1 s each), so
+# 800 free slots asked in one call would start no job for minutes; in chunks the first jobs start
+# after a few seconds, and each later chunk treats the earlier ones as pending all the same.
+PROPOSAL_CHUNK = 10
+
+
+class DaemonBusy(RuntimeError):
+    """Another process holds the experiment's lock."""
+
+
+# ---- locking ---------------------------------------------------------------------------------
+
+def acquire_lock(paths: ExperimentPaths, command: str) -> FileLock:
+    """Take the experiment's lock at once or raise :class:`DaemonBusy` naming the holder.
+
+    filelock uses ``flock`` here: the kernel drops the lock when its holder dies, so the lock
+    file a killed daemon leaves behind never blocks a restart.
+    """
+    lock = FileLock(str(paths.lock), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise DaemonBusy(f"{paths.experiment} is in use: {holder_description(paths)}") from None
+    atomic_write_json(paths.daemon_info, {"host": socket.gethostname(), "pid": os.getpid(),
+                                          "started": time.time(), "command": command})
+    return lock
+
+
+def holder_description(paths: ExperimentPaths) -> str:
+    info = read_json(paths.daemon_info)
+    if not isinstance(info, dict):
+        return f"another process holds {paths.lock}"
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.get("started", 0)))
+    return (f"'spearmint-nn {info.get('command', 'run')}' on host {info.get('host')} "
+            f"pid {info.get('pid')} holds {paths.lock} (since {since})")
+
+
+# ---- shared by the daemon and the CLI --------------------------------------------------------
+
+def counts_toward_budget(job: Mapping[str, Any], ignored_failures: Collection[str]) -> bool:
+    """Whether a job is an evaluation of its point (shown to the model, counted against
+    max-finished-jobs): complete, or failed for a reason not in ``ignored_failures`` (the
+    config's ``ignore-failures``)."""
+    return job["state"] == "complete" or (job["state"] == "failed" and job.get("failure") not in ignored_failures)
+
+
+def output_tail(path: Path) -> str:
+    """The last lines of a job's stdout or stderr file, as one plain string (empty if none)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - STDERR_TAIL_BYTES))
+            data = handle.read()
+    except OSError:
+        return ""
+    lines = data.decode("utf-8", errors="replace").splitlines()[-STDERR_TAIL_LINES:]
+    return "\n".join(CONTROL_CHARS.sub("?", line) for line in lines)
+
+
+def cancel_jobs(store: Store, driver: Driver, ids: Iterable[int], reporter: Reporter, why: str) -> list[int]:
+    """Cancel pending and running jobs (one driver call for all running ones); return their ids."""
+    jobs = [store.get(i) for i in ids]
+    jobs = [j for j in jobs if j is not None and j["state"] in ("pending", "running")]
+    running = []
+    for job in jobs:
+        if job["state"] != "running" or job.get("driver") != driver.name:
+            continue
+        scheduler_id = job.get("scheduler_id")
+        if scheduler_id is None:  # a daemon died while submitting it: its claim may name the process
+            claim = read_claim(store.paths, job["id"])
+            scheduler_id = driver.adopt_claim(claim) if claim is not None else None
+        if scheduler_id is not None:
+            running.append(scheduler_id)
+    if running:
+        driver.cancel(running)
+    for job in jobs:
+        store.move(job["id"], "failed", failure="cancelled", reason=why, finished=time.time())
+        reporter.event("cancelled", f"job {job['id']} ({job['state']}): {why}", job=job["id"])
+    return [j["id"] for j in jobs]
+
+
+def _params_problem(config: ExperimentConfig, params: Any) -> str | None:
+    """Why params do not fit the config's variables, or None when they do."""
+    try:
+        config.space.validate(params)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def make_driver(config: ExperimentConfig) -> Driver:
+    return driver_class(config.driver_name)(config.driver_options, config.paths.state)
+
+
+def _format_params(params: Mapping[str, Any]) -> str:
+    def one(values: Any) -> str:
+        values = values if isinstance(values, list) else [values]
+        shown = [f"{v:.6g}" if isinstance(v, float) else str(v) for v in values]
+        return shown[0] if len(shown) == 1 else "[" + ", ".join(shown) + "]"
+    return " ".join(f"{name}={one(value)}" for name, value in params.items())
+
+
+# ---- the daemon ------------------------------------------------------------------------------
+
+class Daemon:
+    """``spearmint-nn run``: see the module docstring. Build, then :meth:`run` (returns an exit code)."""
+
+    def __init__(self, config: ExperimentConfig, cancel_on_exit: bool = False, stream: TextIO | None = None,
+                 on_start: Callable[[Reporter, Store], None] | None = None):
+        self.config, self.paths = config, config.paths
+        self.cancel_on_exit = cancel_on_exit
+        self._stream = stream
+        self._on_start = on_start  # called with the reporter and the store, e.g. by a live progress line
+        # Built first: an option the optimizer rejects is a config error, before anything is written.
+        self.optimizer = make_optimizer(config)
+        self.driver = make_driver(config)
+        self.store = Store(self.paths)
+        self.summaries = SummaryWriter(self.store, config)
+        self.reporter: Reporter | None = None
+        self._proposer: Proposer | None = None
+        self._wake = threading.Event()
+        self._stop_signal: str | None = None
+        self._finished = 0
+        self._ended_seen: dict[int, float] = {}     # job id -> when the driver first said "ended"
+        self._retry_at: dict[int, float] = {}       # job id -> when to retry a transient submit error
+        self._submit_failures: dict[int, int] = {}  # job id -> transient submit failures so far
+        self._rejects_in_a_row = 0
+        # Only jobs this run submitted count toward a streak: after a fix, the failures of jobs
+        # the stopped run left in flight must not stop the new run again.
+        self._submitted_here: set[int] = set()
+        self._streak = FailureStreak(config.stop_after_identical_failures, config.ignored_failures)
+        self._failing_the_same_way: FailureGroup | None = None
+        self._config_mtime = self._read_config_mtime()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def run(self) -> int:
+        self.store.create_dirs()
+        lock = acquire_lock(self.paths, "run")
+        self.reporter = Reporter(self.paths.log, self._stream)
+        if self._on_start is not None:
+            self._on_start(self.reporter, self.store)
+        noisy = self.config.tasks[self.config.objective].likelihood == "GAUSSIAN"
+        self._proposer = Proposer(self.optimizer, self.reporter, self._wake, noisy=noisy)
+        observer = None
+        previous_handlers = {}
+        try:
+            self._load()
+            self._replay()
+            self._resume()
+            observer = self._watch()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous_handlers[sig] = signal.signal(sig, self._on_signal)
+            return self._loop()
+        finally:
+            for sig, handler in previous_handlers.items():
+                signal.signal(sig, handler)
+            if observer is not None:
+                observer.stop()
+            self._proposer.close()
+            self.reporter.close()
+            lock.release()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._stop_signal = signal.Signals(signum).name
+        self._wake.set()
+
+    def _load(self) -> None:
+        config, store = self.config, self.store
+        self.reporter.event("started", f"experiment {config.name} in {self.paths.experiment}: driver {self.driver.name}, "
+                            f"model {config['model']}, max-concurrent {config.max_concurrent}, "
+                            f"max-finished-jobs {config.max_finished_jobs}, pid {os.getpid()}")
+        store.load_all(repair=True)
+        for problem in store.problems:
+            self.reporter.event("warning", problem)
+
+    def _resume(self) -> None:
+        """Finish what a previous daemon left half done, and check jobs it left in flight."""
+        config, store = self.config, self.store
+        for job in store.resume_intakes(config):
+            self._report_new(job)
+        for job in store.jobs("pending"):
+            problem = _params_problem(config, job["params"])
+            if problem is not None:
+                self._fail(job["id"], "bad_params", problem)
+        for job in store.jobs("running"):
+            if job.get("scheduler_id") is None:
+                self._resume_submission(job["id"])
+            elif job.get("driver") == self.driver.name:
+                self.reporter.event("adopted", f"job {job['id']} running as {self.driver.name} {job['scheduler_id']}",
+                                    job=job["id"])
+            else:
+                self.reporter.event("warning", f"job {job['id']} was submitted with driver {job.get('driver')}, "
+                                    f"not {self.driver.name}: its result is collected when it appears")
+        counts = store.counts()
+        self.reporter.event("state", ", ".join(f"{n} {state}" for state, n in counts.items())
+                            + f"; next job id {store.next_id}")
+
+    def _resume_submission(self, job_id: int) -> None:
+        """A job the previous daemon was submitting when it died: the driver may or may not have
+        started it. Adopt the process that claimed it, or submit it again (a second runner of a
+        claimed job evaluates nothing: see spearmint_nn.experiment.claims)."""
+        if self.paths.result_file(job_id).exists():
+            return  # it ran; the loop records the result
+        claim = read_claim(self.paths, job_id)
+        scheduler_id = self.driver.adopt_claim(claim) if claim is not None else None
+        if scheduler_id is not None:
+            self.store.update(job_id, driver=self.driver.name, scheduler_id=scheduler_id, submitted=time.time())
+            self.reporter.event("adopted", f"job {job_id} running as {self.driver.name} {scheduler_id} "
+                                f"(found by its claim)", job=job_id)
+            return
+        self.reporter.event("warning", f"job {job_id} was being submitted when the previous daemon stopped; "
+                            f"submitting it again" + (" (its first run already claimed it)" if claim else ""))
+        self._submit(job_id)
+
+    def _replay(self) -> None:
+        """Show every finished evaluation to the optimizer (in id order)."""
+        replayed = 0
+        for job in self.store.jobs(("complete", "failed")):
+            if not counts_toward_budget(job, self.config.ignored_failures):
+                continue
+            self._finished += 1
+            if _params_problem(self.config, job["params"]) is not None:
+                self.reporter.event("warning", f"job {job['id']} does not fit the current variables; not shown to the model")
+                continue
+            self._observe(job)
+            replayed += 1
+        if replayed:
+            self.reporter.event("replayed", f"{replayed} finished job(s) shown to the model")
+
+    def _watch(self) -> Any:
+        """Watchdog observer waking the loop on changes (None if inotify is unavailable)."""
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        wake = self._wake
+
+        class WakeOnChange(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:
+                name = os.path.basename(getattr(event, "dest_path", "") or event.src_path)
+                if not name.startswith("."):  # skip temporary files of atomic writes
+                    wake.set()
+
+        observer = Observer()
+        try:
+            for folder in (self.paths.results, self.paths.job_dir("pending"), self.paths.requests):
+                observer.schedule(WakeOnChange(), str(folder), recursive=False)
+            observer.daemon = True
+            observer.start()
+        except OSError as exc:
+            self.reporter.event("warning", f"file events unavailable ({exc}); relying on polling every "
+                                f"{self.config.polling_time:g} s")
+            return None
+        return observer
+
+    def _loop(self) -> int:
+        next_poll = 0.0
+        self.summaries.mark_stale()  # a killed daemon may have left them behind the job files
+        while True:
+            changed = self._intake()
+            changed |= self._collect_results()
+            if time.monotonic() >= next_poll:
+                changed |= self._poll_driver()
+                self._reload_config()
+                next_poll = time.monotonic() + self.config.polling_time
+            changed |= self._handle_requests()
+            self._take_proposal()
+            if changed:
+                self.summaries.mark_stale()
+            self.summaries.write_if_due()
+            if self._stop_signal is not None:
+                return self._shutdown(f"received {self._stop_signal}")
+            if self._failing_the_same_way is not None:
+                return self._shutdown(self._same_failure_message(self._failing_the_same_way), exit_code=1)
+            if self.config.max_finished_jobs is not None and self._finished >= self.config.max_finished_jobs:
+                self._take_model_best(self._proposer.final_model_best(PROPOSER_JOIN_SECONDS))
+                return self._shutdown("budget reached")
+            self._submit_pending()
+            self._ask()
+            timeout = max(0.0, next_poll - time.monotonic())
+            summary_due = self.summaries.seconds_until_due()
+            self._wake.wait(timeout if summary_due is None else min(timeout, summary_due))
+            self._wake.clear()
+
+    def _shutdown(self, why: str, exit_code: int = 0) -> int:
+        store = self.store
+        if self._stop_signal is not None and self.cancel_on_exit:
+            ids = [j["id"] for j in store.jobs(("pending", "running"))]
+            cancel_jobs(store, self.driver, ids, self.reporter, "cancelled at daemon exit (--cancel-on-exit)")
+        self.summaries.write()
+        counts = store.counts()
+        best = store.best(self.config)
+        best_text = f"best {best['value']:.6g} (job {best['id']})" if best else "no complete job yet"
+        left = ""
+        if counts["running"] or counts["pending"]:
+            left = (f"; {counts['running']} running and {counts['pending']} pending job(s) left as they are "
+                    f"(run again to collect them)")
+        self.reporter.event("stopped", f"{why}: {self._finished} finished, {best_text}{left}")
+        return exit_code
+
+    def _same_failure_message(self, group: FailureGroup) -> str:
+        """Why the daemon stops on a streak: the error, where, and which output to read."""
+        where = f" at {group.location}" if group.location else ""
+        output = self.paths.stderr_file(group.last_job).relative_to(self.paths.experiment)
+        return (f"{group.count} jobs in a row failed the same way ({group.kind}): {group.reason}{where} "
+                f"(jobs {group.first_job}..{group.last_job}); read {output} and its .out beside it. "
+                f"Nothing is lost: fix the cause and run again to go on (stop-after-identical-failures: "
+                f"{self.config.stop_after_identical_failures})")
+
+    # -- config.json edited while running -----------------------------------------------------
+
+    def _read_config_mtime(self) -> float | None:
+        try:
+            return self.paths.config.stat().st_mtime
+        except OSError:
+            return None
+
+    def _reload_config(self) -> None:
+        """Take up a changed config.json: :data:`LIVE_KEYS` now, any other change is reported
+        as needing a restart (a new space or model cannot be swapped under a running search)."""
+        mtime = self._read_config_mtime()
+        if mtime == self._config_mtime:
+            return
+        self._config_mtime = mtime
+        try:
+            new = load_config(self.paths.experiment, driver_override=self.config.driver_name, check_driver=False)
+        except ConfigError as exc:
+            self.reporter.event("warning", f"config.json changed but does not validate ({exc}); "
+                                f"going on with the settings read before")
+            return
+        changed = [key for key in new.values if new.values[key] != self.config.values[key]]
+        live = [key for key in changed if key in LIVE_KEYS]
+        later = [key for key in changed if key not in LIVE_KEYS]
+        if live:
+            values = {**self.config.values, **{key: new.values[key] for key in live}}
+            self.config = dataclasses.replace(self.config, values=values)
+            self.reporter.event("config", "config.json changed: now " + ", ".join(
+                f"{key} {values[key]}" for key in live))
+            if "max-finished-jobs" in live:
+                self._proposer.set_budget(self.config.max_finished_jobs)
+            if "stop-after-identical-failures" in live:
+                self._streak.limit = self.config.stop_after_identical_failures
+        if later:
+            self.reporter.event("warning", f"config.json changed {', '.join(later)}: noticed but not applied "
+                                f"while running; stop the daemon and run again for that")
+
+    # -- budget ------------------------------------------------------------------------------
+
+    def _budget_left(self) -> int | None:
+        """Evaluations still to start: max-finished-jobs - finished - in flight (None: no limit)."""
+        if self.config.max_finished_jobs is None:
+            return None
+        counts = self.store.counts()
+        return self.config.max_finished_jobs - self._finished - counts["pending"] - counts["running"]
+
+    def _free_slots(self) -> int:
+        counts = self.store.counts()
+        slots = self.config.max_concurrent - counts["pending"] - counts["running"]
+        budget = self._budget_left()
+        return slots if budget is None else min(slots, budget)
+
+    # -- proposing ---------------------------------------------------------------------------
+
+    def _ask(self) -> None:
+        proposer = self._proposer
+        if proposer.busy or self._stop_signal is not None:
+            return
+        n = min(self._free_slots(), PROPOSAL_CHUNK)
+        if n > 0:
+            in_flight = [job["params"] for job in self.store.jobs(("pending", "running"))]
+            proposer.request(n, in_flight)
+
+    def _take_proposal(self) -> None:
+        proposal = self._proposer.take()
+        if proposal is not None:
+            self._take_model_best(self._proposer.model_best)
+        if not proposal or self._stop_signal is not None:
+            return
+        fields = self._proposer.taken_fields
+        for i, params in enumerate(proposal[: max(0, self._free_slots())]):
+            job = self.store.new_job(self.config.space.to_json(params), "optimizer",
+                                     **(fields[i] if i < len(fields) else {}))
+            self._report_new(job)
+
+    def _take_model_best(self, model_best: Mapping[str, Any] | None) -> None:
+        """Hand the model's best (best.json's ``model_best``) with its job's params to the summaries."""
+        job = self.store.get(model_best["id"]) if model_best is not None else None
+        best = None if job is None else {"id": job["id"], "params": job["params"], **model_best}
+        if best != self.summaries.model_best:
+            self.summaries.model_best = best
+            self.summaries.mark_stale()
+
+    def _report_new(self, job: Mapping[str, Any]) -> None:
+        state, source = job["state"], job["source"]
+        if state == "pending":
+            verb = "proposed" if source == "optimizer" else "accepted"
+            self.reporter.event("proposed", f"job {job['id']} ({verb}) {_format_params(job['params'])}", job=job["id"])
+        elif state == "complete":
+            self._finished += 1
+            self.reporter.event("imported", f"job {job['id']} value={job['value']:.6g} {_format_params(job['params'])}",
+                                job=job["id"], value=job["value"])
+            self._observe(job)
+        else:
+            self._after_failure(job)
+
+    def _intake(self) -> bool:
+        """Take in files users dropped into jobs/pending and notice withdrawn pending jobs."""
+        changed = False
+        for job_id in self.store.forget_withdrawn():
+            self.reporter.event("withdrawn", f"job {job_id}: its pending file was deleted", job=job_id)
+        for path in self.store.dropped_files():
+            job = self.store.intake_dropped(path, self.config)
+            self._report_new(job)
+            changed = True
+        return changed
+
+    # -- submitting --------------------------------------------------------------------------
+
+    def _submit_pending(self) -> None:
+        running = self.store.counts()["running"]
+        now = time.monotonic()
+        for job in self.store.jobs("pending"):
+            if running >= self.config.max_concurrent or self._stop_signal is not None:
+                return
+            job_id = job["id"]
+            if self._retry_at.get(job_id, 0.0) > now:
+                continue
+            if self.paths.result_file(job_id).exists() and self._record_result(job_id):
+                continue  # it ran before a crash of the daemon that had just submitted it
+            self._submit(job_id)
+            running = self.store.counts()["running"]
+
+    def _submit(self, job_id: int) -> None:
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{self.config.name}-{job_id}")[:64]
+        spec = JobSpec(job_id=job_id, command=command_for(self.paths.experiment, job_id),
+                       workdir=self.paths.experiment, stdout=self.paths.stdout_file(job_id),
+                       stderr=self.paths.stderr_file(job_id), script_path=self.paths.script_file(job_id),
+                       name=name, wall_time=self.driver.time_limit)
+        # The intent goes to disk first: a daemon killed inside submit() finds the job running
+        # without a scheduler id and resolves it by the job's claim (see _resume_submission).
+        self.store.move(job_id, "running", driver=self.driver.name, scheduler_id=None, submitting=time.time())
+        try:
+            scheduler_id = self.driver.submit(spec)
+        except SubmitError as exc:
+            failures = self._submit_failures[job_id] = self._submit_failures.get(job_id, 0) + 1
+            if exc.transient and failures < MAX_SUBMIT_ATTEMPTS:
+                delay = min(SUBMIT_RETRY_MAX_S, SUBMIT_RETRY_S * 2 ** (failures - 1))
+                self._retry_at[job_id] = time.monotonic() + delay
+                self.store.move(job_id, "pending")
+                self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); retrying in {delay:g} s")
+                return
+            self._submit_failures.pop(job_id, None)
+            self._retry_at.pop(job_id, None)
+            if exc.transient:
+                self._fail(job_id, "submit_rejected", f"submission failed {failures} times; last: {exc}")
+                return
+            self._fail(job_id, "submit_rejected", str(exc))
+            self._rejects_in_a_row += 1
+            if self._rejects_in_a_row >= MAX_SUBMIT_REJECTS:
+                raise DaemonError(f"the {self.driver.name} driver rejected {self._rejects_in_a_row} jobs in a row; "
+                                  f"last: {exc}") from None
+            return
+        self._rejects_in_a_row = 0
+        self._retry_at.pop(job_id, None)
+        self._submit_failures.pop(job_id, None)
+        self._submitted_here.add(job_id)
+        self.store.update(job_id, scheduler_id=scheduler_id, submitted=time.time())
+        self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {scheduler_id}", job=job_id)
+
+    # -- results -----------------------------------------------------------------------------
+
+    def _collect_results(self) -> bool:
+        changed = False
+        for job_id in sorted(self.store.ids("running")):
+            if self.paths.result_file(job_id).exists():
+                changed |= self._record_result(job_id)
+        return changed
+
+    def _record_result(self, job_id: int) -> bool:
+        """Record the job's result file; False if it is not a readable result (yet)."""
+        result = read_json(self.paths.result_file(job_id))
+        if not isinstance(result, dict) or result.get("id") != job_id or result.get("status") not in ("ok", "error"):
+            return False
+        fields: dict[str, Any] = {k: result[k] for k in ("started", "ended", "host") if k in result}
+        if result["status"] == "error" and isinstance(result.get("location"), str):
+            fields["location"] = plain(result["location"])
+        if isinstance(result.get("started"), (int, float)) and isinstance(result.get("ended"), (int, float)):
+            fields["duration"] = result["ended"] - result["started"]
+        self._ended_seen.pop(job_id, None)
+        if result["status"] == "ok":
+            try:
+                values = check_values(result.get("values"), list(self.config.tasks))
+            except BadValues as exc:
+                self._fail(job_id, exc.failure, str(exc), **fields)
+                return True
+            job = self.store.move(job_id, "complete", values=values, value=values[self.config.objective],
+                                  finished=time.time(), **fields)
+            self._finished += 1
+            others = "".join(f" {t}={v:.6g}" for t, v in values.items() if t != self.config.objective)
+            duration = f" in {fields['duration']:.1f} s" if "duration" in fields else ""
+            self.reporter.event("finished", f"job {job_id} value={job['value']:.6g}{others}{duration}",
+                                job=job_id, value=job["value"])
+            self._observe(job)
+            self._note_outcome(job)
+            return True
+        self._fail(job_id, str(result.get("failure") or "exception"), str(result.get("error") or "no message"), **fields)
+        return True
+
+    def _poll_driver(self) -> bool:
+        """One driver poll for all running jobs; fail those that ended without a result."""
+        by_sid = {job["scheduler_id"]: job["id"] for job in self.store.jobs("running")
+                  if job.get("driver") == self.driver.name and job.get("scheduler_id") is not None}
+        if not by_sid:
+            return False
+        try:
+            statuses = self.driver.poll(list(by_sid))
+        except PollError as exc:
+            self.reporter.event("warning", f"poll of the {self.driver.name} driver failed ({exc}); trying again later")
+            return False
+        changed = False
+        for sid, status in statuses.items():
+            job_id = by_sid.get(sid)
+            if job_id is None or not status.state.finished:
+                continue
+            if self._record_result(job_id):
+                changed = True
+                continue
+            first_seen = self._ended_seen.setdefault(job_id, time.monotonic())
+            if time.monotonic() - first_seen < self.driver.result_grace_s:
+                continue
+            reason = status.reason or status.state.value
+            if self.paths.result_file(job_id).exists():
+                self._fail(job_id, "bad_result", f"unreadable result file; {reason}")
+            else:
+                self._fail(job_id, SCHEDULER_FAILURES[status.state], reason)
+            changed = True
+        return changed
+
+    def _fail(self, job_id: int, failure: str, reason: str, **fields: Any) -> None:
+        job = self.store.move(job_id, "failed", failure=failure, reason=plain(reason),
+                              stderr_tail=output_tail(self.paths.stderr_file(job_id)),
+                              stdout_tail=output_tail(self.paths.stdout_file(job_id)),
+                              finished=time.time(), **fields)
+        self._ended_seen.pop(job_id, None)
+        self._after_failure(job)
+        self._note_outcome(job)
+
+    def _note_outcome(self, job: Mapping[str, Any]) -> None:
+        """Count the finished job toward a streak of identical failures (jobs of this run only)."""
+        if job["id"] in self._submitted_here and self._failing_the_same_way is None:
+            self._failing_the_same_way = self._streak.record(job)
+
+    def _after_failure(self, job: Mapping[str, Any]) -> None:
+        self.reporter.event("failed", f"job {job['id']} {job['failure']}: {job['reason']}",
+                            job=job["id"], failure=job["failure"])
+        if counts_toward_budget(job, self.config.ignored_failures):
+            self._finished += 1
+            self._observe(job)
+
+    def _observe(self, job: Mapping[str, Any]) -> None:
+        value = job["values"] if job["state"] == "complete" else math.nan
+        self._proposer.observe(job["id"], job["params"], value, job.get("duration"))
+
+    # -- requests from the CLI ---------------------------------------------------------------
+
+    def _handle_requests(self) -> bool:
+        changed = False
+        for path in sorted(self.paths.requests.glob("cancel-*.json")):
+            request = read_json(path)
+            ids = request.get("ids") if isinstance(request, dict) else None
+            if ids == "all":
+                ids = [j["id"] for j in self.store.jobs(("pending", "running"))]
+            if isinstance(ids, list):
+                ids = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+                changed |= bool(cancel_jobs(self.store, self.driver, ids, self.reporter, "cancelled by the user"))
+            else:
+                self.reporter.event("warning", f"ignored unreadable request {path.name}")
+            path.unlink(missing_ok=True)
+        return changed

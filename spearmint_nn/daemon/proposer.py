@@ -1,0 +1,189 @@
+"""The optimizer in a background thread: the daemon asks for points without waiting for a refit.
+
+``Optimizer.suggest`` can take seconds when the model is refitted, and completions keep being
+recorded meanwhile. The optimizer is touched by the proposer's thread only; results reach it
+through a queue that is drained right before each ``suggest``.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ..experiment.config import ExperimentConfig, optimizer_options
+from ..errors import DaemonError
+from .reporting import Reporter
+
+if TYPE_CHECKING:  # the optimizer imports torch: only `run` pays for it, not status/report/cancel
+    from ..search.optimizer import Optimizer
+
+PROPOSER_JOIN_SECONDS = 30.0  # at exit, how long a proposal in progress may take to finish
+
+
+def make_optimizer(config: ExperimentConfig) -> "Optimizer":
+    """The config's Optimizer; raises ConfigError for options the optimizer rejects."""
+    from ..search.optimizer import Optimizer
+
+    return Optimizer(config.variables, state_dir=config.paths.model, **optimizer_options(config))
+
+
+class Proposer:
+    """Runs ``Optimizer.suggest`` in a thread; one request at a time.
+
+    ``observe`` only queues; the queue is applied right before the next ``suggest``, so any
+    number of results arriving together cost one refit.
+    """
+
+    def __init__(self, optimizer: "Optimizer", reporter: Reporter, wake: threading.Event, noisy: bool = False):
+        self._optimizer, self._reporter, self._wake = optimizer, reporter, wake
+        self._noisy = noisy  # a GAUSSIAN objective: report the model's best after each proposal
+        self._cond = threading.Condition()
+        self._observations: list[tuple[int, dict, Any, float | None]] = []
+        self._observed_ids: list[int] = []  # job id of each observation, in the optimizer's order
+        self._budget: int | None | bool = False  # a new max-finished-jobs for the optimizer (False: none)
+        #: The model's best evaluated point (see layout: best.json's ``model_best``) as of the
+        #: last proposal, without its params; None until a model is fitted or when not noisy.
+        self.model_best: dict[str, Any] | None = None
+        self._request: tuple[int, list[dict]] | None = None
+        self._result: list[dict] | None = None
+        self._result_fields: list[dict] = []
+        #: Extra job-file fields of each point of the last proposal taken, aligned with it.
+        self.taken_fields: list[dict] = []
+        self._error: BaseException | None = None
+        self._busy = self._closed = False
+        self._search_start = 0  # the optimizer's search segment last reported (Optimizer.search_start)
+        self._thread = threading.Thread(target=self._work, name="proposer", daemon=True)
+        self._thread.start()
+
+    @property
+    def busy(self) -> bool:
+        with self._cond:
+            return self._busy
+
+    def observe(self, job_id: int, params: Mapping[str, Any], value: Any, duration: float | None) -> None:
+        with self._cond:
+            self._observations.append((job_id, dict(params), value, duration))
+
+    def set_budget(self, budget: int | None) -> None:
+        """Tell the optimizer a new max-finished-jobs before its next proposal."""
+        with self._cond:
+            self._budget = budget
+
+    def request(self, n: int, pending: Sequence[Mapping[str, Any]]) -> None:
+        with self._cond:
+            self._request, self._busy = (n, [dict(p) for p in pending]), True
+            self._cond.notify()
+
+    def take(self) -> list[dict] | None:
+        """The finished proposal, once; re-raises an exception of the optimizer.
+
+        The job-file fields the optimizer attached to its points are then in ``taken_fields``.
+        """
+        with self._cond:
+            if self._error is not None:
+                raise DaemonError(f"the optimizer failed: {type(self._error).__name__}: {self._error}") from self._error
+            result, self._result = self._result, None
+            self.taken_fields, self._result_fields = self._result_fields, []
+            return result
+
+    def close(self) -> None:
+        """Stop the thread, waiting for a proposal in progress up to PROPOSER_JOIN_SECONDS.
+
+        The thread must end before the interpreter does: a daemon thread that has run torch code
+        and is still alive at interpreter exit can abort the process ("terminate called without
+        an active exception") after all the work is done.
+        """
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        if self._thread is not threading.current_thread():
+            self._thread.join(PROPOSER_JOIN_SECONDS)
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while self._request is None and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                (n, pending), self._request = self._request, None
+                observations, self._observations = self._observations, []
+                budget, self._budget = self._budget, False
+            try:
+                if budget is not False:
+                    self._optimizer.budget = budget
+                self._apply(observations)
+                fit_before = getattr(self._optimizer, "last_fit_seconds", None)
+                start = time.perf_counter()
+                proposal = self._optimizer.suggest(n, pending=pending)
+                # The job files are the daemon's list of what is in flight, passed as `pending`
+                # each time; a point the optimizer remembered would stay pending forever once
+                # its job is cancelled, fails in a way not shown to the model or is not created.
+                for params in proposal:
+                    self._optimizer.forget(params)
+                fields = _proposal_fields(self._optimizer, len(proposal))
+                elapsed = time.perf_counter() - start
+                fit = getattr(self._optimizer, "last_fit_seconds", None)
+                refit = f", model refit {fit:.2f} s" if fit is not None and (fit is not fit_before) else ""
+                self._reporter.event("model", f"suggested {n} point(s) in {elapsed:.2f} s from "
+                                     f"{self._optimizer.n_observed} observations ({len(pending)} pending){refit}",
+                                     seconds=elapsed, refit_seconds=fit if refit else None)
+                self._report_restart()
+                model_best = self._model_best()
+                error = None
+            except BaseException as exc:  # reported by the main thread through take()
+                proposal, fields, error, model_best = None, [], exc, self.model_best
+            with self._cond:
+                self._result, self._result_fields, self._error, self._busy = proposal, fields, error, False
+                self.model_best = model_best
+                self._cond.notify_all()  # final_model_best may be waiting for the thread to be idle
+            self._wake.set()
+
+    def final_model_best(self, timeout: float) -> dict[str, Any] | None:
+        """The model's best over every result queued so far, for the summaries at the end.
+
+        Runs on the caller's thread once this one is idle (holding the lock, so no proposal can
+        start meanwhile); if a proposal is still running after ``timeout`` seconds, the last
+        proposal's model best is returned instead.
+        """
+        with self._cond:
+            self._cond.wait_for(lambda: not self._busy, timeout)
+            if self._busy or self._error is not None:
+                return self.model_best
+            observations, self._observations = self._observations, []
+            self._apply(observations)
+            self.model_best = self._model_best()
+            return self.model_best
+
+    def _apply(self, observations: list[tuple[int, dict, Any, float | None]]) -> None:
+        """Show queued results to the optimizer, remembering each one's job id in its order."""
+        for job_id, params, value, duration in observations:
+            self._optimizer.observe(params, value, duration=duration)
+            self._observed_ids.append(job_id)
+
+    def _model_best(self) -> dict[str, Any] | None:
+        """best.json's ``model_best`` (without params) from the fitted objective model."""
+        if not self._noisy:
+            return None
+        best = self._optimizer.best_by_model()
+        if best is None:
+            return None
+        return {"id": self._observed_ids[best.index], "mean": best.mean, "std": best.std, "value": best.observed,
+                "observations": self._optimizer.n_observed, "fitted": time.time()}
+
+
+    def _report_restart(self) -> None:
+        """An event when the optimizer's search segment moved (a restart, or one found on replay)."""
+        start = getattr(self._optimizer, "search_start", 0)
+        if start != self._search_start:
+            self._search_start = start
+            self._reporter.event("restart", f"the search restarted at evaluation {start}: no improvement in "
+                                 f"{self._optimizer.restart_after} evaluations; the objective model now sees "
+                                 f"only the evaluations since", evaluation=start)
+
+
+def _proposal_fields(optimizer: "Optimizer", n: int) -> list[dict[str, Any]]:
+    """Job-file fields for each of the optimizer's last n proposals: ``predicted_duration``
+    (seconds) where EI per second predicted one, so reports can set it against the actual."""
+    predicted = list(getattr(optimizer, "last_predicted_durations", None) or [])[:n]
+    return [{} if p is None else {"predicted_duration": float(p)} for p in predicted + [None] * (n - len(predicted))]

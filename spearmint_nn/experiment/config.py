@@ -1,0 +1,556 @@
+"""Loading and validating an experiment's ``config.json`` into an :class:`ExperimentConfig`.
+
+Spearmint's keys are read as Spearmint writes them (``language``, ``main-file``,
+``experiment-name``, ``likelihood``, ``variables``, ``tasks``, ``max-concurrent``,
+``max-finished-jobs``, ``polling-time``); our own keys sit beside them. Spearmint's
+``resources`` section and the ``main-file``, ``language`` and ``resources`` of a task are
+translated into our keys (see :func:`_spearmint_implied`). Every key is declared
+once in :data:`KEYS` (default, parser, one-line description); adding a key is one line there.
+A key whose :attr:`Key.optimizer_kwarg` is set is passed to the :class:`~spearmint_nn.search.optimizer.Optimizer`
+by :func:`optimizer_options`.
+
+Every problem raises :class:`~spearmint_nn.errors.ConfigError` ``("key.path", "problem")``
+before anything is written to the experiment folder; all unknown keys of the file (top level,
+tasks, variables, resources) are reported by one error.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..errors import ConfigError, closest, did_you_mean, unknown_keys
+from .layout import ExperimentPaths
+from ..search.space import Space, unknown_variable_keys
+
+LANGUAGES = ("PYTHON", "SHELL")
+LIKELIHOODS = ("NOISELESS", "GAUSSIAN")
+TASK_TYPES = ("OBJECTIVE", "CONSTRAINT")
+MODELS = ("auto", "dngo", "dngo-warp", "gp", "gp-nowarp", "sobol")
+ACQUISITIONS = ("ei", "pi", "lcb", "ei-per-second")
+KERNELS = ("matern52", "squared-exponential")
+# spearmint_nn.search.transforms' names (auto first), written out because that module imports
+# scipy.stats (~0.5 s), and every job reads its config through this module.
+OUTPUT_TRANSFORMS = ("auto", "least-skewed", "standardise", "log-shift", "yeo-johnson")
+DEFAULT_TASK_NAME = "main"  # Spearmint's name for the single objective when no tasks are given
+_TASK_KEYS = ("type", "likelihood", "main-file", "language", "resources")
+_RESOURCE_KEYS = ("scheduler", "max-concurrent", "max-finished-jobs")
+# Spearmint's scheduler names (any case) -> our driver names.
+SCHEDULERS = {"local": "local", "sge": "sge", "slurm": "slurm"}
+# Options of Spearmint's cluster schedulers that have no resource key here, and what to write.
+_SPEARMINT_RESOURCE_OPTIONS = {
+    "scheduler-args": "write the arguments as a list in driver.extra-args instead",
+    "environment-file": "write driver.setup: [\"source <file>\"] instead",
+    "output-subdir": "not needed: each job's output is kept in .spearmint/output/",
+}
+
+
+# ---- value parsers: (key path, raw JSON value) -> parsed value ------------------------------
+
+def _choice(*choices: str, upper: bool = True) -> Callable[[str, Any], str]:
+    def parse(path: str, value: Any) -> str:
+        norm = value.upper() if upper and isinstance(value, str) else (
+            value.lower() if isinstance(value, str) else value)
+        if norm not in choices:
+            shown = value if isinstance(value, str) else repr(value)
+            hint = did_you_mean(str(norm), choices) if isinstance(value, str) else ""
+            raise ConfigError(path, f"must be one of {', '.join(choices)} (got {shown!r}){hint}")
+        return norm
+    return parse
+
+
+def _int(minimum: int, optional: bool = False) -> Callable[[str, Any], int | None]:
+    def parse(path: str, value: Any) -> int | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(path, f"must be an integer (got {value!r})")
+        if value < minimum:
+            raise ConfigError(path, f"must be >= {minimum} (got {value})")
+        return value
+    return parse
+
+
+def _positive_number(path: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(path, f"must be a finite number of seconds (got {value!r})")
+    if value <= 0:
+        raise ConfigError(path, f"must be > 0 (got {value!r})")
+    return float(value)
+
+
+def _string(path: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(path, f"must be a non-empty string (got {value!r})")
+    return value
+
+
+def _optional_string(path: str, value: Any) -> str | None:
+    return None if value is None else _string(path, value)
+
+
+def _seed(path: str, value: Any) -> int | None:
+    seed = _int(0, optional=True)(path, value)
+    if seed is not None and seed >= 2**63:  # torch generators take signed 64-bit seeds
+        raise ConfigError(path, f"must be < 2**63 (got {seed})")
+    return seed
+
+
+def _command(path: str, value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise ConfigError(path, "must be a list of arguments such as [\"bash\", \"run.sh\"], not one string")
+    if not isinstance(value, list) or not value:
+        raise ConfigError(path, f"must be a non-empty list of strings (got {value!r})")
+    for i, arg in enumerate(value):
+        if not isinstance(arg, str) or not arg:
+            raise ConfigError(f"{path}[{i}]", f"must be a non-empty string (got {arg!r})")
+    return list(value)
+
+
+# Every failure kind a job can end with (see the README's table), and those that by default say
+# nothing about the point itself: they are not shown to the model as an infeasible observation
+# and not counted against max-finished-jobs. A job "lost" by the scheduler is, by default, about
+# the point (it may have crashed its node or run out of memory), as the constraint model expects.
+FAILURE_KINDS = ("exception", "nan", "bad_result", "exit_code", "timeout", "oom", "no_result", "lost",
+                 "cancelled", "node_fail", "submit_rejected", "bad_params", "bad_config", "bad_wrapper")
+DEFAULT_IGNORED_FAILURES = ("submit_rejected", "cancelled", "node_fail", "bad_params", "bad_config", "bad_wrapper")
+
+
+def _failure_kinds(path: str, value: Any) -> frozenset[str]:
+    if not isinstance(value, list):
+        raise ConfigError(path, f"must be a list of failure kinds (got {value!r})")
+    for i, kind in enumerate(value):
+        if kind not in FAILURE_KINDS:
+            raise ConfigError(f"{path}[{i}]", f"unknown failure kind {kind!r}{did_you_mean(str(kind), FAILURE_KINDS)}; "
+                              f"known: {', '.join(FAILURE_KINDS)}")
+    return frozenset(value)
+
+
+def _object(path: str, value: Any) -> Any:
+    return value  # parsed by a dedicated function below (variables, tasks, driver)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One top-level config key: its default, its parser and a one-line description."""
+
+    default: Any
+    parse: Callable[[str, Any], Any]
+    doc: str
+    optimizer_kwarg: str | None = None  # passed to Optimizer(...) under this name
+
+
+KEYS: dict[str, Key] = {
+    # Spearmint's own keys
+    "language": Key("PYTHON", _choice(*LANGUAGES), "PYTHON (a main(job_id, params) wrapper) or SHELL (runs `command`)"),
+    "main-file": Key(None, _optional_string, "the wrapper module in the experiment folder, with or without .py (PYTHON)"),
+    "experiment-name": Key(None, _optional_string, "a name for logs and reports (default: the folder name)"),
+    "likelihood": Key("GAUSSIAN", _choice(*LIKELIHOODS), "noise model of every task without its own: NOISELESS or GAUSSIAN"),
+    "variables": Key(None, _object, "the search space: name -> {type FLOAT|INT|ENUM, size, min, max, options, scale}"),
+    "tasks": Key(None, _object, "name -> {type OBJECTIVE|CONSTRAINT, likelihood}; default one objective named 'main' "
+                 "(Spearmint's main-file, language and resources of a task are read too)"),
+    "resources": Key(None, _object, "one {scheduler local|SGE|SLURM, max-concurrent, max-finished-jobs}, as "
+                     "Spearmint wrote it: becomes driver.name, max-concurrent and max-finished-jobs"),
+    "max-concurrent": Key(1, _int(1), "jobs in flight at once"),
+    "max-finished-jobs": Key(None, _int(1, optional=True), "stop after this many finished jobs (null: never)",
+                             "budget"),
+    "polling-time": Key(3.0, _positive_number, "seconds between two polls of the driver"),
+    # Spearmint's settings of things that do not exist here: accepted so a folder moves as it
+    # is, and not used (the experiment folder is the database; the model is chosen by "model").
+    "database": Key(None, _object, "Spearmint's MongoDB settings: not used (the experiment folder holds the jobs)"),
+    "chooser": Key(None, _object, "Spearmint's chooser module: not used (see \"model\" and \"acquisition\")"),
+    # our keys
+    "driver": Key({"name": "local"}, _object, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
+    "command": Key(None, _command, "argument list run for a SHELL wrapper; the params file path is appended"),
+    "model": Key("auto", _choice(*MODELS, upper=False),
+                 "surrogate: auto (GP below 200 observations and 20 jobs in flight, then DNGO), dngo, "
+                 "dngo-warp (with input warping), gp, gp-nowarp or sobol (no model)", "model"),
+    "kernel": Key("matern52", _choice(*KERNELS, upper=False),
+                  "the GP's covariance: matern52 (Spearmint's) or squared-exponential (for very smooth "
+                  "objectives); DNGO ignores it", "kernel"),
+    "acquisition": Key("ei", _choice(*ACQUISITIONS, upper=False),
+                       "acquisition function: ei (expected improvement), pi, lcb or ei-per-second "
+                       "(EI over the predicted job duration)", "acquisition"),
+    "initial-design": Key(None, _int(1, optional=True), "Sobol points before the model is used (default: number of parameters + 1, at least 2)", "initial_design"),
+    "seed": Key(None, _seed, "seed of every random choice (null: fresh randomness)", "seed"),
+    "fantasies": Key(10, _int(1), "fantasised outcomes per pending job when proposing in parallel", "fantasies"),
+    "thompson-every": Key(10, _int(0), "one proposal in every this many made while other jobs are pending is a "
+                          "Thompson sample (an exploratory batch member); 0: never", "thompson_every"),
+    "restart-after": Key(10, _int(0), "restart the search (a fresh objective model on new points) after this many "
+                         "evaluations without improvement, once ten initial designs' worth are done and while "
+                         "half of max-finished-jobs remains; 0: never", "restart_after"),
+    "torch-threads": Key(1, _int(1), "torch threads of the daemon (a login node is shared)", "torch_threads"),
+    "constraint-model": Key("classifier", _choice("classifier", "value", upper=False),
+                            "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",
+                            "constraint_model"),
+    "output-transform": Key(OUTPUT_TRANSFORMS[0], _choice(*OUTPUT_TRANSFORMS, upper=False),
+                            "what the objective model fits: standardise, log-shift (log of the distance above "
+                            "the best value, standardised), least-skewed (the less skewed of the two), "
+                            "yeo-johnson (a power transform fitted by maximum likelihood) or auto "
+                            "(yeo-johnson for the GP, least-skewed for DNGO)", "output_transform"),
+    "stop-after-identical-failures": Key(20, _int(1),
+                                         "stop the daemon when this many jobs in a row fail the same way (3 for a "
+                                         "broken wrapper, 5 times this for NaN results)"),
+    "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
+                           "failure kinds that say nothing about the point: not shown to the model, not counted"),
+}
+
+
+# Keys a running daemon takes up when config.json changes; any other change needs a restart.
+LIVE_KEYS = ("max-finished-jobs", "max-concurrent", "polling-time", "stop-after-identical-failures")
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """One entry of ``tasks``."""
+
+    name: str
+    type: str          # OBJECTIVE | CONSTRAINT
+    likelihood: str    # NOISELESS | GAUSSIAN
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A validated config.json.
+
+    ``values`` holds every key of :data:`KEYS` after parsing (defaults filled in), by its JSON
+    name; the attributes below are the ones the daemon and runner use by name.
+    """
+
+    paths: ExperimentPaths
+    values: Mapping[str, Any]
+    space: Space
+    tasks: dict[str, TaskConfig]
+    main_file: Path | None
+    driver_name: str
+    driver_options: dict[str, Any]
+    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def experiment_dir(self) -> Path:
+        return self.paths.experiment
+
+    @property
+    def name(self) -> str:
+        return self.values["experiment-name"] or self.paths.experiment.name
+
+    @property
+    def language(self) -> str:
+        return self.values["language"]
+
+    @property
+    def variables(self) -> Mapping[str, Any]:
+        return self.values["variables"]
+
+    @property
+    def objective(self) -> str:
+        """Name of the one OBJECTIVE task."""
+        return next(t.name for t in self.tasks.values() if t.type == "OBJECTIVE")
+
+    @property
+    def constraints(self) -> list[str]:
+        return [t.name for t in self.tasks.values() if t.type == "CONSTRAINT"]
+
+    @property
+    def ignored_failures(self) -> frozenset[str]:
+        """Failure kinds not shown to the model and not counted against the budget."""
+        return frozenset(self.values["ignore-failures"])
+
+    @property
+    def max_concurrent(self) -> int:
+        return self.values["max-concurrent"]
+
+    @property
+    def max_finished_jobs(self) -> int | None:
+        return self.values["max-finished-jobs"]
+
+    @property
+    def stop_after_identical_failures(self) -> int:
+        return self.values["stop-after-identical-failures"]
+
+    @property
+    def polling_time(self) -> float:
+        return self.values["polling-time"]
+
+    @property
+    def command(self) -> list[str] | None:
+        return self.values["command"]
+
+
+# ---- reading the file -------------------------------------------------------------------------
+
+class _Pairs(list):
+    """A JSON object as its list of (key, value) pairs, so duplicate keys can be reported."""
+
+
+def _objects(value: Any, path: str) -> Any:
+    """Turn :class:`_Pairs` into dicts, raising on a duplicate key (with its full path)."""
+    if isinstance(value, _Pairs):
+        out: dict[str, Any] = {}
+        for key, item in value:
+            sub = f"{path}.{key}" if path else key
+            if key in out:
+                raise ConfigError(sub, "duplicate key (JSON objects must not repeat a key)")
+            out[key] = _objects(item, sub)
+        return out
+    if isinstance(value, list):
+        return [_objects(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    return value
+
+
+def read_json_strict(path: Path, label: str) -> Any:
+    """Parse a UTF-8 JSON file; duplicate keys, bad bytes and bad syntax raise ConfigError(label...)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(label, f"not found ({path})") from None
+    except OSError as exc:
+        raise ConfigError(label, f"cannot be read ({exc.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(label, f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+    try:
+        parsed = json.loads(text, object_pairs_hook=_Pairs)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(label, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigError(label, "is nested too deeply to be read") from None
+    try:
+        return _objects(parsed, "")
+    except RecursionError:
+        raise ConfigError(label, "is nested too deeply to be read") from None
+
+
+def load_config(experiment_dir: str | Path, driver_override: str | None = None,
+                check_driver: bool = True) -> ExperimentConfig:
+    """Read and validate ``<experiment_dir>/config.json``; raise ConfigError on the first problem.
+
+    ``driver_override`` replaces ``driver.name`` (the ``--driver`` flag). ``check_driver=False``
+    skips loading the driver plugin (the runner on a compute node does not need it).
+    """
+    experiment = Path(experiment_dir)
+    if not experiment.is_dir():
+        raise ConfigError("experiment", f"no such folder: {experiment}")
+    paths = ExperimentPaths(experiment)
+    raw = read_json_strict(paths.config, "config.json")
+    if not isinstance(raw, dict):
+        raise ConfigError("config.json", f"must hold a JSON object (got {type(raw).__name__})")
+    found = _unknown_keys(raw)
+    if found:
+        raise unknown_keys(found)
+
+    implied = _spearmint_implied(raw)
+    values: dict[str, Any] = {}
+    for key, spec in KEYS.items():
+        given = key in raw and raw[key] is not None
+        values[key] = spec.parse(key, raw[key]) if given else spec.default
+        if key in implied and key != "driver":  # the driver's name joins its options in _driver_spec
+            source, value = implied[key]
+            value = spec.parse(source, value)
+            if given and not _same(key, values[key], value):
+                raise ConfigError(f"{key}, {source}", f"both given ({raw[key]!r} and {implied[key][1]!r}); keep one")
+            values[key] = value
+    values["resources"] = None  # translated into driver, max-concurrent and max-finished-jobs
+    if "variables" not in raw:
+        raise ConfigError("variables", "required: the search space, e.g. {\"x\": {\"type\": \"FLOAT\", \"min\": 0, \"max\": 1}}")
+    space = Space.from_config(raw["variables"])
+    if values["initial-design"] is None:
+        values["initial-design"] = space.default_initial_design
+    tasks = _parse_tasks(raw.get("tasks"), values["likelihood"])
+    main_file = _parse_wrapper(paths.experiment, values)
+    driver_name, driver_options = _parse_driver(_driver_spec(raw, implied), driver_override, check_driver)
+    values["driver"] = {"name": driver_name, **driver_options}
+    return ExperimentConfig(paths=paths, values=values, space=space, tasks=tasks, main_file=main_file,
+                            driver_name=driver_name, driver_options=driver_options, raw=raw)
+
+
+def _parse_tasks(tasks: Any, default_likelihood: str) -> dict[str, TaskConfig]:
+    if tasks is None:
+        return {DEFAULT_TASK_NAME: TaskConfig(DEFAULT_TASK_NAME, "OBJECTIVE", default_likelihood)}
+    if not isinstance(tasks, dict) or not tasks:
+        raise ConfigError("tasks", f"must be a non-empty object mapping task names to specs (got {tasks!r})")
+    out: dict[str, TaskConfig] = {}
+    for name, spec in tasks.items():
+        path = f"tasks.{name}"
+        if not name.strip():
+            raise ConfigError("tasks", "task names must be non-empty strings")
+        if not isinstance(spec, dict):
+            raise ConfigError(path, f"must be an object with a 'type' (got {spec!r})")
+        if "type" not in spec:
+            raise ConfigError(f"{path}.type", "required: OBJECTIVE or CONSTRAINT")
+        ttype = _choice(*TASK_TYPES)(f"{path}.type", spec["type"])
+        likelihood = _choice(*LIKELIHOODS)(f"{path}.likelihood", spec.get("likelihood", default_likelihood))
+        out[name] = TaskConfig(name, ttype, likelihood)
+    objectives = [t.name for t in out.values() if t.type == "OBJECTIVE"]
+    if len(objectives) != 1:
+        raise ConfigError("tasks", f"must have exactly one OBJECTIVE task (got {len(objectives)}: {objectives})")
+    return out
+
+
+def _unknown_keys(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(key path, hint)`` for every unknown key of config.json, in the file's order: top level,
+    and inside tasks, variables and resources (driver options are the driver's to check)."""
+    found: list[tuple[str, str]] = []
+    for key, value in raw.items():
+        if key not in KEYS:
+            found.append((key, closest(key, KEYS)))
+        elif key == "variables" and isinstance(value, Mapping):
+            found += unknown_variable_keys(value)
+        elif key == "tasks" and isinstance(value, Mapping):
+            found += [(f"tasks.{name}.{sub}", closest(sub, _TASK_KEYS))
+                      for name, spec in value.items() if isinstance(spec, Mapping) for sub in spec if sub not in _TASK_KEYS]
+        elif key == "resources" and isinstance(value, Mapping):
+            found += [(f"resources.{name}.{sub}", _SPEARMINT_RESOURCE_OPTIONS.get(sub) or closest(sub, _RESOURCE_KEYS))
+                      for name, spec in value.items() if isinstance(spec, Mapping) for sub in spec
+                      if sub not in _RESOURCE_KEYS]
+    return found
+
+
+def _spearmint_implied(raw: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
+    """Top-level keys that Spearmint's ``resources`` and task-level keys stand for: key -> (the
+    key path it came from, its JSON value).
+
+    Spearmint ran each task's ``main-file`` (in its ``language``) on the ``resources`` it named,
+    each resource with its own scheduler, max-concurrent and max-finished-jobs. We run one
+    wrapper that returns every task's value, on one driver: so a ``main-file`` or ``language``
+    shared by every task that names one is the top-level key, and the one resource gives
+    ``driver`` (its scheduler), ``max-concurrent`` and ``max-finished-jobs``. Anything that
+    cannot be translated raises ConfigError saying what to write instead.
+    """
+    implied: dict[str, tuple[str, Any]] = {}
+    tasks = raw.get("tasks")
+    specs = {name: spec for name, spec in tasks.items() if isinstance(spec, Mapping)} if isinstance(tasks, Mapping) else {}
+    for key in ("main-file", "language"):
+        given = {f"tasks.{name}.{key}": spec[key] for name, spec in specs.items() if key in spec}
+        if len({json.dumps(value) for value in given.values()}) > 1:
+            raise ConfigError(", ".join(given), f"differ ({', '.join(repr(v) for v in given.values())}); spearmint-nn "
+                              f"runs one wrapper for every task: write one top-level {key} whose main returns "
+                              "{task: value}")
+        if given:
+            implied[key] = next(iter(given.items()))
+    resources = raw.get("resources")
+    for name, spec in specs.items():
+        if "resources" in spec:
+            _check_task_resources(f"tasks.{name}.resources", spec["resources"], resources)
+    if resources is None:
+        return implied
+    example = '{"my-machine": {"scheduler": "local", "max-concurrent": 2}}'
+    if not isinstance(resources, Mapping) or not resources:
+        raise ConfigError("resources", f"must be an object naming one resource, such as {example} (got {resources!r})")
+    if len(resources) > 1:
+        raise ConfigError("resources", f"declares {len(resources)} resources ({', '.join(resources)}); spearmint-nn "
+                          "runs one driver per experiment: keep one, or remove resources and write \"driver\": "
+                          "{\"name\": \"slurm\"} (or sge, local) with max-concurrent and max-finished-jobs at the top level")
+    name, spec = next(iter(resources.items()))
+    path = f"resources.{name}"
+    if not isinstance(spec, Mapping):
+        raise ConfigError(path, f"must be an object such as {{\"scheduler\": \"local\", \"max-concurrent\": 2}} (got {spec!r})")
+    implied["driver"] = (f"{path}.scheduler", _scheduler_driver(f"{path}.scheduler", spec.get("scheduler", "local")))
+    for key in ("max-concurrent", "max-finished-jobs"):
+        if key in spec:
+            implied[key] = (f"{path}.{key}", spec[key])
+    return implied
+
+
+def _check_task_resources(path: str, names: Any, resources: Any) -> None:
+    """A task's ``resources``: names (or one name) of resources the file declares."""
+    names = [names] if isinstance(names, str) else names
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(path, f"must be a list of resource names (got {names!r})")
+    declared = list(resources) if isinstance(resources, Mapping) else []
+    for n in names:
+        if n not in declared:
+            where = f"declared: {', '.join(declared)}" if declared else "config.json has no resources section"
+            raise ConfigError(path, f"names {n!r}, which is not a resource ({where}){did_you_mean(n, declared)}")
+
+
+def _scheduler_driver(path: str, scheduler: Any) -> str:
+    """The driver that runs a Spearmint resource's scheduler."""
+    known = "local, SGE, SLURM"
+    if isinstance(scheduler, str) and scheduler.lower() == "pbs":
+        raise ConfigError(path, f"PBS is not supported (spearmint-nn drives {known}): write \"SGE\" or \"SLURM\" "
+                          "if the cluster offers one, or \"local\" to run the jobs on the daemon's machine")
+    if not isinstance(scheduler, str) or scheduler.lower() not in SCHEDULERS:
+        hint = did_you_mean(scheduler.lower(), SCHEDULERS) if isinstance(scheduler, str) else ""
+        raise ConfigError(path, f"must be one of {known} (got {scheduler!r}){hint}")
+    return SCHEDULERS[scheduler.lower()]
+
+
+def _same(key: str, given: Any, implied: Any) -> bool:
+    """Whether a top-level value and the one Spearmint's sections imply agree."""
+    if key == "main-file" and isinstance(given, str) and isinstance(implied, str):
+        return given.removesuffix(".py") == implied.removesuffix(".py")
+    return given == implied
+
+
+def _driver_spec(raw: Mapping[str, Any], implied: Mapping[str, tuple[str, Any]]) -> Any:
+    """The ``driver`` value, with the name a resource's scheduler implies (a conflict raises)."""
+    if "driver" not in implied:
+        return raw.get("driver", KEYS["driver"].default)
+    source, name = implied["driver"]
+    spec = raw.get("driver")
+    if spec is None:
+        return {"name": name}
+    if isinstance(spec, Mapping) and "name" not in spec:
+        return {**spec, "name": name}
+    given = spec if isinstance(spec, str) else spec.get("name") if isinstance(spec, Mapping) else name
+    if given != name:
+        raise ConfigError(f"driver.name, {source}", f"both given ({given!r} and {name!r}); keep one")
+    return spec
+
+
+def _parse_wrapper(experiment: Path, values: dict[str, Any]) -> Path | None:
+    """The wrapper module's path (PYTHON) or None (SHELL, which runs ``command``)."""
+    if values["language"] == "SHELL":
+        if values["command"] is None:
+            raise ConfigError("command", "required for language SHELL: an argument list such as [\"bash\", \"run.sh\"]")
+        if values["main-file"] is not None:
+            raise ConfigError("main-file", "not used with language SHELL (the program is given by 'command')")
+        return None
+    if values["command"] is not None:
+        raise ConfigError("command", "only used with language SHELL (a PYTHON wrapper is given by 'main-file')")
+    name = values["main-file"]
+    if name is None:
+        raise ConfigError("main-file", "required for language PYTHON: the wrapper module, e.g. \"branin.py\"")
+    if not name.endswith(".py"):
+        name += ".py"
+    candidate = experiment / name
+    resolved = candidate.resolve()
+    if not resolved.is_relative_to(experiment.resolve()):
+        raise ConfigError("main-file", f"must be inside the experiment folder (got {values['main-file']!r} -> {resolved})")
+    if not resolved.is_file():
+        raise ConfigError("main-file", f"no such file: {candidate}")
+    return resolved
+
+
+def _parse_driver(spec: Any, override: str | None, check_driver: bool) -> tuple[str, dict[str, Any]]:
+    if isinstance(spec, str):
+        spec = {"name": spec}
+    if not isinstance(spec, dict):
+        raise ConfigError("driver", f"must be an object such as {{\"name\": \"local\"}} (got {spec!r})")
+    name = override if override is not None else spec.get("name", "local")
+    if not isinstance(name, str) or not name:
+        raise ConfigError("driver.name", f"must be a driver name such as \"local\" (got {name!r})")
+    options = {k: v for k, v in spec.items() if k != "name"}
+    if check_driver:
+        from spearmint_nn.drivers.base import driver_class  # loads plugins only when needed
+        driver_class(name).validate_options(options)
+    return name, options
+
+
+def optimizer_options(config: ExperimentConfig) -> dict[str, Any]:
+    """Keyword arguments for ``Optimizer(config.variables, **optimizer_options(config))``."""
+    options = {spec.optimizer_kwarg: config.values[key] for key, spec in KEYS.items() if spec.optimizer_kwarg}
+    options["tasks"] = {t.name: t.type for t in config.tasks.values()}
+    options["likelihoods"] = {t.name: t.likelihood for t in config.tasks.values()}
+    return options

@@ -1,0 +1,138 @@
+"""Where everything lives inside an experiment folder, and what each file holds.
+
+::
+
+    <experiment>/
+        config.json, <wrapper>.py        the user's; never written by the daemon
+        .spearmint/                      the daemon's state folder
+            daemon.lock                  filelock: one daemon per folder
+            daemon.json                  host, pid and start time of the daemon holding the lock
+            next_id                      the next job id to hand out (ids are never reused)
+            inputs/000042.json           params of job 42, written once before submission
+            jobs/pending/000042.json     proposed, not yet accepted by a scheduler
+            jobs/running/000042.json     submitted; holds the scheduler's id
+            jobs/complete/000042.json    params, values, duration, host, timestamps
+            jobs/failed/000042.json      params, reason, tail of stderr
+            output/000042.out|.err       the job's own stdout and stderr
+            results/000042.json          written by the job itself (the runner)
+            claims/000042.json           the runner's claim on job 42 (host, pid, start time),
+                                         created once with an atomic link: one evaluation per id
+            scripts/000042.sh            job scripts of batch drivers, kept for the user to read
+            requests/cancel-*.json       requests of ``spearmint-nn cancel`` to a running daemon
+            model/                       surrogate weights for warm starts (torch, weights_only)
+            results.csv, best.json       summaries, rewritten atomically
+            daemon.log
+
+The daemon is the only writer of ``jobs/``, ``inputs/`` and the summaries; a job is the only
+writer of its own ``results/``, ``claims/`` and ``output/`` files. That split keeps the folder
+consistent when either side dies.
+
+Submission is two writes around the driver call: the job moves to ``running`` with
+``scheduler_id`` null and ``submitting`` set (the intent) *before* the driver is asked, and the
+scheduler's id is added after. A daemon killed in between finds a running job without an id on
+restart: it adopts the process named by the job's claim when the driver can (see
+``Driver.adopt_claim``), and otherwise submits it again, which is safe because a runner that
+finds the job already claimed never evaluates it (it waits for the holder and exits).
+
+Job file (``jobs/<state>/<id>.json``), JSON object:
+
+    id            int, the job id (also the file name, zero-padded to 6 digits)
+    state         "pending" | "running" | "complete" | "failed" (matches the folder)
+    params        params in JSON form (lists; see spearmint_nn.search.space)
+    source        "optimizer" | "user" (a params file dropped into jobs/pending) | "import"
+    created       unix time the job was proposed
+    submitted     unix time the driver accepted it (running and later)
+    driver        driver name; scheduler_id: the driver's opaque id string (null while submitting)
+    submitting    unix time the daemon decided to submit (running; see "Submission" above)
+    finished      unix time the daemon recorded the outcome (complete / failed)
+    started, ended, host  from the runner's result file, when there is one
+    duration      seconds the wrapper ran (ended - started), when known
+    predicted_duration  seconds the duration model predicted when EI per second proposed the job
+    values        {task name: float} (complete)
+    value         the objective's value (complete)
+    reason        one line saying why (failed); failure: a short kind such as "exception",
+                  "nan", "bad_result", "exit_code", "timeout", "cancelled", "lost", "oom",
+                  "node_fail", "submit_rejected"
+    stderr_tail   last lines of the job's stderr (failed)
+    stdout_tail   last lines of the job's stdout (failed): a wrapper that caught its own
+                  exception and returned NaN printed the real reason there or in stderr
+    location      "<file>:<line>" of the innermost traceback frame in the experiment folder,
+                  from the runner's result file, when known (failed)
+
+best.json: the best observed feasible job (id, value, values, params, duration, finished); for
+a GAUSSIAN (noisy) objective, also ``model_best``: the evaluated feasible point with the lowest
+posterior mean of the objective model, as Spearmint reported it, ``{"id", "params", "mean",
+"std", "value" (observed there), "observations" (the model's data), "fitted" (unix time)}``.
+
+Claim file (``claims/<id>.json``), created once by the runner before it evaluates anything:
+
+    host, pid, start_ticks (field 22 of /proc/<pid>/stat), claimed (unix time),
+    scheduler_ids ({environment variable: value} for variables ending in JOB_ID or JOBID)
+
+Result file (``results/<id>.json``), written atomically by the runner:
+
+    id, status ("ok" | "error"), values ({task: float}) or error (one line), traceback,
+    started, ended, host; failure: the short kind of an error ("exception", "nan", ...)
+    location      (error) "<file>:<line>" in the user's code it points at, or null (spearmint_nn.runner)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+STATE_DIR_NAME = ".spearmint"
+JOB_STATES = ("pending", "running", "complete", "failed")
+OBJECTIVE_MODEL_DIR = "objective"  # under model/: the objective surrogate's saved state
+WARPINGS_FILE = "warpings.json"  # beside it: the model's learned input warpings, read by reports
+
+
+def job_file_name(job_id: int) -> str:
+    """``000042.json`` for job 42."""
+    return f"{job_id:06d}.json"
+
+
+class ExperimentPaths:
+    """Absolute paths of one experiment folder and its state folder."""
+
+    def __init__(self, experiment_dir: str | Path):
+        self.experiment = Path(experiment_dir).resolve()
+        self.state = self.experiment / STATE_DIR_NAME
+        self.config = self.experiment / "config.json"
+        self.lock = self.state / "daemon.lock"
+        self.daemon_info = self.state / "daemon.json"
+        self.next_id = self.state / "next_id"
+        self.inputs = self.state / "inputs"
+        self.jobs = self.state / "jobs"
+        self.output = self.state / "output"
+        self.results = self.state / "results"
+        self.claims = self.state / "claims"
+        self.scripts = self.state / "scripts"
+        self.requests = self.state / "requests"
+        self.model = self.state / "model"
+        self.warpings = self.model / OBJECTIVE_MODEL_DIR / WARPINGS_FILE
+        self.results_csv = self.state / "results.csv"
+        self.best_json = self.state / "best.json"
+        self.log = self.state / "daemon.log"
+
+    def job_dir(self, state: str) -> Path:
+        return self.jobs / state
+
+    def job_file(self, state: str, job_id: int) -> Path:
+        return self.jobs / state / job_file_name(job_id)
+
+    def input_file(self, job_id: int) -> Path:
+        return self.inputs / job_file_name(job_id)
+
+    def result_file(self, job_id: int) -> Path:
+        return self.results / job_file_name(job_id)
+
+    def claim_file(self, job_id: int) -> Path:
+        return self.claims / job_file_name(job_id)
+
+    def stdout_file(self, job_id: int) -> Path:
+        return self.output / f"{job_id:06d}.out"
+
+    def stderr_file(self, job_id: int) -> Path:
+        return self.output / f"{job_id:06d}.err"
+
+    def script_file(self, job_id: int) -> Path:
+        return self.scripts / f"{job_id:06d}.sh"

@@ -1,0 +1,1 @@
+"""The search engine: the ask/tell optimizer, the space, acquisition and its maximiser."""

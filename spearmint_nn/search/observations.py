@@ -1,0 +1,128 @@
+"""What the Optimizer has been told, in the order told, and the points it handed out that await a result.
+
+Every observation is one encoded point with its objective value, each constraint's value and
+the job's duration. A call that is refused (a point outside the space, a value that is not a
+number, an unknown task) raises before anything is recorded, so the record never holds a point
+without its values.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .arguments import Tasks
+from .maximize import point_key, point_keys
+from .space import Space
+
+
+class Observations:
+    """The Optimizer's record.
+
+    Attributes
+    ----------
+    X : encoded points (dim,) in the order observed.
+    objective : the objective value of each, times ``sign`` (so that lower is better), NaN where
+        the job failed.
+    constraints : constraint name -> its value at each observation (>= 0 satisfied; NaN unknown).
+    durations : run time of each job in seconds, NaN where unknown.
+    handed_out : encoded points handed out by ``suggest`` and neither observed nor forgotten.
+    """
+
+    def __init__(self, space: Space, tasks: Tasks, sign: float = 1.0):
+        self.space, self.tasks, self.sign = space, tasks, sign
+        self.X: list[np.ndarray] = []
+        self.objective: list[float] = []
+        self.constraints: dict[str, list[float]] = {name: [] for name in tasks.constraints}
+        self.durations: list[float] = []
+        self.handed_out: list[np.ndarray] = []
+
+    def __len__(self) -> int:
+        return len(self.X)
+
+    def add(self, params: Mapping[str, Any], value: Any, duration: float | None = None) -> None:
+        """Record one result (see :meth:`Optimizer.observe`); a handed-out point equal to params
+        stops being pending. Everything is checked before anything is recorded."""
+        row = self.space.encode([params])[0]
+        objective, constraints = split_result(self.tasks, value)
+        if duration is not None and (isinstance(duration, bool) or not isinstance(duration, (int, float, np.number))):
+            raise ValueError(f"duration: expected a number of seconds or None, got {duration!r}")
+        self._drop_handed_out(row)
+        self.X.append(row)
+        self.objective.append(self.sign * objective)
+        for name in self.tasks.constraints:
+            self.constraints[name].append(constraints[name])
+        self.durations.append(math.nan if duration is None else float(duration))
+
+    def feasible_mask(self) -> np.ndarray:
+        """Boolean (N,): the job succeeded and every constraint value is >= 0."""
+        ok = np.isfinite(np.asarray(self.objective, dtype=float))
+        for values in self.constraints.values():
+            with np.errstate(invalid="ignore"):
+                ok &= np.asarray(values, dtype=float) >= 0
+        return ok
+
+    def best_feasible(self) -> int | None:
+        """Index of the feasible observation with the lowest (signed) objective, or None."""
+        feasible = np.flatnonzero(self.feasible_mask())
+        if feasible.size == 0:
+            return None
+        return int(feasible[np.argmin(np.asarray(self.objective)[feasible])])
+
+    def pending_rows(self, pending: Sequence[Mapping[str, Any]] = ()) -> list[np.ndarray]:
+        """The handed-out points, then those of ``pending`` (params) that are not among them."""
+        rows = list(self.handed_out)
+        keys = set(point_keys(np.asarray(rows).reshape(-1, self.space.dim)))
+        for row in self.space.encode(list(pending)) if pending else ():
+            if point_key(row) not in keys:
+                rows.append(row)
+        return rows
+
+    def forget(self, params: Mapping[str, Any]) -> bool:
+        """Drop a handed-out point from the pending ones; whether it was one of them."""
+        return self._drop_handed_out(self.space.encode([params])[0])
+
+    def _drop_handed_out(self, row: np.ndarray) -> bool:
+        key = point_key(row)
+        for i, x in enumerate(self.handed_out):
+            if point_key(x) == key:
+                del self.handed_out[i]
+                return True
+        return False
+
+
+def _finite_or_nan(value: Any, task: str) -> float:
+    """A task value as float; None, NaN and +-inf become NaN (a failure / unknown)."""
+    if value is None:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise ValueError(f"task {task!r}: expected a number, got {value!r}")
+    value = float(value)
+    return value if math.isfinite(value) else math.nan
+
+
+def split_result(tasks: Tasks, value: Any) -> tuple[float, dict[str, float]]:
+    """(objective, {constraint: value}) of one job's result, NaN where missing or not finite.
+
+    ``value`` is a number, None (a failure), or a dict task -> number; a bare number or None
+    leaves every constraint unknown. Raises ValueError for a dict naming an unknown task or a
+    value that is not a number (a numpy size-1 array counts as its number).
+    """
+    if isinstance(value, Mapping):
+        unknown = set(value) - set(tasks.names)
+        if unknown:
+            raise ValueError(f"result names unknown task(s) {sorted(map(str, unknown))}; "
+                             f"tasks are {sorted(tasks.names)}")
+        raw = dict(value)
+    else:
+        raw = {tasks.objective: value}
+    parsed = {name: _finite_or_nan(_number_of(raw.get(name)), name) for name in tasks.names}
+    return parsed[tasks.objective], {name: parsed[name] for name in tasks.constraints}
+
+
+def _number_of(value: Any) -> Any:
+    """A numpy array of one element as that element; anything else unchanged."""
+    if isinstance(value, np.ndarray) and value.size == 1:
+        return value.reshape(()).item()
+    return value

@@ -1,0 +1,1 @@
+"""Reading an experiment: live progress, status, plots and the HTML report."""

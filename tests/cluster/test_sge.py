@@ -1,0 +1,57 @@
+"""End to end on a real Grid Engine (started by ``tests/cluster/sge-up.sh``): see batch_scenarios.
+
+Skipped when no Grid Engine answers; with ``SPEARMINT_REQUIRE_CLUSTERS=1`` (CI) that is a failure.
+``SGE_STATE_DIR`` (default /var/tmp/spearmint-sge) locates the qmaster to stop and start.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from helpers import batch_scenarios as scenarios
+from spearmint_nn.drivers.base import JobSpec, SchedulerState
+from spearmint_nn.drivers.sge import SgeDriver
+
+pytestmark = [pytest.mark.slow, pytest.mark.sge]
+
+
+def sge_problem() -> str | None:
+    """Why no Grid Engine can be used here, or None."""
+    if shutil.which("qsub") is None:
+        return "no qsub on PATH"
+    done = subprocess.run(["qstat", "-xml"], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        return f"qstat fails ({(done.stdout + done.stderr).strip()[:200]})"
+    return None
+
+
+@pytest.fixture(scope="module")
+def cluster() -> scenarios.Cluster:
+    return scenarios.usable(scenarios.Cluster(
+        driver="sge",
+        title="Grid Engine",
+        cancel=lambda sid: subprocess.run(["qdel", sid], check=True, timeout=60, capture_output=True),
+        time_limit=5,       # h_rt is enforced within about a second
+        limit_wait_s=30,
+        controller_pid="spool/qmaster/qmaster.pid",
+    ), sge_problem())
+
+
+@pytest.mark.parametrize("scenario", scenarios.SCENARIOS)
+def test_scenario(tmp_path, cluster, scenario):
+    scenario(tmp_path, cluster)
+
+
+def test_error_state_job_counts_as_failed_and_leaves_the_queue(tmp_path, cluster):
+    """A working folder the execution host cannot enter parks a job in Eqw; the driver fails and deletes it."""
+    driver = SgeDriver({}, tmp_path)
+    spec = JobSpec(job_id=1, command=["/bin/true"], workdir=tmp_path / "missing", stdout=tmp_path / "o/1.out",
+                   stderr=tmp_path / "o/1.err", script_path=tmp_path / "s/1.sh", name="eqw-1")
+    sid = driver.submit(spec)
+    status = scenarios.wait_for(lambda: (s := driver.poll([sid])[sid]).state.finished and s, 60, "the error state")
+    assert status.state is SchedulerState.FAILED and "deleted from the queue" in status.reason
+    assert "working directory" in status.reason or "No such file" in status.reason, status.reason
+    scenarios.wait_for(lambda: sid not in subprocess.run(["qstat"], capture_output=True, text=True).stdout.split(),
+                       30, "the job to leave the queue")

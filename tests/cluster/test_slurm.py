@@ -1,0 +1,45 @@
+"""End to end on a real SLURM (started by ``tests/cluster/slurm-up.sh``): see batch_scenarios.
+
+Skipped when no SLURM answers; with ``SPEARMINT_REQUIRE_CLUSTERS=1`` (CI) that is a failure.
+``SLURM_STATE_DIR`` (default /var/tmp/spearmint-slurm) locates the controller to stop and start.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from helpers import batch_scenarios as scenarios
+
+pytestmark = [pytest.mark.slow, pytest.mark.slurm]
+
+
+def slurm_problem() -> str | None:
+    """Why no SLURM can be used here, or None."""
+    if shutil.which("sbatch") is None:
+        return "no sbatch on PATH"
+    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=60)
+    if ping.returncode != 0 or "UP" not in ping.stdout:
+        return f"slurmctld does not answer ({(ping.stdout + ping.stderr).strip()[:200]})"
+    acct = subprocess.run(["sacct", "-n", "-X", "-j", "1"], capture_output=True, text=True, timeout=60)
+    if acct.returncode != 0:
+        return f"sacct does not work ({acct.stderr.strip()[:200]})"
+    return None
+
+
+@pytest.fixture(scope="module")
+def cluster() -> scenarios.Cluster:
+    return scenarios.usable(scenarios.Cluster(
+        driver="slurm",
+        title="SLURM",
+        cancel=lambda sid: subprocess.run(["scancel", sid], check=True, timeout=60),
+        time_limit=60,      # SLURM's smallest limit is one minute, checked about every 30 s
+        limit_wait_s=60,
+        controller_pid="run/slurmctld.pid",
+    ), slurm_problem())
+
+
+@pytest.mark.parametrize("scenario", scenarios.SCENARIOS)
+def test_scenario(tmp_path, cluster, scenario):
+    scenario(tmp_path, cluster)

@@ -1,0 +1,299 @@
+"""End-to-end scenarios of ``spearmint-nn run`` on a real batch scheduler (SLURM or Grid Engine).
+
+``tests/cluster/test_slurm.py`` and ``tests/cluster/test_sge.py`` run each scenario of :data:`SCENARIOS` against
+their scheduler, described by a :class:`Cluster` (started by ``tests/cluster/<driver>-up.sh``,
+which keeps it in ``$<DRIVER>_STATE_DIR``, default ``/var/tmp/spearmint-<driver>``). Every
+scenario is a real daemon process, real jobs on the scheduler and real files; the wrapper
+appends its job id to ``runs.log`` each time it runs, so "nothing lost or run twice" is checked
+against what actually ran.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import pytest
+
+from spearmint_nn.drivers.base import driver_class
+
+from .experiments import BRANIN_VARIABLES, all_jobs, start_daemon, write_experiment
+
+WRAPPER = """
+import math, os, time
+
+def main(job_id, params):
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "runs.log"), "a") as log:
+        log.write(f"{{job_id}}\\n")
+    time.sleep({sleep})
+    {body}
+    x, y = float(params["x"][0]), float(params["y"][0])
+    return ((y - 5.1 / (4 * math.pi ** 2) * x ** 2 + 5 / math.pi * x - 6) ** 2
+            + 10 * (1 - 1 / (8 * math.pi)) * math.cos(x) + 10)
+"""
+
+
+CLUSTER_DIR = Path(__file__).parents[1] / "cluster"
+
+
+@dataclass
+class Cluster:
+    """One running scheduler, as the scenarios need it."""
+
+    driver: str                              # the driver's name; tests/cluster/<driver>-up.sh starts it
+    title: str                               # the scheduler's name in messages
+    cancel: Callable[[str], None]            # cancel a job from outside, by scheduler id
+    time_limit: float                        # the shortest limit the scheduler enforces
+    limit_wait_s: float                      # how long a job may outlive it before it is killed
+    controller_pid: str                      # the controller's pid file, relative to state_dir
+
+    @property
+    def state_variable(self) -> str:
+        return f"{self.driver.upper()}_STATE_DIR"
+
+    @property
+    def state_dir(self) -> Path:
+        return Path(os.environ.get(self.state_variable, f"/var/tmp/spearmint-{self.driver}"))
+
+    @property
+    def up_script(self) -> Path:
+        return CLUSTER_DIR / f"{self.driver}-up.sh"
+
+    def stop_controller(self) -> None:
+        stop_pid_file(self.state_dir / self.controller_pid)
+
+    def start_controller(self) -> None:
+        run_script(self.up_script, {self.state_variable: str(self.state_dir)})
+
+
+def usable(cluster: Cluster, problem: str | None) -> Cluster:
+    """``cluster``, unless ``problem`` says why it cannot be used: then the test is skipped (a
+    failure with ``SPEARMINT_REQUIRE_CLUSTERS=1``, as in CI)."""
+    if problem:
+        message = (f"no usable {cluster.title}: {problem}; start one as root with: "
+                   f"bash tests/cluster/{cluster.up_script.name}")
+        if os.environ.get("SPEARMINT_REQUIRE_CLUSTERS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return cluster
+
+
+def pid_alive(pid: int) -> bool:
+    """True for a live process that is not a zombie (stopped daemons may never be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
+def stop_pid_file(pid_file: Path, timeout_s: float = 60) -> None:
+    """SIGTERM the daemon named in ``pid_file`` and wait until it is gone."""
+    pid = int(pid_file.read_text().split()[0])
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not pid_alive(pid), timeout_s, f"pid {pid} from {pid_file} to stop")
+
+
+def run_script(script: Path, env: Mapping[str, str] | None = None) -> None:
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+    assert done.returncode == 0, f"{script.name} failed:\n{done.stderr[-3000:]}"
+
+
+def wait_for(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+
+
+def make_experiment(folder: Path, cluster: Cluster, *, sleep: float, budget: int, concurrent: int,
+                    body: str = "pass", **driver: Any) -> Path:
+    config = {"language": "PYTHON", "main-file": "wrapper.py", "experiment-name": f"e2e-{cluster.driver}",
+              "variables": BRANIN_VARIABLES, "model": "sobol", "seed": 3, "max-concurrent": concurrent,
+              "max-finished-jobs": budget, "polling-time": 1,
+              "driver": {"name": cluster.driver, "name-prefix": "sm-", "result-grace": 3,
+                         "setup": ["echo setup-line-ran"], **driver}}
+    return write_experiment(folder, config, {"wrapper.py": WRAPPER.format(sleep=sleep, body=body)})
+
+
+def run_to_end(experiment: Path, timeout_s: float) -> str:
+    """``spearmint-nn run`` in the foreground; returns its console output (asserts exit 0)."""
+    done = subprocess.run([sys.executable, "-m", "spearmint_nn", "run", str(experiment)],
+                          capture_output=True, text=True, timeout=timeout_s)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout + done.stderr
+
+
+def runs(experiment: Path) -> list[int]:
+    log = experiment / "runs.log"
+    return [int(line) for line in log.read_text().split()] if log.exists() else []
+
+
+def by_state(experiment: Path, state: str) -> dict[int, dict[str, Any]]:
+    """Job files in one state folder; safe while a daemon moves files (use all_jobs after it)."""
+    jobs = {}
+    for path in sorted((experiment / ".spearmint" / "jobs" / state).glob("*.json")):
+        try:
+            job = json.loads(path.read_text())
+        except FileNotFoundError:
+            continue  # moved on to the next state while we looked
+        jobs[job["id"]] = job
+    return jobs
+
+
+def submitted(experiment: Path) -> dict[int, dict[str, Any]]:
+    """Running jobs whose scheduler id is recorded (the daemon notes the intent to submit first)."""
+    return {i: job for i, job in by_state(experiment, "running").items() if job.get("scheduler_id")}
+
+
+def assert_each_job_ran_once(experiment: Path, budget: int) -> None:
+    jobs = all_jobs(experiment)  # also checks that every job is in exactly one state folder
+    complete = {i: job for i, (state, job) in jobs.items() if state == "complete"}
+    assert len(complete) == budget == len(jobs), jobs
+    ran = runs(experiment)
+    assert sorted(ran) == sorted(complete), f"runs.log {sorted(ran)} vs complete {sorted(complete)}"
+    sids = [job["scheduler_id"] for job in complete.values()]
+    assert len(set(sids)) == len(sids)
+
+
+def stop_daemon(daemon: subprocess.Popen) -> None:
+    if daemon.poll() is None:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=120)
+
+
+# ---- the scenarios -------------------------------------------------------------------------
+
+def twelve_jobs_three_at_a_time(tmp_path: Path, cluster: Cluster) -> None:
+    exp = make_experiment(tmp_path / "exp", cluster, sleep=2, budget=12, concurrent=3)
+    run_to_end(exp, 600)
+    assert_each_job_ran_once(exp, 12)
+    complete = by_state(exp, "complete")
+    assert all(job["driver"] == cluster.driver for job in complete.values())
+    # never more than 3 wrappers at once, and the scheduler did run them side by side
+    events = sorted([(j["started"], 1) for j in complete.values()] + [(j["ended"], -1) for j in complete.values()])
+    in_flight = peak = 0
+    for _, step in events:
+        in_flight += step
+        peak = max(peak, in_flight)
+    assert 2 <= peak <= 3
+    state = exp / ".spearmint"
+    script = (state / "scripts" / "000001.sh").read_text()
+    assert "echo setup-line-ran" in script and "spearmint_nn.runner" in script and "sm-" in script
+    assert "setup-line-ran" in (state / "output" / "000001.out").read_text()
+
+
+def failing_wrapper(tmp_path: Path, cluster: Cluster) -> None:
+    exp = make_experiment(tmp_path / "exp", cluster, sleep=0, budget=2, concurrent=2,
+                          body='raise RuntimeError("the wrapper broke")')
+    run_to_end(exp, 300)
+    failed = by_state(exp, "failed")
+    assert len(failed) == 2 and not by_state(exp, "complete")
+    for job in failed.values():
+        assert job["failure"] == "exception" and "the wrapper broke" in job["reason"]
+        assert "RuntimeError" in job["stderr_tail"]
+
+
+def killed_by_time_limit(tmp_path: Path, cluster: Cluster) -> None:
+    exp = make_experiment(tmp_path / "exp", cluster, sleep=600, budget=1, concurrent=1,
+                          **{"time-limit": cluster.time_limit})
+    started = time.monotonic()
+    run_to_end(exp, cluster.time_limit + cluster.limit_wait_s + 120)
+    failed = by_state(exp, "failed")
+    assert [job["failure"] for job in failed.values()] == ["timeout"], failed
+    assert time.monotonic() - started >= cluster.time_limit
+    assert runs(exp) == list(failed)
+
+
+def cancelled_from_outside(tmp_path: Path, cluster: Cluster) -> None:
+    exp = make_experiment(tmp_path / "exp", cluster, sleep=600, budget=5, concurrent=1)
+    daemon = start_daemon(exp, "--cancel-on-exit")
+    try:
+        first = wait_for(lambda: submitted(exp).get(1), 120, "job 1 to be submitted")
+        wait_for(lambda: 1 in runs(exp), 60, "job 1's wrapper to start")
+        cluster.cancel(first["scheduler_id"])
+        job = wait_for(lambda: by_state(exp, "failed").get(1), 120, "the daemon to record the cancellation")
+        assert job["failure"] == "cancelled", job
+        assert job["scheduler_id"] == first["scheduler_id"]
+        # a cancelled job says nothing about its point: the daemon goes on with another job
+        wait_for(lambda: by_state(exp, "running"), 120, "the next job to be submitted")
+    finally:
+        stop_daemon(daemon)
+    assert daemon.returncode == 0
+    left = all_jobs(exp)
+    assert not [i for i, (s, _) in left.items() if s in ("pending", "running")]
+    assert all(job["failure"] == "cancelled" for _, job in left.values())
+    # --cancel-on-exit: the scheduler really stops the job the daemon had running
+    sids = [job["scheduler_id"] for _, job in left.values() if job.get("scheduler_id")]
+    assert len(sids) >= 2
+    driver = driver_class(cluster.driver)({}, exp / ".spearmint")
+    wait_for(lambda: all(s.state.finished for s in driver.poll(sids).values()), 120,
+             "the scheduler to end the jobs cancelled at exit")
+
+
+def three_running(tmp_path: Path, cluster: Cluster, *, sleep: float, budget: int) -> tuple[Path, subprocess.Popen]:
+    """A daemon started on a new experiment, once one job is done and three are running; it is
+    killed if that never happens."""
+    exp = make_experiment(tmp_path / "exp", cluster, sleep=sleep, budget=budget, concurrent=3)
+    daemon = start_daemon(exp)
+    try:
+        wait_for(lambda: by_state(exp, "complete") and len(by_state(exp, "running")) == 3, 180,
+                 "one job done and three running")
+    except BaseException:
+        daemon.kill()
+        daemon.wait()
+        raise
+    return exp, daemon
+
+
+def daemon_killed_and_restarted(tmp_path: Path, cluster: Cluster) -> None:
+    budget = 9
+    exp, daemon = three_running(tmp_path, cluster, sleep=4, budget=budget)
+    daemon.kill()
+    daemon.wait()
+    in_flight = {i: job["scheduler_id"] for i, job in submitted(exp).items()}
+    assert in_flight
+    time.sleep(2)  # the jobs go on without a daemon
+    run_to_end(exp, 600)
+    assert_each_job_ran_once(exp, budget)
+    complete = by_state(exp, "complete")
+    for job_id, sid in in_flight.items():
+        assert complete[job_id]["scheduler_id"] == sid  # adopted, not submitted again
+
+
+def controller_restarted(tmp_path: Path, cluster: Cluster) -> None:
+    if not (cluster.state_dir / cluster.controller_pid).exists() or os.geteuid() != 0:
+        pytest.skip(f"needs root and the cluster of tests/cluster/{cluster.up_script.name} in {cluster.state_dir}")
+    budget = 9
+    exp, daemon = three_running(tmp_path, cluster, sleep=3, budget=budget)
+    try:
+        cluster.stop_controller()
+        try:
+            time.sleep(8)  # jobs finish while the controller is away
+            assert daemon.poll() is None, "the daemon died while the controller was down"
+        finally:
+            cluster.start_controller()
+        daemon.wait(timeout=600)
+    finally:
+        stop_daemon(daemon)
+    assert daemon.returncode == 0
+    assert_each_job_ran_once(exp, budget)
+    console = (exp / "console.txt").read_text()
+    # the driver retried (or the daemon's poll failed) while the controller was away
+    assert "trying again" in console, "the outage was never noticed:\n" + console[-3000:]
+
+
+# what a test module parametrises its one test over, each named after its function
+SCENARIOS = [pytest.param(scenario, id=scenario.__name__) for scenario in (
+    twelve_jobs_three_at_a_time, failing_wrapper, killed_by_time_limit, cancelled_from_outside,
+    daemon_killed_and_restarted, controller_restarted)]

@@ -1,0 +1,97 @@
+"""Jobs that die, hang, flood their output or leave a broken result: each ends as one failed
+job with a reason, the daemon goes on, and a job started twice is evaluated once."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+from helpers.experiments import quick_config, write_experiment
+from helpers.fake_scheduler import run_daemon
+from helpers.invariant_checks import assert_folder_ok, counting_wrapper, logged_runs
+from spearmint_nn.experiment.layout import ExperimentPaths
+from spearmint_nn.runner import command_for
+from spearmint_nn.experiment.store import atomic_write_json
+
+FAULTS = """
+import os, signal, sys, time
+result = os.path.join(".spearmint", "results", f"{job_id:06d}.json")
+if job_id == 1:                      # killed by SIGKILL
+    os.kill(os.getpid(), signal.SIGKILL)
+if job_id == 2:                      # ignores SIGTERM and hangs past the time limit
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(600)
+if job_id == 3:                      # megabytes of garbage on both streams, then an error
+    junk = bytes(range(256)) * 12000
+    sys.stdout.buffer.write(junk); sys.stderr.buffer.write(junk + b"\\nlast words\\n")
+    sys.stdout.flush(); sys.stderr.flush()
+    raise ValueError("after the flood")
+if job_id == 4:                      # a truncated result file, then gone without the runner's
+    with open(result, "w") as handle:
+        handle.write('{"id": 4, "status": "ok", "values": {"main": 1.')
+    os._exit(0)
+if job_id == 5:                      # no result file at all (removed, or never written)
+    os._exit(0)
+if job_id == 6:                      # bytes that are not UTF-8 in place of the result
+    with open(result, "wb") as handle:
+        handle.write(b"\\xff\\xfe\\x00garbage")
+    os._exit(0)
+if job_id == 7:                      # the garbage flood again, but with a valid value
+    sys.stdout.buffer.write(bytes(range(256)) * 8000)
+"""
+
+
+def test_each_broken_job_fails_once_with_its_reason(tmp_path):
+    body = "exec(compile(FAULTS, 'faults', 'exec'))"
+    wrapper = counting_wrapper(body).replace("import math", "import math\nFAULTS = " + repr(FAULTS), 1)
+    folder = write_experiment(tmp_path / "exp", quick_config(**{
+        "max-finished-jobs": 8, "max-concurrent": 3, "polling-time": 0.2,
+        # 6 s, not less: jobs 3 and 7 write megabytes and must finish inside the limit on a
+        # loaded two-core machine (at 2 s job 7 was once killed in a full test run)
+        "driver": {"name": "local", "time-limit": 6}}), {"wrapper.py": wrapper})
+    code, log = run_daemon(folder, timeout_s=240)
+    assert code == 0
+    paths = ExperimentPaths(folder)
+    jobs = {i: json.loads(p.read_text()) for i in range(1, 9)
+            for p in paths.jobs.glob(f"*/{i:06d}.json")}
+    outcome = {i: (j["state"], j.get("failure"), j.get("reason")) for i, j in jobs.items()}
+    assert outcome[1] == ("failed", "exit_code", "killed by signal SIGKILL")
+    assert outcome[2] == ("failed", "timeout", "killed after the time limit of 6 s")
+    assert outcome[3] == ("failed", "exception", "ValueError: after the flood")
+    assert outcome[4] == ("failed", "bad_result", "unreadable result file; completed")
+    assert outcome[5] == ("failed", "no_result", "completed")
+    assert outcome[6] == ("failed", "bad_result", "unreadable result file; completed")
+    assert outcome[7][0] == outcome[8][0] == "complete"
+    assert (paths.output / "000003.out").stat().st_size > 3_000_000
+    tail = jobs[3]["stderr_tail"]
+    assert len(tail) < 5000 and "last words" in tail and not any(ch in tail for ch in "\x00\x1b\x07")
+    for job_id in range(1, 7):
+        assert log.count(f"failed    job {job_id} ") == 1
+    assert "\x00" not in (paths.log.read_text()) and "\x1b" not in log
+    assert_folder_ok(folder, folder / "runs.txt")
+
+
+def test_a_job_started_twice_is_evaluated_once(tmp_path):
+    """Two runners of one job at once (a resubmission after a daemon crash): one evaluates, the
+    other waits for it and exits with its result; the wrapper ran once."""
+    folder = write_experiment(tmp_path / "exp", quick_config(),
+                              {"wrapper.py": counting_wrapper("time.sleep(1.0)")})
+    paths = ExperimentPaths(folder)
+    for sub in (paths.inputs, paths.results):
+        sub.mkdir(parents=True)
+    atomic_write_json(paths.input_file(5), {"x": [1.0], "y": [2.0]})
+    runners = [subprocess.Popen(command_for(paths.experiment, 5), cwd=folder, stderr=subprocess.PIPE, text=True)
+               for _ in range(3)]
+    outputs = [r.communicate(timeout=60)[1] for r in runners]
+    assert [r.returncode for r in runners] == [0, 0, 0]
+    assert logged_runs(folder / "runs.txt") == [5]
+    assert sum("is already claimed by host" in err for err in outputs) == 2
+    result = json.loads(paths.result_file(5).read_text())
+    claim = json.loads(paths.claim_file(5).read_text())
+    assert result["status"] == "ok" and claim["pid"] in [r.pid for r in runners]
+    # a claim left by a runner that died before writing a result: the next runner exits at once
+    claim["pid"] = 2 ** 22 + 1  # no such process
+    paths.claim_file(6).write_text(json.dumps(claim))
+    atomic_write_json(paths.input_file(6), {"x": [1.0], "y": [2.0]})
+    late = subprocess.run(command_for(paths.experiment, 6), cwd=folder, capture_output=True, text=True, timeout=60)
+    assert late.returncode == 1 and not paths.result_file(6).exists()
+    assert logged_runs(folder / "runs.txt") == [5]

@@ -1,0 +1,276 @@
+"""config.json validation: each mistake gives its one named message, exit code 2, and no state."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers.experiments import BRANIN_VARIABLES, cli, quick_config, write_experiment
+from spearmint_nn import cli as cli_module
+from spearmint_nn.experiment.config import KEYS, load_config, optimizer_options
+from spearmint_nn.drivers.base import available_drivers
+
+INSTALLED = ", ".join(sorted(available_drivers()))
+
+
+def _with(**changes):
+    config = quick_config()
+    for key, value in changes.items():
+        key = key.replace("_", "-")
+        if value is DELETE:
+            config.pop(key)
+        else:
+            config[key] = value
+    return json.dumps(config)
+
+
+DELETE = object()
+
+# (case name, config.json text or bytes, expected message with {dir} for the experiment folder)
+BAD_CONFIGS = [
+    ("syntax", '{"language": "PYTHON",}',
+     "config.json: invalid JSON at line 1 column 23: Expecting property name enclosed in double quotes"),
+    ("duplicate key", '{"max-concurrent": 2, "max-concurrent": 3}',
+     "max-concurrent: duplicate key (JSON objects must not repeat a key)"),
+    ("nested duplicate key", '{"variables": {"x": {"type": "FLOAT", "min": 0, "min": 1, "max": 2}}}',
+     "variables.x.min: duplicate key (JSON objects must not repeat a key)"),
+    ("not UTF-8", b'{"experiment-name": "caf\xe9"}',
+     "config.json: is not UTF-8 text (byte 0xe9 at offset 24)"),
+    ("not an object", "[1, 2]", "config.json: must hold a JSON object (got list)"),
+    ("unknown key", _with(max_concurent=3), "max-concurent: unknown key (did you mean 'max-concurrent'?)"),
+    ("no variables", _with(variables=DELETE),
+     'variables: required: the search space, e.g. {{"x": {{"type": "FLOAT", "min": 0, "max": 1}}}}'),
+    ("min above max", _with(variables={"lr": {"type": "FLOAT", "min": 1.0, "max": 0.1}}),
+     "variables.lr.min: must be < max (got 1.0 >= 0.1)"),
+    ("unknown variable key", _with(variables={"lr": {"type": "FLOAT", "min": 0, "max": 1, "sclae": "log"}}),
+     "variables.lr.sclae: unknown key (did you mean 'scale'?)"),
+    ("language", _with(language="MATLAB"), "language: must be one of PYTHON, SHELL (got 'MATLAB')"),
+    ("missing wrapper", _with(**{"main-file": "nothere"}), "main-file: no such file: {dir}/nothere.py"),
+    ("wrapper outside", _with(**{"main-file": "../wrapper.py"}),
+     "main-file: must be inside the experiment folder (got '../wrapper.py' -> {parent}/wrapper.py)"),
+    ("max-concurrent zero", _with(max_concurrent=0), "max-concurrent: must be >= 1 (got 0)"),
+    ("max-finished-jobs text", _with(max_finished_jobs="ten"), "max-finished-jobs: must be an integer (got 'ten')"),
+    ("polling-time text", _with(polling_time="fast"), "polling-time: must be a finite number of seconds (got 'fast')"),
+    ("two objectives", _with(tasks={"a": {"type": "OBJECTIVE"}, "b": {"type": "OBJECTIVE"}}),
+     "tasks: must have exactly one OBJECTIVE task (got 2: ['a', 'b'])"),
+    ("task type typo", _with(tasks={"f": {"type": "OBJECTIVE"}, "c": {"type": "CONSTRIANT"}}),
+     "tasks.c.type: must be one of OBJECTIVE, CONSTRAINT (got 'CONSTRIANT') (did you mean 'CONSTRAINT'?)"),
+    ("likelihood", _with(likelihood="NOISY"), "likelihood: must be one of NOISELESS, GAUSSIAN (got 'NOISY')"),
+    ("driver name", _with(driver={"name": "slrum"}),
+     f"driver.name: no driver named 'slrum' (did you mean 'slurm'?); installed: {INSTALLED}"),
+    ("driver option", _with(driver={"name": "local", "time-limt": 10}),
+     "driver.time-limt: unknown option for the local driver (did you mean 'time-limit'?); valid options: time-limit"),
+    ("driver time-limit", _with(driver={"name": "local", "time-limit": "soon"}),
+     "driver.time-limit: must be seconds or [D-]HH:MM:SS (got 'soon')"),
+    ("model typo", _with(model="dnog"), "model: must be one of auto, dngo, dngo-warp, gp, gp-nowarp, sobol (got 'dnog') (did you mean 'dngo'?)"),
+    ("kernel typo", _with(kernel="matern"),
+     "kernel: must be one of matern52, squared-exponential (got 'matern') (did you mean 'matern52'?)"),
+    ("shell without command", _with(language="SHELL", **{"main-file": DELETE}),
+     'command: required for language SHELL: an argument list such as ["bash", "run.sh"]'),
+    ("command as one string", _with(language="SHELL", command="bash run.sh", **{"main-file": DELETE}),
+     'command: must be a list of arguments such as ["bash", "run.sh"], not one string'),
+    ("seed negative", _with(seed=-1), "seed: must be >= 0 (got -1)"),
+    ("restart-after negative", _with(restart_after=-1), "restart-after: must be >= 0 (got -1)"),
+]
+
+
+def _write(folder: Path, text: str | bytes) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "wrapper.py").write_text("def main(job_id, params):\n    return 0.0\n")
+    (folder.parent / "wrapper.py").write_text("def main(job_id, params):\n    return 0.0\n")
+    data = text.encode() if isinstance(text, str) else text
+    (folder / "config.json").write_bytes(data)
+    return folder
+
+
+@pytest.mark.parametrize("name,text,expected", BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
+def test_bad_config_names_key_exits_2_and_writes_nothing(tmp_path, capsys, name, text, expected):
+    folder = _write(tmp_path / "exp", text)
+    before = sorted(p.name for p in folder.iterdir())
+    code = cli_module.main(["run", str(folder)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == "spearmint-nn: " + expected.format(dir=folder.resolve(), parent=tmp_path.resolve()) + "\n"
+    assert sorted(p.name for p in folder.iterdir()) == before
+    assert not (folder / ".spearmint").exists()
+
+
+def test_at_least_fifteen_distinct_mistakes():
+    assert len({message for _, _, message in BAD_CONFIGS}) >= 15
+
+
+def test_wrapper_symlink_escaping_the_folder_is_refused(tmp_path, capsys):
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text("def main(job_id, params):\n    return 1.0\n")
+    folder = write_experiment(tmp_path / "exp", quick_config(**{"main-file": "link.py"}))
+    os.symlink(outside, folder / "link.py")
+    assert cli_module.main(["run", str(folder)]) == 2
+    assert capsys.readouterr().err == (f"spearmint-nn: main-file: must be inside the experiment folder "
+                                       f"(got 'link.py' -> {outside.resolve()})\n")
+    assert not (folder / ".spearmint").exists()
+
+
+def test_missing_config_and_driver_flag_override(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli_module.main(["status", str(empty)]) == 2
+    assert capsys.readouterr().err == f"spearmint-nn: config.json: not found ({empty.resolve()}/config.json)\n"
+    folder = write_experiment(tmp_path / "exp", quick_config(), {"wrapper.py": "def main(j, p):\n    return 1\n"})
+    assert cli_module.main(["run", str(folder), "--driver", "nosuch"]) == 2
+    assert capsys.readouterr().err.startswith("spearmint-nn: driver.name: no driver named 'nosuch'")
+    assert not (folder / ".spearmint").exists()
+
+
+def test_real_process_exit_code_is_2(tmp_path):
+    folder = _write(tmp_path / "exp", _with(max_concurrent=-1))
+    result = cli("run", folder)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "spearmint-nn: max-concurrent: must be >= 1 (got -1)"
+    assert not (folder / ".spearmint").exists()
+
+
+def test_spearmint_config_with_defaults(tmp_path):
+    folder = write_experiment(tmp_path / "exp", {
+        "language": "PYTHON", "main-file": "branin", "experiment-name": "simple",
+        "likelihood": "NOISELESS", "variables": BRANIN_VARIABLES,
+    }, {"branin.py": "def main(job_id, params):\n    return 1.0\n"})
+    config = load_config(folder)
+    assert config.main_file == (folder / "branin.py").resolve()
+    assert config.name == "simple"
+    assert list(config.tasks) == ["main"] and config.objective == "main"
+    assert config.tasks["main"].likelihood == "NOISELESS"
+    assert config.driver_name == "local" and config.driver_options == {}
+    assert config.max_concurrent == 1 and config.max_finished_jobs is None
+    assert config["model"] == "auto" and config["initial-design"] == 3  # two parameters, plus one
+    assert config["torch-threads"] == 1
+    options = optimizer_options(config)
+    assert options["model"] == "auto" and options["tasks"] == {"main": "OBJECTIVE"}
+    assert options["initial_design"] == 3 and options["torch_threads"] == 1
+    assert options["kernel"] == "matern52"
+    assert options["restart_after"] == 10 and options["budget"] is None  # max-finished-jobs: no limit
+    assert set(KEYS) >= {"language", "main-file", "max-concurrent", "driver", "model", "seed"}
+
+
+def test_the_budget_and_restart_after_reach_the_optimizer(tmp_path):
+    from spearmint_nn.search.optimizer import Optimizer
+
+    folder = write_experiment(tmp_path / "exp", quick_config(**{"max-finished-jobs": 40, "restart-after": 0}),
+                              {"wrapper.py": ""})
+    config = load_config(folder)
+    opt = Optimizer(config.variables, **optimizer_options(config))
+    assert opt.budget == 40 and opt.restart_after == 0
+
+
+def test_tasks_and_driver_shorthand(tmp_path):
+    folder = write_experiment(tmp_path / "exp", quick_config(
+        tasks={"loss": {"type": "objective"}, "mem": {"type": "CONSTRAINT", "likelihood": "noiseless"}},
+        driver="local"), {"wrapper.py": ""})
+    config = load_config(folder, driver_override="local")
+    assert config.objective == "loss" and config.constraints == ["mem"]
+    assert config.tasks["mem"].likelihood == "NOISELESS" and config.tasks["loss"].likelihood == "GAUSSIAN"
+    assert config.values["driver"] == {"name": "local"}
+
+
+def test_output_transform_names_match_the_transforms_module():
+    from spearmint_nn.experiment.config import KEYS, OUTPUT_TRANSFORMS
+    from spearmint_nn.search.transforms import AUTO, TRANSFORM_CHOICES
+
+    assert set(OUTPUT_TRANSFORMS) == set(TRANSFORM_CHOICES)
+    assert KEYS["output-transform"].default == AUTO
+
+
+# ---- Spearmint's resources and task-level keys ------------------------------------------------
+
+def _spearmint(resources=None, **changes):
+    """Spearmint's examples/constrained config, in the spelling its main.py reads."""
+    config = {"language": "PYTHON", "experiment-name": "branin-constrained", "likelihood": "NOISELESS",
+              "variables": BRANIN_VARIABLES,
+              "tasks": {"branin": {"type": "OBJECTIVE", "main-file": "wrapper", "resources": ["my-machine"]},
+                        "y_at_least_x": {"type": "CONSTRAINT", "main-file": "wrapper"}}}
+    if resources is not DELETE:
+        config["resources"] = resources or {"my-machine": {"scheduler": "local", "max-concurrent": 5,
+                                                           "max-finished-jobs": 100}}
+    config.update(changes)
+    return {key: value for key, value in config.items() if value is not DELETE}
+
+
+SPEARMINT_MISTAKES = [
+    ("PBS", _spearmint({"cluster": {"scheduler": "PBS"}}, tasks=DELETE, **{"main-file": "wrapper"}),
+     'resources.cluster.scheduler: PBS is not supported (spearmint-nn drives local, SGE, SLURM): write "SGE" or '
+     '"SLURM" if the cluster offers one, or "local" to run the jobs on the daemon\'s machine'),
+    ("unknown scheduler", _spearmint({"my-machine": {"scheduler": "Slurm2"}}),
+     "resources.my-machine.scheduler: must be one of local, SGE, SLURM (got 'Slurm2') (did you mean 'slurm'?)"),
+    ("two resources", _spearmint({"my-machine": {"scheduler": "local"}, "cluster": {"scheduler": "SLURM"}}),
+     'resources: declares 2 resources (my-machine, cluster); spearmint-nn runs one driver per experiment: keep one, '
+     'or remove resources and write "driver": {"name": "slurm"} (or sge, local) with max-concurrent and '
+     'max-finished-jobs at the top level'),
+    ("max-concurrent twice", _spearmint(**{"max-concurrent": 2}),
+     "max-concurrent, resources.my-machine.max-concurrent: both given (2 and 5); keep one"),
+    ("max-finished-jobs twice", _spearmint(**{"max-finished-jobs": 50}),
+     "max-finished-jobs, resources.my-machine.max-finished-jobs: both given (50 and 100); keep one"),
+    ("driver and scheduler", _spearmint({"cluster": {"scheduler": "SGE"}}, tasks=DELETE, driver={"name": "slurm"},
+                                        **{"main-file": "wrapper"}),
+     "driver.name, resources.cluster.scheduler: both given ('slurm' and 'sge'); keep one"),
+    ("resource limit invalid", _spearmint({"my-machine": {"scheduler": "local", "max-concurrent": 0}}),
+     "resources.my-machine.max-concurrent: must be >= 1 (got 0)"),
+    ("a main-file per task", _spearmint(tasks={"branin": {"type": "OBJECTIVE", "main-file": "wrapper"},
+                                               "c": {"type": "CONSTRAINT", "main-file": "constraint"}}),
+     "tasks.branin.main-file, tasks.c.main-file: differ ('wrapper', 'constraint'); spearmint-nn runs one wrapper for "
+     "every task: write one top-level main-file whose main returns {task: value}"),
+    ("task main-file and top level", _spearmint(**{"main-file": "other"}),
+     "main-file, tasks.branin.main-file: both given ('other' and 'wrapper'); keep one"),
+    ("task names an undeclared resource", _spearmint(tasks={"f": {"type": "OBJECTIVE", "resources": ["my-machien"]}},
+                                                     **{"main-file": "wrapper"}),
+     "tasks.f.resources: names 'my-machien', which is not a resource (declared: my-machine) (did you mean 'my-machine'?)"),
+    ("resources without a section", _spearmint(DELETE),
+     "tasks.branin.resources: names 'my-machine', which is not a resource (config.json has no resources section)"),
+    ("every unknown key at once", _spearmint(
+        {"my-machine": {"scheduler": "local", "max_concurrent": 1, "scheduler-args": "-q long"}},
+        tasks={"branin": {"type": "OBJECTIVE", "main_file": "wrapper", "resources": ["my-machine"]}},
+        variables={"x": {"type": "FLOAT", "min": 0, "max": 1, "sclae": "log"}},
+        choser="default_chooser", polling_time=1, **{"main-file": "wrapper"}),
+     "variables.x.sclae, tasks.branin.main_file, resources.my-machine.max_concurrent, "
+     "resources.my-machine.scheduler-args, choser, polling_time: unknown keys (variables.x.sclae: did you mean "
+     "'scale'?; tasks.branin.main_file: did you mean 'main-file'?; resources.my-machine.max_concurrent: did you "
+     "mean 'max-concurrent'?; resources.my-machine.scheduler-args: write the arguments as a list in "
+     "driver.extra-args instead; choser: did you mean 'chooser'?; polling_time: did you mean 'polling-time'?)"),
+]
+
+
+@pytest.mark.parametrize("name,config,expected", SPEARMINT_MISTAKES, ids=[c[0] for c in SPEARMINT_MISTAKES])
+def test_spearmint_sections_that_cannot_be_translated_say_what_to_write(tmp_path, capsys, name, config, expected):
+    folder = _write(tmp_path / "exp", json.dumps(config))
+    assert cli_module.main(["run", str(folder)]) == 2
+    assert capsys.readouterr().err == f"spearmint-nn: {expected}\n"
+    assert not (folder / ".spearmint").exists()
+
+
+def test_spearmint_resource_and_task_keys_become_ours(tmp_path):
+    folder = write_experiment(tmp_path / "exp", _spearmint(), {"wrapper.py": "def main(job_id, params):\n    return 1.0\n"})
+    config = load_config(folder)
+    assert config.main_file == (folder / "wrapper.py").resolve() and config.language == "PYTHON"
+    assert config.driver_name == "local" and config.max_concurrent == 5 and config.max_finished_jobs == 100
+    assert optimizer_options(config)["budget"] == 100
+    assert config.tasks["branin"].likelihood == "NOISELESS" and config.constraints == ["y_at_least_x"]
+
+
+@pytest.mark.parametrize("scheduler,driver", [("SGE", "sge"), ("SLURM", "slurm"), ("slurm", "slurm"), ("Local", "local")])
+def test_a_resources_scheduler_names_the_driver_and_keeps_driver_options(tmp_path, scheduler, driver):
+    options = {"time-limit": 600}
+    folder = write_experiment(tmp_path / "exp", _spearmint({"cluster": {"scheduler": scheduler}}, tasks=DELETE,
+                                                           driver=options, **{"main-file": "wrapper",
+                                                                              "max-concurrent": 3}),
+                              {"wrapper.py": ""})
+    config = load_config(folder)
+    assert (config.driver_name, config.driver_options, config.max_concurrent) == (driver, options, 3)
+    assert config.max_finished_jobs is None
+
+
+def test_agreeing_top_level_and_spearmint_keys_are_accepted(tmp_path):
+    folder = write_experiment(tmp_path / "exp", _spearmint(driver="local", **{"max-concurrent": 5, "main-file": "wrapper.py"}),
+                              {"wrapper.py": ""})
+    config = load_config(folder)
+    assert (config.driver_name, config.max_concurrent, config.main_file.name) == ("local", 5, "wrapper.py")
+

@@ -1,0 +1,187 @@
+"""The Optimizer's Python API: refused observations change nothing, handed-out points stay
+pending until observed, maximisation, tasks as config.json writes them, clear errors for wrong
+arguments, and scalar values for size-1 variables."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from spearmint_nn.errors import ConfigError
+from spearmint_nn.models import MODELS
+from spearmint_nn.search.maximize import point_key
+from spearmint_nn.search.optimizer import AUTO_GP_MAX_IN_FLIGHT, Optimizer
+from helpers.models import ExactGP
+
+torch.set_num_threads(1)
+
+SQUARE = {"x": {"type": "FLOAT", "min": 0, "max": 1}, "y": {"type": "FLOAT", "min": 0, "max": 1}}
+
+
+@pytest.fixture
+def exact_gp(monkeypatch):
+    """Register the exact-GP test double as model "exact"."""
+    monkeypatch.setitem(MODELS, "exact", lambda n_inputs, seed=None, **kw: ExactGP(n_inputs, lengthscales=(0.2, 0.35)))
+    return "exact"
+
+
+def bowl(p) -> float:
+    return float((p["x"][0] - 0.3) ** 2 + (p["y"][0] - 0.6) ** 2)
+
+
+def keys(opt: Optimizer, points) -> list[tuple]:
+    return [point_key(row) for row in opt.space.encode(list(points))]
+
+
+# ------------------------------------------------------------------------- refused observations
+
+@pytest.mark.parametrize("value, error", [
+    ("1.5", ValueError),                      # not a number
+    ({"main": 1.0, "mian": 2.0}, ValueError),  # unknown task
+    ({"main": [1.0, 2.0]}, ValueError),        # not a number either
+])
+def test_a_refused_value_leaves_the_optimizer_unchanged(exact_gp, value, error):
+    opt = Optimizer(SQUARE, model=exact_gp, seed=0, initial_design=3)
+    for params in opt.suggest(4):
+        opt.observe(params, bowl(params))
+    params = opt.suggest(1)[0]
+    with pytest.raises(error):
+        opt.observe(params, value)
+    with pytest.raises(ValueError):
+        opt.observe(params, 1.0, duration="ten seconds")
+    assert opt.n_observed == 4 and len(opt._data.objective) == 4 and len(opt._data.durations) == 4
+    assert keys(opt, opt.pending) == keys(opt, [params])  # still awaiting its result
+    opt.observe(params, bowl(params))
+    assert opt.n_observed == 5 and opt.pending == []
+    assert len(opt.suggest(2)) == 2  # used to raise IndexError: a point without its value
+
+
+def test_params_outside_the_space_are_refused_before_anything_is_recorded():
+    opt = Optimizer(SQUARE, model="sobol", seed=0)
+    with pytest.raises(ConfigError):
+        opt.observe({"x": [2.0], "y": [0.5]}, 1.0)
+    with pytest.raises(ConfigError):
+        opt.observe({"x": [0.5]}, 1.0)
+    assert opt.n_observed == 0 and opt.incumbent is None
+
+
+# ----------------------------------------------------------------------- remembered pending jobs
+
+def test_handed_out_points_are_pending_until_observed(exact_gp):
+    opt = Optimizer(SQUARE, model=exact_gp, seed=1, initial_design=3)
+    for params in opt.suggest(5):
+        opt.observe(params, bowl(params))
+    first = opt.suggest(1)
+    second = opt.suggest(1)  # the first is running: the model fantasises it and avoids it
+    assert keys(opt, first) != keys(opt, second)
+    assert keys(opt, opt.pending) == keys(opt, first + second)
+    opt.observe(second[0], bowl(second[0]))
+    assert keys(opt, opt.pending) == keys(opt, first)
+    assert opt.forget(first[0]) and not opt.forget(first[0]) and opt.pending == []
+
+
+def test_a_point_both_remembered_and_passed_as_pending_counts_once():
+    opt = Optimizer(SQUARE, seed=2)  # "auto" switches to DNGO above AUTO_GP_MAX_IN_FLIGHT in flight
+    running = opt.suggest(AUTO_GP_MAX_IN_FLIGHT - 1)
+    opt.suggest(1, pending=running)  # 19 remembered, the same 19 passed, 1 new: 20 in flight
+    assert opt.surrogate_name == "gp"
+    assert len(opt.pending) == AUTO_GP_MAX_IN_FLIGHT
+    elsewhere = [{"x": [0.5], "y": [0.5]}]
+    batch = opt.suggest(1, pending=elsewhere)  # pending passed explicitly are used in addition
+    assert keys(opt, batch) != keys(opt, elsewhere) and opt.surrogate_name == "dngo"
+
+
+# ------------------------------------------------------------------------------------ direction
+
+def test_maximize_negates_the_objective_and_reports_in_the_users_sign(exact_gp):
+    opt = Optimizer(SQUARE, model=exact_gp, seed=3, initial_design=4, direction="maximize")
+    values = []
+    for _ in range(14):
+        params = opt.suggest(1)[0]
+        values.append(5.0 - bowl(params))  # highest, 5, at (0.3, 0.6)
+        opt.observe(params, values[-1])
+    params, value = opt.incumbent
+    assert value == max(values) and 5.0 - bowl(params) == value
+    assert value > 4.99  # the search went up, not down
+
+
+def test_maximize_leaves_constraints_alone_and_accepts_spearmint_dict_values():
+    tasks = {"f": "OBJECTIVE", "c": "CONSTRAINT"}
+    opt = Optimizer(SQUARE, model="sobol", seed=0, tasks=tasks, direction="MAXIMIZE")
+    points = opt.suggest(3)
+    opt.observe(points[0], {"f": 10.0, "c": -1.0})  # the highest, but infeasible
+    opt.observe(points[1], {"f": 3.0, "c": 0.5})
+    opt.observe(points[2], {"f": 7.0, "c": 0.0})
+    params, value = opt.incumbent
+    assert value == 7.0 and keys(opt, [params]) == keys(opt, points[2:])
+    assert opt.direction == "maximize"
+
+
+# ------------------------------------------------------------------------- tasks and arguments
+
+def test_tasks_as_written_in_config_json_are_accepted_with_their_likelihoods():
+    tasks = {"main": {"type": "OBJECTIVE"}, "c": {"type": "CONSTRAINT", "likelihood": "NOISELESS"}}
+    opt = Optimizer(SQUARE, model="sobol", tasks=tasks)
+    assert opt.objective == "main" and opt.constraints == ["c"] and opt.likelihoods == {"c": "NOISELESS"}
+    # likelihoods= says otherwise for c; a task object's Spearmint run keys are accepted
+    tasks["main"]["main-file"] = "wrapper.py"
+    opt = Optimizer(SQUARE, model="sobol", tasks=tasks, likelihoods={"c": "gaussian", "main": "NOISELESS"})
+    assert opt.likelihoods == {"c": "GAUSSIAN", "main": "NOISELESS"}
+    mixed = Optimizer(SQUARE, model="sobol", tasks={"f": "objective", "c": {"type": "constraint"}})
+    assert mixed.objective == "f" and mixed.constraints == ["c"]
+
+
+@pytest.mark.parametrize("kwargs, path", [
+    ({"tasks": {"main": {"type": "OBJECTIV"}}}, "tasks.main.type"),
+    ({"tasks": {"main": {"likelihood": "NOISELESS"}}}, "tasks.main.type"),
+    ({"tasks": {"main": {"type": "OBJECTIVE", "likelihod": "NOISELESS"}}}, "tasks.main.likelihod"),
+    ({"tasks": {"main": {"type": "OBJECTIVE", "likelihood": "LOUD"}}}, "tasks.main.likelihood"),
+    ({"tasks": {"main": 3}}, "tasks.main"),
+    ({"tasks": {"c": "CONSTRAINT"}}, "tasks"),
+    ({"tasks": {"a": "OBJECTIVE", "b": "OBJECTIVE"}}, "tasks"),
+    ({"tasks": ["main"]}, "tasks"),
+    ({"tasks": {}}, "tasks"),
+    ({"likelihoods": {"mian": "NOISELESS"}}, "likelihoods.mian"),
+    ({"likelihoods": {"main": "LOUD"}}, "likelihoods.main"),
+    ({"likelihoods": "NOISELESS"}, "likelihoods"),
+    ({"direction": "minimise"}, "direction"),
+    ({"direction": -1}, "direction"),
+    ({"model": ["gp"]}, "model"),
+    ({"fantasies": "3"}, "fantasies"),
+    ({"initial_design": -1}, "initial-design"),
+    ({"seed": 1.5}, "seed"),
+    ({"budget": 0}, "max-finished-jobs"),
+    ({"model_options": "fast"}, "model-options"),
+])
+def test_every_wrong_argument_is_a_config_error_naming_it(kwargs, path):
+    with pytest.raises(ConfigError) as error:
+        Optimizer(SQUARE, **{"model": "sobol", **kwargs})
+    assert error.value.path == path, str(error.value)
+
+
+def test_variables_that_are_not_a_dict_are_a_config_error():
+    with pytest.raises(ConfigError) as error:
+        Optimizer([("x", {"type": "FLOAT", "min": 0, "max": 1})])
+    assert error.value.path == "variables"
+
+
+def test_suggest_refuses_a_negative_or_non_integer_count():
+    opt = Optimizer(SQUARE, model="sobol", seed=0)
+    for n in (-1, 1.5, "2"):
+        with pytest.raises(ValueError):
+            opt.suggest(n)
+    assert opt.suggest(0) == [] and opt.pending == []
+
+
+# ----------------------------------------------------------------------------------- scalars
+
+def test_size_one_variables_take_plain_numbers():
+    opt = Optimizer({"x": {"type": "FLOAT", "min": 0, "max": 2}, "n": {"type": "INT", "min": 0, "max": 5}},
+                    model="sobol", seed=0)
+    opt.observe({"x": 1.5, "n": 2}, 0.5)
+    opt.observe({"x": np.float64(0.5), "n": np.int64(3)}, np.float32(0.25))
+    params, value = opt.incumbent
+    assert value == 0.25 and float(params["x"][0]) == 0.5 and int(params["n"][0]) == 3
+    assert not math.isnan(opt._data.objective[0])

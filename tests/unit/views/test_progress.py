@@ -1,0 +1,228 @@
+"""The snapshot of an experiment folder, the live progress line and ``status --watch``.
+
+``write_finished_experiment`` (tests/helpers/experiments.py) builds real experiment folders.
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from helpers.experiments import cli
+from spearmint_nn.experiment.config import load_config
+from spearmint_nn.daemon.reporting import Reporter
+from spearmint_nn.experiment.layout import ExperimentPaths
+from spearmint_nn.views.progress import (
+    DaemonProgress, LiveLine, format_duration, progress_text, take_snapshot, watch,
+)
+from spearmint_nn.experiment.store import Store
+
+from helpers.experiments import write_finished_experiment as write_experiment
+
+
+def test_snapshot_counts_best_and_completion_order(tmp_path):
+    exp = write_experiment(tmp_path, 30, failures=True, constraint=True, running=2, budget=50)
+    snap = take_snapshot(exp)
+    assert snap.name == "demo" and snap.budget == 50 and snap.concurrency == 2
+    assert snap.objective == "loss" and snap.constraints == ("mem",)
+    assert snap.counts == {"pending": 0, "running": 2, "complete": 26, "failed": 4}
+    finished_times = [job["finished"] for job in snap.finished]
+    assert finished_times == sorted(finished_times) and len(finished_times) == 30
+    assert [j["id"] for j in snap.finished] != sorted(j["id"] for j in snap.finished)
+    feasible = [j for j in snap.jobs if j["state"] == "complete" and j["values"]["mem"] >= 0]
+    assert snap.best["id"] == min(feasible, key=lambda j: j["value"])["id"] == snap.store.best(snap.config)["id"]
+    assert all(snap.is_feasible(j) == (j in feasible) for j in snap.jobs)
+
+
+def test_snapshot_of_a_folder_with_a_broken_config_still_lists_jobs(tmp_path):
+    exp = write_experiment(tmp_path, 5)
+    (exp / "config.json").write_text("{not json")
+    snap = take_snapshot(exp)
+    assert snap.space is None and snap.budget is None and len(snap.jobs) == 5
+    assert snap.best is not None and snap.name == "demo"
+
+
+def test_eta_from_observed_durations(tmp_path):
+    exp = write_experiment(tmp_path, 10, budget=30)
+    snap = take_snapshot(exp)
+    mean = sum(snap.durations()) / len(snap.durations())
+    assert snap.eta_seconds() == pytest.approx(20 * mean / 2)  # 20 jobs left, 2 slots
+    assert take_snapshot(write_experiment(tmp_path, 0, name="empty")).eta_seconds() is None
+
+
+def test_progress_text_has_the_numbers_and_no_control_characters(tmp_path):
+    snap = take_snapshot(write_experiment(tmp_path, 12, failures=True, running=2, budget=40))
+    snap.last_refit_s = 1.234
+    text = progress_text(snap)
+    assert text.startswith("demo: 12/40 done, 2 running, 1 failed, best ")
+    assert " finished " not in text and " failed " not in text  # event words counted in daemon.log
+    assert f"(job {snap.best['id']})" in text and "refit 1.2s" in text and "ETA " in text
+    assert all(ch.isprintable() for ch in text)
+
+
+def test_format_duration():
+    assert [format_duration(s) for s in (0, 42, 250, 3 * 3600 + 300, 2 * 86400 + 4 * 3600)] == \
+        ["0s", "42s", "4m10s", "3h05m", "2d04h"]
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_live_line_keeps_log_lines_above_it():
+    out = FakeTerminal()
+    live = LiveLine(out)
+    live.show("1/10 finished")
+    live.above("job 1 finished: 0.5")
+    live.show("2/10 finished")
+    live.close()
+    assert out.getvalue() == ("\r1/10 finished\x1b[K"
+                              "\r\x1b[Kjob 1 finished: 0.5\n\r1/10 finished\x1b[K"
+                              "\r2/10 finished\x1b[K\n")
+
+
+def test_live_line_is_cut_to_the_terminal_width(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "30")
+    out = FakeTerminal()
+    LiveLine(out).show("x" * 100)
+    assert out.getvalue() == "\r" + "x" * 29 + "\x1b[K"
+
+
+def _daemon_like(exp: Path, stream: io.StringIO, interactive: bool | None) -> tuple[Reporter, DaemonProgress, Store]:
+    """A Reporter and a loaded Store as the daemon builds them, with the progress display attached."""
+    config = load_config(exp, check_driver=False)
+    reporter = Reporter(config.paths.log, stream)
+    # Every event is due: these tests are about which events show progress, not the rate limit
+    # (on a loaded machine a slow first snapshot postponed the next one past the test's events).
+    progress = DaemonProgress(config, stream=stream, interactive=interactive, time_share=1.0)
+    store = Store(config.paths).load_all()
+    progress.attach(reporter, store)
+    return reporter, progress, store
+
+
+def test_daemon_progress_on_a_terminal_redraws_below_the_log(tmp_path):
+    exp = write_experiment(tmp_path, 3, budget=10)
+    term = FakeTerminal()
+    reporter, progress, _ = _daemon_like(exp, term, interactive=None)
+    try:
+        assert progress.interactive
+        reporter.event("model", "suggested 1 point(s)", refit_seconds=2.5)
+        reporter.event("submitted", "job 4 as local 123", job=4)
+    finally:
+        progress.close()
+        reporter.close()
+    text = term.getvalue()
+    lines = text.split("\n")
+    assert "model     suggested 1 point(s)" in lines[0] and "submitted job 4" in lines[1]
+    expected = progress_text(take_snapshot(exp, last_refit_s=2.5))
+    assert expected.startswith("demo: 3/10 done, 0 running, 0 failed, best ") and "refit 2.5s" in expected
+    assert text.endswith("\r" + expected + "\x1b[K\n")
+    # the log file gets plain lines only
+    log = ExperimentPaths(exp).log.read_text()
+    assert "submitted job 4" in log and "\x1b" not in log and "\r" not in log
+
+
+def test_daemon_progress_off_a_terminal_logs_a_plain_line_per_finished_job(tmp_path):
+    exp = write_experiment(tmp_path, 3, budget=10)
+    out = io.StringIO()
+    reporter, progress, store = _daemon_like(exp, out, interactive=None)
+    try:
+        assert not progress.interactive
+        job = store.new_job({"lr": [0.01], "layers": [2], "act": ["relu"], "w": [0.0, 0.0]}, "optimizer")
+        reporter.event("proposed", f"job {job['id']}", job=job["id"])
+        store.move(job["id"], "running", scheduler_id="1")
+        reporter.event("submitted", f"job {job['id']} as local 1", job=job["id"])
+        store.move(job["id"], "complete", values={"loss": -5.0}, value=-5.0, finished=2e9, duration=3.0)
+        reporter.event("finished", f"job {job['id']} value=-5", job=job["id"])
+    finally:
+        progress.close()
+        reporter.close()
+    lines = out.getvalue().splitlines()
+    progress_lines = [line for line in lines if " progress " in line]
+    assert len(progress_lines) == 2, lines  # not one per proposal or submission
+    assert "3/10 done" in progress_lines[0] and "4/10 done" in progress_lines[1]
+    assert f"best -5 (job {job['id']})" in progress_lines[1]
+    assert all(ch.isprintable() for line in lines for ch in line)
+    assert progress_lines[1] in ExperimentPaths(exp).log.read_text()
+
+
+def test_refit_time_from_the_proposer_thread_shows_at_the_next_event(tmp_path):
+    exp = write_experiment(tmp_path, 3, budget=10)
+    term = FakeTerminal()
+    reporter, progress, _ = _daemon_like(exp, term, interactive=True)
+    try:
+        worker = threading.Thread(target=reporter.event, args=("model", "suggested 1 point(s)"),
+                                  kwargs={"refit_seconds": 7.25})
+        worker.start()
+        worker.join()
+        assert "refit" not in term.getvalue()  # no snapshot of the store off its owner thread
+        reporter.event("proposed", "job 4", job=4)
+    finally:
+        progress.close()
+        reporter.close()
+    assert "refit 7.2s" in term.getvalue()
+
+
+def test_status_json_is_stable(tmp_path):
+    exp = write_experiment(tmp_path, 20, failures=True, constraint=True, running=2, budget=30)
+    result = cli("status", exp, "--json")
+    assert result.returncode == 0, result.stderr
+    status = json.loads(result.stdout)
+    assert set(status) == {"experiment", "name", "daemon", "counts", "finished", "max_finished_jobs",
+                           "objective", "best", "running", "recent_failures", "feasibility",
+                           "failures_by_kind", "failure_groups", "failure_group_count", "model_best"}
+    snap = take_snapshot(exp)
+    assert status["counts"] == snap.counts and status["finished"] == snap.budget_used == 20
+    assert status["max_finished_jobs"] == 30 and status["objective"] == "loss" and status["name"] == "demo"
+    assert set(status["best"]) == {"id", "value", "values", "params", "duration", "finished"}
+    assert status["best"]["id"] == snap.best["id"] and status["best"]["params"] == snap.best["params"]
+    assert [r["id"] for r in status["running"]] == [21, 22]
+    assert all(set(r) == {"id", "scheduler_id", "driver", "age_s"} for r in status["running"])
+    assert [f["id"] for f in status["recent_failures"]] == [7, 14]
+    assert all(set(f) == {"id", "failure", "reason"} for f in status["recent_failures"])
+    assert status["daemon"] == {"running": False}
+    # every 7th job failed the same way: one group; no model_best (no best.json written)
+    assert status["failure_group_count"] == 1 and status["model_best"] is None
+    assert [(g["count"], g["first_job"], g["last_job"], g["kind"]) for g in status["failure_groups"]] == [(2, 7, 14, "exception")]
+    feasibility = status["feasibility"]
+    assert set(feasibility) == {"feasible", "infeasible", "failed", "ignored"}
+    assert feasibility["feasible"] == sum(1 for j in snap.jobs if snap.is_feasible(j))
+    assert feasibility["failed"] + feasibility["ignored"] == snap.counts["failed"] == sum(status["failures_by_kind"].values())
+    assert feasibility["feasible"] + feasibility["infeasible"] == snap.counts["complete"]
+
+
+def test_status_watch_in_a_pipe_prints_plain_views_and_stops_at_the_budget(tmp_path):
+    exp = write_experiment(tmp_path, 5, budget=5)
+    result = cli("status", exp, "--watch", "--interval", "0.1", timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "jobs: 0 pending, 0 running, 5 complete, 0 failed" in result.stdout
+    assert re.fullmatch(r"demo: 5/5 done, 0 running, 0 failed, best [-\d.e+]+ \(job \d+\)",
+                        result.stdout.splitlines()[-1])
+    assert "\x1b" not in result.stdout and "\r" not in result.stdout
+    lines = cli("status", exp, "--watch", "--json", timeout=60).stdout.splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["finished"] == 5
+
+
+def test_watch_stops_when_the_budget_is_spent_and_on_ctrl_c(tmp_path):
+    done = write_experiment(tmp_path, 5, budget=5)
+    assert take_snapshot(done).search_is_over
+    out = io.StringIO()
+    watch(done, progress_text, stream=out, sleep=lambda s: pytest.fail("should not sleep"))
+    assert out.getvalue().count("5/5 done") == 1 and "\x1b" not in out.getvalue()
+
+    busy = write_experiment(tmp_path, 3, running=1, budget=5, name="busy")
+    naps: list[float] = []
+
+    def nap(seconds: float) -> None:
+        naps.append(seconds)
+        if len(naps) == 3:
+            raise KeyboardInterrupt
+
+    term = FakeTerminal()
+    watch(busy, progress_text, interval_s=0.5, stream=term, sleep=nap)
+    assert naps == [0.5] * 3 and term.getvalue().count("\x1b[H\x1b[2J") == 3
