@@ -21,7 +21,6 @@ from __future__ import annotations
 import abc
 import logging
 import math
-import os
 import re
 import shlex
 import subprocess
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from spearmint_nn.errors import ConfigError
+from spearmint_nn.files import atomic_write_bytes
 
 from .base import Driver, JobSpec, JobStatus, PollError, SchedulerState, SubmitError
 
@@ -156,18 +156,6 @@ def render_job_script(spec: JobSpec, setup: Sequence[str], submit_argv: Sequence
     lines += [f"cd {shlex.quote(str(spec.workdir))} || exit 1",
               "exec " + shlex.join(str(word) for word in spec.command), ""]
     return "\n".join(lines)
-
-
-def write_file_atomically(path: Path, text: str, mode: int = 0o755) -> None:
-    """Write ``text`` to ``path`` through a temporary file and one rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
 
 
 # ---- running scheduler commands ----------------------------------------------------------------
@@ -323,7 +311,8 @@ class BatchDriver(Driver):
             for path in (spec.stdout, spec.stderr):
                 # a missing output folder makes SGE park the job in an error state forever
                 path.parent.mkdir(parents=True, exist_ok=True)
-            write_file_atomically(spec.script_path, render_job_script(spec, self.setup, argv))
+            spec.script_path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(spec.script_path, render_job_script(spec, self.setup, argv).encode(), mode=0o755)
         except OSError as exc:
             raise SubmitError(f"cannot write the job script {spec.script_path}: {exc.strerror}", transient=False) from None
         try:

@@ -24,7 +24,8 @@ from .experiment.failures import group_failures
 from .experiment.layout import ExperimentPaths
 from .views.progress import printable_tail, read_model_best
 from .daemon.reporting import Reporter
-from .experiment.store import BadValues, Store, atomic_write_json, best_summary, check_values, is_feasible, read_json
+from .experiment.store import BadValues, Store, best_summary, check_values, is_feasible
+from .files import atomic_write_json, read_json
 
 RECENT_FAILURES = 5
 # Failure groups in ``status --json``: the largest ones, enough for any real run; thousands of

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable, Sequence
 
 
@@ -11,13 +12,21 @@ class ConfigError(ValueError):
     The message is always ``"<key path>: <problem>"``, e.g.
     ``variables.lr.min: must be < max (got 1.0 >= 0.1)``, so a user can find the key at once.
     A problem of several keys names them all, comma-separated, as its key path
-    (``max-concurrent, resources.cluster.max-concurrent: ...``).
+    (``max-concurrent, resources.cluster.max-concurrent: ...``). Control characters of a key
+    or value the user wrote are shown escaped (``\\n``), so the message stays one line.
     """
 
     def __init__(self, path: str, problem: str):
-        self.path = path
-        self.problem = problem
-        super().__init__(f"{path}: {problem}")
+        self.path = _escaped(path)
+        self.problem = _escaped(problem)
+        super().__init__(f"{self.path}: {self.problem}")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _escaped(text: str) -> str:
+    return _CONTROL.sub(lambda match: repr(match.group())[1:-1], text)
 
 
 def closest(word: str, choices: Iterable[str]) -> str:

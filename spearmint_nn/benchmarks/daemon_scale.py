@@ -54,7 +54,8 @@ from ..experiment.config import load_config
 from ..daemon.loop import Daemon
 from ..experiment.layout import ExperimentPaths
 from ..runner import command_for
-from ..experiment.store import Store, atomic_write_json
+from ..experiment.store import Store
+from ..files import atomic_write_json
 
 SLEEPY_WRAPPER = """
 import random

@@ -36,7 +36,8 @@ from ..experiment.claims import read_claim
 from ..runner import command_for
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
 from .reporting import CONTROL_CHARS, Reporter, plain
-from ..experiment.store import BadValues, Store, atomic_write_json, check_values, read_json
+from ..experiment.store import BadValues, Store, check_values
+from ..files import atomic_write_json, read_json
 from .summaries import SummaryWriter
 
 # The failure kind recorded when a job left the scheduler without writing a result file.

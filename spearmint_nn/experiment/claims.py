@@ -23,7 +23,7 @@ from typing import Any
 
 from ..drivers.local import _proc_stat
 from .layout import ExperimentPaths
-from .store import fsync_dir, read_json
+from ..files import fsync_dir, read_json
 
 # Environment variables through which schedulers tell a job its own id (SLURM_JOB_ID, JOB_ID
 # of Grid Engine, PBS_JOBID, LSB_JOBID, FLUX_JOB_ID, ...).

@@ -11,7 +11,7 @@ Files and invariants (schema in :mod:`spearmint_nn.experiment.layout`):
 * every job is one JSON file ``jobs/<state>/<id>.json`` whose ``state`` field names the folder;
 * a job id is never reused: ``next_id`` is persisted *before* a job's first file is written, and
   :meth:`Store.load_all` also takes the maximum over every job, input and result file;
-* every write is atomic (:func:`atomic_write_bytes`: temporary file in the same folder, flush,
+* every write is atomic (:mod:`spearmint_nn.files`: temporary file in the same folder, flush,
   fsync, ``os.replace``, fsync of the folder), so a reader sees the old or the new file, never
   half of one;
 * a ``running`` job whose ``scheduler_id`` is null is a submission the daemon started but may
@@ -41,14 +41,15 @@ import math
 import numbers
 import os
 import re
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .. import files
 from ..errors import ConfigError
+from ..files import TMP_SUFFIX, atomic_write_json, read_json
 from .layout import JOB_STATES, ExperimentPaths
 
 if TYPE_CHECKING:  # only for type hints; the store itself does not parse configs
@@ -59,61 +60,6 @@ FINAL_STATES = ("complete", "failed")
 STATE_RANK = {"pending": 0, "running": 1, "complete": 2, "failed": 2}
 _JOB_NAME = re.compile(r"^(\d{6,})\.json$")
 _DROP_NAME = re.compile(r"^\.drop-(\d{6,})\.json$")
-_TMP_SUFFIX = ".tmp"
-
-
-# ---- atomic files -----------------------------------------------------------------------------
-
-def fsync_dir(folder: Path) -> None:
-    """Make a rename inside ``folder`` durable (a no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` atomically and durably.
-
-    The temporary file is a dotfile in the same folder (``os.replace`` is atomic only within one
-    filesystem), ending in ``.tmp`` so that scans skip it.
-    """
-    path = Path(path)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}{_TMP_SUFFIX}"
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:  # e.g. a full disk: name the file the error is about
-        tmp.unlink(missing_ok=True)
-        if exc.filename is not None:
-            raise
-        raise OSError(exc.errno, exc.strerror, str(path)) from exc
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    """Write ``obj`` as strict JSON (no NaN/Infinity) atomically."""
-    atomic_write_bytes(path, (json.dumps(obj, indent=1, allow_nan=False) + "\n").encode("utf-8"))
-
-
-def read_json(path: Path) -> Any | None:
-    """The parsed JSON of ``path``, or None if it is missing, unreadable, not UTF-8 or not JSON."""
-    try:
-        return json.loads(Path(path).read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
 
 
 # ---- values returned by a wrapper or imported -------------------------------------------------
@@ -214,7 +160,7 @@ class Store:
                 continue
             for entry in sorted(os.listdir(folder)):
                 path = folder / entry
-                if entry.startswith(".") and entry.endswith(_TMP_SUFFIX):
+                if entry.startswith(".") and entry.endswith(TMP_SUFFIX):
                     if repair:
                         path.unlink(missing_ok=True)
                     continue
@@ -250,7 +196,7 @@ class Store:
             self.problems.append(f"job {job_id} found in {old['state']} and {state}: kept {keep['state']}")
             if repair:
                 self.paths.job_file(drop["state"], job_id).unlink(missing_ok=True)
-                fsync_dir(self.paths.job_dir(drop["state"]))
+                files.fsync_dir(self.paths.job_dir(drop["state"]))
             self._by_state[old["state"]].discard(job_id)
             job = keep
         self._jobs[job_id] = job
@@ -322,7 +268,7 @@ class Store:
         job = {**old, **fields, "state": state}
         atomic_write_json(self.paths.job_file(state, job_id), job)
         self.paths.job_file(old["state"], job_id).unlink(missing_ok=True)
-        fsync_dir(self.paths.job_dir(old["state"]))
+        files.fsync_dir(self.paths.job_dir(old["state"]))
         self._by_state[old["state"]].discard(job_id)
         self._by_state[state].add(job_id)
         self._jobs[job_id] = job
@@ -367,7 +313,7 @@ class Store:
             job_id = self.allocate_id()
             staged = folder / f".drop-{job_id:06d}.json"
             os.replace(path, staged)
-            fsync_dir(folder)
+            files.fsync_dir(folder)
             origin = path.name
         else:
             staged = folder / f".drop-{job_id:06d}.json"
@@ -375,7 +321,7 @@ class Store:
         payload = read_json(staged)
         job = self._job_from_drop(payload, origin, config, job_id)
         staged.unlink(missing_ok=True)
-        fsync_dir(folder)
+        files.fsync_dir(folder)
         return job
 
     def resume_intakes(self, config: "ExperimentConfig") -> list[dict[str, Any]]:
@@ -474,7 +420,7 @@ class Store:
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(header)
         writer.writerows(rows)
-        atomic_write_bytes(self.paths.results_csv, buffer.getvalue().encode("utf-8"))
+        files.atomic_write_bytes(self.paths.results_csv, buffer.getvalue().encode("utf-8"))
         best = self.best(config)
         if best is not None:
             summary = best_summary(best)

@@ -15,9 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-# By name, so a model's save is one write of the daemon's store (the same temporary file,
-# fsync and rename) without being one of the writes that the fault tests count there.
-from ..experiment.store import atomic_write_bytes
+from ..files import atomic_write_bytes
 
 
 class Surrogate(abc.ABC):

@@ -53,7 +53,8 @@ from torch import Tensor
 
 from ..experiment.layout import WARPINGS_FILE
 from .sampling import slice_sweep
-from .base import Surrogate, atomic_write_bytes
+from ..files import atomic_write_bytes
+from .base import Surrogate
 from .kernels import CORRELATIONS, Conditional, covariance, embed, squared_distances
 from .warping import (LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, WARP_PROBABILITY, BetaWarp, warp,
                       warped_column_indices, warping_summary)

@@ -72,7 +72,7 @@ from ..models.kernels import CORRELATIONS, Conditional
 from ..models.constraint_value import ConstraintValueModel
 from .maximize import KeepAway, continuous_columns, maximize, minimize_sample_path
 from .space import Space
-from ..experiment.store import atomic_write_bytes
+from ..files import atomic_write_bytes
 from .transforms import AUTO as TRANSFORM_AUTO
 from .transforms import OUTPUT_TRANSFORMS, TRANSFORM_CHOICES, LogShift, Standardise, YeoJohnson, default_transform
 

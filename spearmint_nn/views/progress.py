@@ -36,7 +36,8 @@ from ..experiment.failures import FailureGroup, group_failures
 from ..experiment.layout import JOB_STATES, ExperimentPaths
 from ..daemon.reporting import Reporter
 from ..search.space import Space
-from ..experiment.store import Store, is_feasible, read_json
+from ..experiment.store import Store, is_feasible
+from ..files import read_json
 from ..daemon.summaries import SUMMARY_TIME_SHARE, TimeShare
 
 CLEAR_TO_END = "\x1b[K"

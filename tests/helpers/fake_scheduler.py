@@ -251,14 +251,14 @@ class KilledInSubmit(LocalDriver):
 
 def _kill_at_write(n: int) -> None:
     """SIGKILL this process in its n-th atomic write, after half of the temporary file is written."""
-    import spearmint_nn.experiment.store as store
+    import spearmint_nn.files as files
 
-    real, count = store.atomic_write_bytes, [0]
+    real, count = files.atomic_write_bytes, [0]
 
-    def half_then_die(path: Path, data: bytes) -> None:
+    def half_then_die(path: Path, data: bytes, mode: int | None = None) -> None:
         count[0] += 1
         if count[0] < n:
-            return real(path, data)
+            return real(path, data, mode)
         path = Path(path)
         tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
         with open(tmp, "wb") as handle:
@@ -267,7 +267,7 @@ def _kill_at_write(n: int) -> None:
             os.fsync(handle.fileno())
         os.kill(os.getpid(), signal.SIGKILL)
 
-    store.atomic_write_bytes = half_then_die
+    files.atomic_write_bytes = half_then_die
 
 
 def main(argv: Sequence[str]) -> int:

@@ -18,7 +18,7 @@ from helpers.experiments import quick_config
 from spearmint_nn import cli as cli_module
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.runner import run_job
-from spearmint_nn.experiment.store import atomic_write_json
+from spearmint_nn.files import atomic_write_json
 
 FLOAT = {"type": "FLOAT", "min": 0, "max": 1}
 

@@ -10,7 +10,7 @@ from helpers.fake_scheduler import run_daemon
 from helpers.invariant_checks import assert_folder_ok, counting_wrapper, logged_runs
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.runner import command_for
-from spearmint_nn.experiment.store import atomic_write_json
+from spearmint_nn.files import atomic_write_json
 
 FAULTS = """
 import os, signal, sys, time

@@ -10,7 +10,7 @@ import pytest
 from helpers.experiments import quick_config, write_experiment
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.runner import command_for, run_job
-from spearmint_nn.experiment.store import atomic_write_json
+from spearmint_nn.files import atomic_write_json
 
 PARAMS = {"x": [1.5], "y": [2.0]}
 

@@ -18,7 +18,7 @@ from spearmint_nn.errors import ConfigError
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.runner import command_for
 from spearmint_nn.search.space import Space
-from spearmint_nn.experiment.store import atomic_write_json
+from spearmint_nn.files import atomic_write_json
 
 # examples/simple of Spearmint, in Python 3 syntax: the values go into numpy expressions, and
 # the size-1 array that comes out is converted with float() and printed with '%f'.

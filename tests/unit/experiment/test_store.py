@@ -11,7 +11,8 @@ import pytest
 import spearmint_nn.experiment.store as store_module
 from helpers.experiments import quick_config, write_experiment
 from spearmint_nn.experiment.config import load_config
-from spearmint_nn.experiment.store import BadValues, Store, atomic_write_json, check_values
+from spearmint_nn.experiment.store import BadValues, Store, check_values
+from spearmint_nn.files import atomic_write_json
 
 
 @pytest.fixture
