@@ -10,33 +10,23 @@ import argparse
 import csv
 import json
 import os
-import socket
 import sys
 import time
-from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from .experiment.config import ExperimentConfig, load_config, read_json_strict
-from .daemon.loop import Daemon, DaemonBusy, acquire_lock, cancel_jobs, counts_toward_budget, make_driver
-from .errors import ConfigError, DaemonError
-from .experiment.failures import group_failures
-from .experiment.layout import ExperimentPaths
-from .views.progress import printable_tail, read_model_best
+from .daemon.driving import cancel_jobs, make_driver
+from .daemon.loop import Daemon
 from .daemon.reporting import Reporter
-from .experiment.store import BadValues, Store, best_summary, check_values, is_feasible
-from .files import atomic_write_json, read_json
-
-RECENT_FAILURES = 5
-# Failure groups in ``status --json``: the largest ones, enough for any real run; thousands of
-# failures whose reasons differ in more than numbers would otherwise make the object huge.
-JSON_FAILURE_GROUPS = 50
-# The status text lists the largest groups, with the last lines of the output of the very
-# largest: what a user needs to see why jobs fail, in one screen. ``report --failures`` lists
-# every group with all the output kept.
-STATUS_FAILURE_GROUPS = 8
-STATUS_TAILED_GROUPS = 3
-STATUS_TAIL_LINES = 5
+from .daemon.summaries import job_table, write_summaries
+from .errors import ConfigError, DaemonError
+from .experiment.config import ExperimentConfig, load_config, read_json_strict
+from .experiment.failures import group_failures
+from .experiment.jobs import BadValues, JobState, check_values
+from .experiment.lock import DaemonBusy, acquire_lock
+from .experiment.store import Store
+from .files import atomic_write_json
+from .views.status import Snapshot, failure_group_lines, failures_by_kind, failures_heading, status_summary, status_text
 
 
 # ---- run --------------------------------------------------------------------------------------
@@ -54,141 +44,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 # ---- status -----------------------------------------------------------------------------------
 
-def daemon_state(paths: ExperimentPaths) -> dict[str, Any]:
-    """What daemon.json says, with ``running`` true/false (null when it ran on another host)."""
-    info = read_json(paths.daemon_info)
-    if not isinstance(info, dict) or info.get("command") != "run":
-        return {"running": False}
-    running: bool | None = None
-    if info.get("host") == socket.gethostname() and isinstance(info.get("pid"), int):
-        try:
-            os.kill(info["pid"], 0)
-            running = True
-        except ProcessLookupError:
-            running = False
-        except PermissionError:
-            running = True
-    return {"running": running, "host": info.get("host"), "pid": info.get("pid"), "started": info.get("started")}
-
-
-def status_summary(config: ExperimentConfig, store: Store) -> dict[str, Any]:
-    """The object printed by ``status --json`` (schema in the README)."""
-    now = time.time()
-    best = store.best(config)
-    failures = sorted(store.jobs("failed"), key=lambda j: j.get("finished", 0))[-RECENT_FAILURES:]
-    groups = group_failures(store.jobs("failed"))
-    return {
-        "experiment": str(config.experiment_dir),
-        "name": config.name,
-        "daemon": daemon_state(config.paths),
-        "counts": store.counts(),
-        "finished": sum(1 for j in store.jobs(("complete", "failed")) if counts_toward_budget(j, config.ignored_failures)),
-        "max_finished_jobs": config.max_finished_jobs,
-        "objective": config.objective,
-        "best": best_summary(best) if best else None,
-        "model_best": read_model_best(config.paths, store),
-        "running": [{"id": j["id"], "scheduler_id": j.get("scheduler_id"), "driver": j.get("driver"),
-                     "age_s": round(now - j.get("submitted", now), 1)} for j in store.jobs("running")],
-        "recent_failures": [{"id": j["id"], "failure": j.get("failure"), "reason": j.get("reason")} for j in failures],
-        "feasibility": feasibility_counts(config, store),
-        "failures_by_kind": dict(Counter(j.get("failure") or "unknown" for j in store.jobs("failed")).most_common()),
-        "failure_groups": [group.as_dict() for group in groups[:JSON_FAILURE_GROUPS]],
-        "failure_group_count": len(groups),
-    }
-
-
-def feasibility_counts(config: ExperimentConfig, store: Store) -> dict[str, int]:
-    """Finished jobs as the constraint model sees them: feasible, infeasible (complete but a
-    constraint < 0), failed (an infeasible observation of "job success") and ignored (failed
-    for a reason that says nothing about the point: the config's ``ignore-failures``)."""
-    counts = {"feasible": 0, "infeasible": 0, "failed": 0, "ignored": 0}
-    for job in store.jobs(("complete", "failed")):
-        if job["state"] == "complete":
-            counts["feasible" if is_feasible(job, config.constraints) else "infeasible"] += 1
-        else:
-            counts["failed" if counts_toward_budget(job, config.ignored_failures) else "ignored"] += 1
-    return counts
-
-
-def _format_status(summary: dict[str, Any]) -> str:
-    daemon = summary["daemon"]
-    if daemon["running"]:
-        who = f"running (host {daemon['host']}, pid {daemon['pid']})"
-    elif daemon["running"] is None:
-        who = f"last started on host {daemon['host']} (pid {daemon['pid']}), state unknown from here"
-    else:
-        who = "not running"
-    counts = summary["counts"]
-    budget = summary["max_finished_jobs"]
-    lines = [f"experiment {summary['name']} ({summary['experiment']}); daemon {who}",
-             "jobs: " + ", ".join(f"{n} {state}" for state, n in counts.items())
-             + f"; {summary['finished']}/{budget if budget is not None else 'unlimited'} finished"]
-    lines += _best_lines(summary)
-    feas = summary["feasibility"]
-    lines.append(f"feasible: {feas['feasible']}, infeasible (constraint < 0): {feas['infeasible']}, "
-                 f"failed: {feas['failed']}, failed but not about the point: {feas['ignored']}")
-    if summary["running"]:
-        lines.append("running:")
-        lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s" for r in summary["running"]]
-    if summary["failure_groups"]:
-        shown = summary["failure_groups"][:STATUS_FAILURE_GROUPS]
-        lines.append(_failures_heading(summary["failures_by_kind"], summary["failure_group_count"]))
-        lines += _failure_group_lines(shown, STATUS_TAILED_GROUPS, STATUS_TAIL_LINES)
-        more = summary["failure_group_count"] - len(shown)
-        if more:
-            jobs = summary["counts"]["failed"] - sum(g["count"] for g in shown)
-            lines.append(f"  ... {more} more group(s) with {jobs} job(s): "
-                         f"spearmint-nn report {summary['experiment']} --failures lists them all")
-    return "\n".join(lines)
-
-
-def _params_line(params: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v[0] if isinstance(v, list) and len(v) == 1 else v}" for k, v in params.items())
-
-
-def _best_lines(summary: dict[str, Any]) -> list[str]:
-    """The best job; for a noisy objective also the model's best, each labelled as what it is
-    (the lowest observation of a noisy objective is its luckiest draw, not its best point)."""
-    best, by_model, objective = summary["best"], summary.get("model_best"), summary["objective"]
-    if not best:
-        return ["best: no complete job yet"]
-    label = "best observed (luckiest draw)" if by_model else "best"
-    lines = [f"{label}: {objective} = {best['value']:.6g} (job {best['id']}) {_params_line(best['params'])}"]
-    if by_model:
-        spread = f" +- {by_model['std']:.3g}" if by_model["std"] is not None else ""
-        notes = [f"job {by_model['id']}"]
-        if by_model["value"] is not None:
-            notes.append(f"observed there {by_model['value']:.6g}")
-        if by_model["observations"] is not None:
-            notes.append(f"model of {by_model['observations']} observations")
-        lines.append(f"best by the model's posterior mean: {objective} = {by_model['mean']:.6g}{spread} "
-                     f"({'; '.join(notes)}) {_params_line(by_model['params'])}")
-    return lines
-
-
-def _failures_heading(by_kind: dict[str, int], n_groups: int) -> str:
-    kinds = ", ".join(f"{kind} {n}" for kind, n in by_kind.items())
-    return (f"failures: {sum(by_kind.values())} job(s) ({kinds}) in {n_groups} group(s) "
-            "of the same kind, reason and place:")
-
-
-def _failure_group_lines(groups: list[dict[str, Any]], tailed: int | None = None,
-                        tail_lines: int = 1000) -> list[str]:
-    """Failure groups (``FailureGroup.as_dict()``, largest first) as text, one line per group;
-    under the first ``tailed`` groups (None: all) the last ``tail_lines`` lines of the job's
-    output, where the real reason of a failure usually is (a wrapper that caught its own
-    exception and returned NaN printed the traceback there)."""
-    lines = []
-    for rank, group in enumerate(groups):
-        jobs = f"job {group['first_job']}" if group["count"] == 1 else f"jobs {group['first_job']}..{group['last_job']}"
-        where = f" at {group['location']}" if group["location"] else ""
-        reason = group["reason"] or "no reason recorded"
-        lines.append(f"  {group['count']:>5} x {group['kind']}{where}: {reason} ({jobs})")
-        if tailed is None or rank < tailed:
-            lines += [f"          | {line}" for line in printable_tail(group["output_tail"] or "", tail_lines)]
-    return lines
-
-
 def _open_for_reading(experiment: str) -> tuple[ExperimentConfig, Store]:
     config = load_config(experiment, check_driver=False)
     return config, Store(config.paths).load_all()
@@ -199,13 +54,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.watch:
         from .views.progress import progress_text, watch
 
-        def render(snap: Any) -> str:
-            summary = status_summary(snap.config or config, snap.store)
-            return json.dumps(summary) if args.json else _format_status(summary) + "\n" + progress_text(snap)
+        def render(snap: Snapshot) -> str:
+            if snap.config is None:  # config.json edited into an invalid state while watching
+                snap = Snapshot(snap.experiment, snap.store, config, taken_at=snap.taken_at)
+            summary = status_summary(snap)
+            return json.dumps(summary) if args.json else status_text(summary) + "\n" + progress_text(snap)
         watch(args.experiment, render, interval_s=args.interval)
         return 0
-    summary = status_summary(config, store)
-    print(json.dumps(summary, indent=1) if args.json else _format_status(summary))
+    summary = status_summary(Snapshot(config.experiment_dir, store, config))
+    print(json.dumps(summary, indent=1) if args.json else status_text(summary))
     return 0
 
 
@@ -226,15 +83,14 @@ def cmd_report(args: argparse.Namespace) -> int:
             return 0
     config, store = _open_for_reading(args.experiment)
     if args.failures:
-        failed = store.jobs("failed")
+        failed = store.jobs(JobState.FAILED)
         if not failed:
             print("no failed jobs")
             return 0
         groups = [group.as_dict() for group in group_failures(failed)]
-        by_kind = dict(Counter(job.get("failure") or "unknown" for job in failed).most_common())
-        print("\n".join([_failures_heading(by_kind, len(groups))] + _failure_group_lines(groups)))
+        print("\n".join([failures_heading(failures_by_kind(failed), len(groups))] + failure_group_lines(groups)))
         return 0
-    header, rows = store.table(config)
+    header, rows = job_table(store.jobs(), config)
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(rows)
@@ -260,9 +116,9 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     reporter = Reporter(paths.log)
     try:
         store = Store(paths).load_all(repair=True)
-        ids = args.jobs or [j["id"] for j in store.jobs(("pending", "running"))]
+        ids = args.jobs or [j.id for j in store.jobs((JobState.PENDING, JobState.RUNNING))]
         done = cancel_jobs(store, make_driver(config), ids, reporter, "cancelled by the user")
-        store.write_summaries(config)
+        write_summaries(store, config)
         skipped = sorted(set(ids) - set(done))
         if skipped:
             print(f"not pending or running, left alone: {' '.join(map(str, skipped))}")
@@ -295,7 +151,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                 raise ConfigError("value", str(exc)) from None
     store = Store(config.paths)
     store.create_dirs()
-    drop = config.paths.job_dir("pending") / f"add-{time.time_ns()}-{os.getpid()}.json"
+    drop = config.paths.job_dir(JobState.PENDING) / f"add-{time.time_ns()}-{os.getpid()}.json"
     try:
         lock = acquire_lock(config.paths, "add")
     except DaemonBusy:
@@ -306,11 +162,12 @@ def cmd_add(args: argparse.Namespace) -> int:
         atomic_write_json(drop, payload)
         store.load_all(repair=True)
         job = store.intake_dropped(drop, config)
-        store.write_summaries(config)
+        write_summaries(store, config)
     finally:
         lock.release()
-    print(f"job {job['id']}: {job['state']}" + (f" ({job['failure']}: {job['reason']})" if job["state"] == "failed" else ""))
-    return 0 if job["state"] != "failed" or job.get("failure") == "nan" else 2
+    failed = job.state is JobState.FAILED
+    print(f"job {job.id}: {job.state}" + (f" ({job.failure}: {job.reason})" if failed else ""))
+    return 0 if not failed or job.failure == "nan" else 2
 
 
 # ---- init -------------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ from .experiment.claims import take_claim, wait_for_holder
 from .experiment.config import ExperimentConfig, load_config
 from .errors import ConfigError
 from .experiment.layout import ExperimentPaths
-from .experiment.store import BadValues, check_values
+from .experiment.jobs import BadValues, check_values
 from .files import atomic_write_json, read_json
 
 TRACEBACK_CHARS = 4000

@@ -54,6 +54,7 @@ from ..experiment.config import load_config
 from ..daemon.loop import Daemon
 from ..experiment.layout import ExperimentPaths
 from ..runner import command_for
+from ..experiment.jobs import FINAL_STATES, JobState
 from ..experiment.store import Store
 from ..files import atomic_write_json
 
@@ -153,8 +154,8 @@ def concurrent_run(workdir: Path, concurrent: int, finished: int, job_seconds: t
     usage_after = resource.getrusage(resource.RUSAGE_SELF)
     if code != 0:
         raise RuntimeError(f"daemon exited with {code}")
-    jobs = Store(daemon.paths).load_all().jobs(("complete", "failed"))
-    delays = np.array([j["finished"] - j["ended"] for j in jobs if "ended" in j])
+    jobs = Store(daemon.paths).load_all().jobs(FINAL_STATES)
+    delays = np.array([j.finished - j.fields["ended"] for j in jobs if "ended" in j.fields])
     n = len(jobs)
     per_completion_ms = {
         "detect and record results": wall["_collect_results"] + wall["_poll_driver"] + wall["_intake"]
@@ -169,7 +170,7 @@ def concurrent_run(workdir: Path, concurrent: int, finished: int, job_seconds: t
     loop_wall = sum(wall[name] for name in LOOP_STEPS) + wall["summaries"]
     loop_cpu = sum(cpu[name] for name in LOOP_STEPS) + cpu["summaries"]
     return {
-        "concurrent": concurrent, "job_seconds": list(job_seconds), "finished": n, "failed": sum(j["state"] == "failed" for j in jobs),
+        "concurrent": concurrent, "job_seconds": list(job_seconds), "finished": n, "failed": sum(j.state is JobState.FAILED for j in jobs),
         "peak_running_in_one_poll": peak_running[0],
         "wall_s": elapsed, "completions_per_s": n / elapsed,
         "main_loop_ms_per_completion": 1e3 * loop_wall / n,
@@ -200,7 +201,7 @@ def generate_jobs(folder: Path, n: int, seed: int = 0) -> float:
     with mock.patch.object(os, "fsync", lambda fd: None):
         for x in rng.random((n, 2)):
             value = float(((x - 0.3) ** 2).sum())
-            store.new_job({"x": [float(v) for v in x]}, "import", "complete", values={"main": value},
+            store.new_job({"x": [float(v) for v in x]}, "import", JobState.COMPLETE, values={"main": value},
                           value=value, finished=time.time())
     return time.perf_counter() - start
 
@@ -272,9 +273,9 @@ def _fit_overlap(folder: Path, log_offset: int, first_id: int) -> dict[str, Any]
     with open(folder / ".spearmint" / "daemon.log", "rb") as handle:
         handle.seek(log_offset)
         suggests = [float(m.group(1)) for m in _SUGGEST_LINE.finditer(handle.read())]
-    jobs = [j for j in Store(load_config(folder).paths).load_all().jobs(("complete", "failed"))
-            if j["id"] >= first_id and "ended" in j]
-    delays = np.array([j["finished"] - j["ended"] for j in jobs])
+    jobs = [j for j in Store(load_config(folder).paths).load_all().jobs(FINAL_STATES)
+            if j.id >= first_id and "ended" in j.fields]
+    delays = np.array([j.finished - j.fields["ended"] for j in jobs])
     return {"jobs": len(jobs), "suggest_s": _quantiles(np.array(suggests)), "n_suggests": len(suggests),
             "record_delay_s": _quantiles(delays)}
 

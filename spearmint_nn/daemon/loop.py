@@ -19,37 +19,26 @@ import math
 import os
 import re
 import signal
-import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Mapping, TextIO
-
-from filelock import FileLock, Timeout
+from typing import Any, Callable, Mapping, TextIO
 
 from ..experiment.config import LIVE_KEYS, ExperimentConfig, load_config
 from ..errors import ConfigError, DaemonError
 from ..experiment.failures import FailureGroup, FailureStreak
-from ..drivers.base import Driver, JobSpec, PollError, SchedulerState, SubmitError, driver_class
-from ..experiment.layout import ExperimentPaths
+from ..drivers.base import JobSpec, PollError, SubmitError
 from ..experiment.claims import read_claim
 from ..runner import command_for
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
 from .reporting import CONTROL_CHARS, Reporter, plain
-from ..experiment.store import BadValues, Store, check_values
-from ..files import atomic_write_json, read_json
+from ..experiment.jobs import SCHEDULER_FAILURES, BadValues, Job, JobState, best_job, check_values
+from ..experiment.lock import acquire_lock
+from ..experiment.store import Store
+from ..files import read_json
+from .driving import cancel_jobs, make_driver
 from .summaries import SummaryWriter
 
-# The failure kind recorded when a job left the scheduler without writing a result file.
-SCHEDULER_FAILURES = {
-    SchedulerState.TIMEOUT: "timeout",
-    SchedulerState.CANCELLED: "cancelled",
-    SchedulerState.OUT_OF_MEMORY: "oom",
-    SchedulerState.NODE_FAIL: "node_fail",
-    SchedulerState.FAILED: "exit_code",
-    SchedulerState.COMPLETED: "no_result",
-    SchedulerState.UNKNOWN: "lost",
-}
 STDERR_TAIL_LINES = 20
 STDERR_TAIL_BYTES = 4000
 SUBMIT_RETRY_S = 30.0          # wait before the first resubmission after a transient submit error
@@ -62,45 +51,7 @@ MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the dae
 PROPOSAL_CHUNK = 10
 
 
-class DaemonBusy(RuntimeError):
-    """Another process holds the experiment's lock."""
-
-
-# ---- locking ---------------------------------------------------------------------------------
-
-def acquire_lock(paths: ExperimentPaths, command: str) -> FileLock:
-    """Take the experiment's lock at once or raise :class:`DaemonBusy` naming the holder.
-
-    filelock uses ``flock`` here: the kernel drops the lock when its holder dies, so the lock
-    file a killed daemon leaves behind never blocks a restart.
-    """
-    lock = FileLock(str(paths.lock), timeout=0)
-    try:
-        lock.acquire()
-    except Timeout:
-        raise DaemonBusy(f"{paths.experiment} is in use: {holder_description(paths)}") from None
-    atomic_write_json(paths.daemon_info, {"host": socket.gethostname(), "pid": os.getpid(),
-                                          "started": time.time(), "command": command})
-    return lock
-
-
-def holder_description(paths: ExperimentPaths) -> str:
-    info = read_json(paths.daemon_info)
-    if not isinstance(info, dict):
-        return f"another process holds {paths.lock}"
-    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.get("started", 0)))
-    return (f"'spearmint-nn {info.get('command', 'run')}' on host {info.get('host')} "
-            f"pid {info.get('pid')} holds {paths.lock} (since {since})")
-
-
 # ---- shared by the daemon and the CLI --------------------------------------------------------
-
-def counts_toward_budget(job: Mapping[str, Any], ignored_failures: Collection[str]) -> bool:
-    """Whether a job is an evaluation of its point (shown to the model, counted against
-    max-finished-jobs): complete, or failed for a reason not in ``ignored_failures`` (the
-    config's ``ignore-failures``)."""
-    return job["state"] == "complete" or (job["state"] == "failed" and job.get("failure") not in ignored_failures)
-
 
 def output_tail(path: Path) -> str:
     """The last lines of a job's stdout or stderr file, as one plain string (empty if none)."""
@@ -115,28 +66,6 @@ def output_tail(path: Path) -> str:
     return "\n".join(CONTROL_CHARS.sub("?", line) for line in lines)
 
 
-def cancel_jobs(store: Store, driver: Driver, ids: Iterable[int], reporter: Reporter, why: str) -> list[int]:
-    """Cancel pending and running jobs (one driver call for all running ones); return their ids."""
-    jobs = [store.get(i) for i in ids]
-    jobs = [j for j in jobs if j is not None and j["state"] in ("pending", "running")]
-    running = []
-    for job in jobs:
-        if job["state"] != "running" or job.get("driver") != driver.name:
-            continue
-        scheduler_id = job.get("scheduler_id")
-        if scheduler_id is None:  # a daemon died while submitting it: its claim may name the process
-            claim = read_claim(store.paths, job["id"])
-            scheduler_id = driver.adopt_claim(claim) if claim is not None else None
-        if scheduler_id is not None:
-            running.append(scheduler_id)
-    if running:
-        driver.cancel(running)
-    for job in jobs:
-        store.move(job["id"], "failed", failure="cancelled", reason=why, finished=time.time())
-        reporter.event("cancelled", f"job {job['id']} ({job['state']}): {why}", job=job["id"])
-    return [j["id"] for j in jobs]
-
-
 def _params_problem(config: ExperimentConfig, params: Any) -> str | None:
     """Why params do not fit the config's variables, or None when they do."""
     try:
@@ -144,10 +73,6 @@ def _params_problem(config: ExperimentConfig, params: Any) -> str | None:
     except ConfigError as exc:
         return str(exc)
     return None
-
-
-def make_driver(config: ExperimentConfig) -> Driver:
-    return driver_class(config.driver_name)(config.driver_options, config.paths.state)
 
 
 def _format_params(params: Mapping[str, Any]) -> str:
@@ -237,18 +162,18 @@ class Daemon:
         config, store = self.config, self.store
         for job in store.resume_intakes(config):
             self._report_new(job)
-        for job in store.jobs("pending"):
-            problem = _params_problem(config, job["params"])
+        for job in store.jobs(JobState.PENDING):
+            problem = _params_problem(config, job.params)
             if problem is not None:
-                self._fail(job["id"], "bad_params", problem)
-        for job in store.jobs("running"):
-            if job.get("scheduler_id") is None:
-                self._resume_submission(job["id"])
-            elif job.get("driver") == self.driver.name:
-                self.reporter.event("adopted", f"job {job['id']} running as {self.driver.name} {job['scheduler_id']}",
-                                    job=job["id"])
+                self._fail(job.id, "bad_params", problem)
+        for job in store.jobs(JobState.RUNNING):
+            if job.scheduler_id is None:
+                self._resume_submission(job.id)
+            elif job.driver == self.driver.name:
+                self.reporter.event("adopted", f"job {job.id} running as {self.driver.name} {job.scheduler_id}",
+                                    job=job.id)
             else:
-                self.reporter.event("warning", f"job {job['id']} was submitted with driver {job.get('driver')}, "
+                self.reporter.event("warning", f"job {job.id} was submitted with driver {job.get('driver')}, "
                                     f"not {self.driver.name}: its result is collected when it appears")
         counts = store.counts()
         self.reporter.event("state", ", ".join(f"{n} {state}" for state, n in counts.items())
@@ -274,12 +199,12 @@ class Daemon:
     def _replay(self) -> None:
         """Show every finished evaluation to the optimizer (in id order)."""
         replayed = 0
-        for job in self.store.jobs(("complete", "failed")):
-            if not counts_toward_budget(job, self.config.ignored_failures):
+        for job in self.store.jobs((JobState.COMPLETE, JobState.FAILED)):
+            if not job.counts_toward_budget(self.config.ignored_failures):
                 continue
             self._finished += 1
-            if _params_problem(self.config, job["params"]) is not None:
-                self.reporter.event("warning", f"job {job['id']} does not fit the current variables; not shown to the model")
+            if _params_problem(self.config, job.params) is not None:
+                self.reporter.event("warning", f"job {job.id} does not fit the current variables; not shown to the model")
                 continue
             self._observe(job)
             replayed += 1
@@ -301,7 +226,7 @@ class Daemon:
 
         observer = Observer()
         try:
-            for folder in (self.paths.results, self.paths.job_dir("pending"), self.paths.requests):
+            for folder in (self.paths.results, self.paths.job_dir(JobState.PENDING), self.paths.requests):
                 observer.schedule(WakeOnChange(), str(folder), recursive=False)
             observer.daemon = True
             observer.start()
@@ -343,12 +268,12 @@ class Daemon:
     def _shutdown(self, why: str, exit_code: int = 0) -> int:
         store = self.store
         if self._stop_signal is not None and self.cancel_on_exit:
-            ids = [j["id"] for j in store.jobs(("pending", "running"))]
+            ids = [j.id for j in store.jobs((JobState.PENDING, JobState.RUNNING))]
             cancel_jobs(store, self.driver, ids, self.reporter, "cancelled at daemon exit (--cancel-on-exit)")
         self.summaries.write()
         counts = store.counts()
-        best = store.best(self.config)
-        best_text = f"best {best['value']:.6g} (job {best['id']})" if best else "no complete job yet"
+        best = best_job(store.jobs(JobState.COMPLETE), self.config.objective, self.config.constraints)
+        best_text = f"best {best.value:.6g} (job {best.id})" if best else "no complete job yet"
         left = ""
         if counts["running"] or counts["pending"]:
             left = (f"; {counts['running']} running and {counts['pending']} pending job(s) left as they are "
@@ -425,7 +350,7 @@ class Daemon:
             return
         n = min(self._free_slots(), PROPOSAL_CHUNK)
         if n > 0:
-            in_flight = [job["params"] for job in self.store.jobs(("pending", "running"))]
+            in_flight = [job.params for job in self.store.jobs((JobState.PENDING, JobState.RUNNING))]
             proposer.request(n, in_flight)
 
     def _take_proposal(self) -> None:
@@ -443,20 +368,20 @@ class Daemon:
     def _take_model_best(self, model_best: Mapping[str, Any] | None) -> None:
         """Hand the model's best (best.json's ``model_best``) with its job's params to the summaries."""
         job = self.store.get(model_best["id"]) if model_best is not None else None
-        best = None if job is None else {"id": job["id"], "params": job["params"], **model_best}
+        best = None if job is None else {"id": job.id, "params": job.params, **model_best}
         if best != self.summaries.model_best:
             self.summaries.model_best = best
             self.summaries.mark_stale()
 
-    def _report_new(self, job: Mapping[str, Any]) -> None:
-        state, source = job["state"], job["source"]
-        if state == "pending":
+    def _report_new(self, job: Job) -> None:
+        state, source = job.state, job.source
+        if state is JobState.PENDING:
             verb = "proposed" if source == "optimizer" else "accepted"
-            self.reporter.event("proposed", f"job {job['id']} ({verb}) {_format_params(job['params'])}", job=job["id"])
-        elif state == "complete":
+            self.reporter.event("proposed", f"job {job.id} ({verb}) {_format_params(job.params)}", job=job.id)
+        elif state is JobState.COMPLETE:
             self._finished += 1
-            self.reporter.event("imported", f"job {job['id']} value={job['value']:.6g} {_format_params(job['params'])}",
-                                job=job["id"], value=job["value"])
+            self.reporter.event("imported", f"job {job.id} value={job.value:.6g} {_format_params(job.params)}",
+                                job=job.id, value=job.value)
             self._observe(job)
         else:
             self._after_failure(job)
@@ -477,10 +402,10 @@ class Daemon:
     def _submit_pending(self) -> None:
         running = self.store.counts()["running"]
         now = time.monotonic()
-        for job in self.store.jobs("pending"):
+        for job in self.store.jobs(JobState.PENDING):
             if running >= self.config.max_concurrent or self._stop_signal is not None:
                 return
-            job_id = job["id"]
+            job_id = job.id
             if self._retry_at.get(job_id, 0.0) > now:
                 continue
             if self.paths.result_file(job_id).exists() and self._record_result(job_id):
@@ -496,7 +421,7 @@ class Daemon:
                        name=name, wall_time=self.driver.time_limit)
         # The intent goes to disk first: a daemon killed inside submit() finds the job running
         # without a scheduler id and resolves it by the job's claim (see _resume_submission).
-        self.store.move(job_id, "running", driver=self.driver.name, scheduler_id=None, submitting=time.time())
+        self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None, submitting=time.time())
         try:
             scheduler_id = self.driver.submit(spec)
         except SubmitError as exc:
@@ -504,7 +429,7 @@ class Daemon:
             if exc.transient and failures < MAX_SUBMIT_ATTEMPTS:
                 delay = min(SUBMIT_RETRY_MAX_S, SUBMIT_RETRY_S * 2 ** (failures - 1))
                 self._retry_at[job_id] = time.monotonic() + delay
-                self.store.move(job_id, "pending")
+                self.store.move(job_id, JobState.PENDING)
                 self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); retrying in {delay:g} s")
                 return
             self._submit_failures.pop(job_id, None)
@@ -529,7 +454,7 @@ class Daemon:
 
     def _collect_results(self) -> bool:
         changed = False
-        for job_id in sorted(self.store.ids("running")):
+        for job_id in sorted(self.store.ids(JobState.RUNNING)):
             if self.paths.result_file(job_id).exists():
                 changed |= self._record_result(job_id)
         return changed
@@ -551,13 +476,13 @@ class Daemon:
             except BadValues as exc:
                 self._fail(job_id, exc.failure, str(exc), **fields)
                 return True
-            job = self.store.move(job_id, "complete", values=values, value=values[self.config.objective],
+            job = self.store.move(job_id, JobState.COMPLETE, values=values, value=values[self.config.objective],
                                   finished=time.time(), **fields)
             self._finished += 1
             others = "".join(f" {t}={v:.6g}" for t, v in values.items() if t != self.config.objective)
             duration = f" in {fields['duration']:.1f} s" if "duration" in fields else ""
-            self.reporter.event("finished", f"job {job_id} value={job['value']:.6g}{others}{duration}",
-                                job=job_id, value=job["value"])
+            self.reporter.event("finished", f"job {job_id} value={job.value:.6g}{others}{duration}",
+                                job=job_id, value=job.value)
             self._observe(job)
             self._note_outcome(job)
             return True
@@ -566,8 +491,8 @@ class Daemon:
 
     def _poll_driver(self) -> bool:
         """One driver poll for all running jobs; fail those that ended without a result."""
-        by_sid = {job["scheduler_id"]: job["id"] for job in self.store.jobs("running")
-                  if job.get("driver") == self.driver.name and job.get("scheduler_id") is not None}
+        by_sid = {job.scheduler_id: job.id for job in self.store.jobs(JobState.RUNNING)
+                  if job.driver == self.driver.name and job.scheduler_id is not None}
         if not by_sid:
             return False
         try:
@@ -595,7 +520,7 @@ class Daemon:
         return changed
 
     def _fail(self, job_id: int, failure: str, reason: str, **fields: Any) -> None:
-        job = self.store.move(job_id, "failed", failure=failure, reason=plain(reason),
+        job = self.store.move(job_id, JobState.FAILED, failure=failure, reason=plain(reason),
                               stderr_tail=output_tail(self.paths.stderr_file(job_id)),
                               stdout_tail=output_tail(self.paths.stdout_file(job_id)),
                               finished=time.time(), **fields)
@@ -603,21 +528,21 @@ class Daemon:
         self._after_failure(job)
         self._note_outcome(job)
 
-    def _note_outcome(self, job: Mapping[str, Any]) -> None:
+    def _note_outcome(self, job: Job) -> None:
         """Count the finished job toward a streak of identical failures (jobs of this run only)."""
-        if job["id"] in self._submitted_here and self._failing_the_same_way is None:
+        if job.id in self._submitted_here and self._failing_the_same_way is None:
             self._failing_the_same_way = self._streak.record(job)
 
-    def _after_failure(self, job: Mapping[str, Any]) -> None:
-        self.reporter.event("failed", f"job {job['id']} {job['failure']}: {job['reason']}",
-                            job=job["id"], failure=job["failure"])
-        if counts_toward_budget(job, self.config.ignored_failures):
+    def _after_failure(self, job: Job) -> None:
+        self.reporter.event("failed", f"job {job.id} {job.failure}: {job.reason}",
+                            job=job.id, failure=job.failure)
+        if job.counts_toward_budget(self.config.ignored_failures):
             self._finished += 1
             self._observe(job)
 
-    def _observe(self, job: Mapping[str, Any]) -> None:
-        value = job["values"] if job["state"] == "complete" else math.nan
-        self._proposer.observe(job["id"], job["params"], value, job.get("duration"))
+    def _observe(self, job: Job) -> None:
+        value = job.values if job.state is JobState.COMPLETE else math.nan
+        self._proposer.observe(job.id, job.params, value, job.duration)
 
     # -- requests from the CLI ---------------------------------------------------------------
 
@@ -627,7 +552,7 @@ class Daemon:
             request = read_json(path)
             ids = request.get("ids") if isinstance(request, dict) else None
             if ids == "all":
-                ids = [j["id"] for j in self.store.jobs(("pending", "running"))]
+                ids = [j.id for j in self.store.jobs((JobState.PENDING, JobState.RUNNING))]
             if isinstance(ids, list):
                 ids = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
                 changed |= bool(cancel_jobs(self.store, self.driver, ids, self.reporter, "cancelled by the user"))

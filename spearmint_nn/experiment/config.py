@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, closest, did_you_mean, unknown_keys
+from .jobs import DEFAULT_IGNORED_FAILURES, FAILURE_KINDS
 from .layout import ExperimentPaths
 from ..search.space import Space, unknown_variable_keys
 
@@ -111,15 +112,6 @@ def _command(path: str, value: Any) -> list[str] | None:
         if not isinstance(arg, str) or not arg:
             raise ConfigError(f"{path}[{i}]", f"must be a non-empty string (got {arg!r})")
     return list(value)
-
-
-# Every failure kind a job can end with (see the README's table), and those that by default say
-# nothing about the point itself: they are not shown to the model as an infeasible observation
-# and not counted against max-finished-jobs. A job "lost" by the scheduler is, by default, about
-# the point (it may have crashed its node or run out of memory), as the constraint model expects.
-FAILURE_KINDS = ("exception", "nan", "bad_result", "exit_code", "timeout", "oom", "no_result", "lost",
-                 "cancelled", "node_fail", "submit_rejected", "bad_params", "bad_config", "bad_wrapper")
-DEFAULT_IGNORED_FAILURES = ("submit_rejected", "cancelled", "node_fail", "bad_params", "bad_config", "bad_wrapper")
 
 
 def _failure_kinds(path: str, value: Any) -> frozenset[str]:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
+
+from .jobs import Job, JobState
 
 # Failure kinds the runner records when the wrapper itself is broken: nothing about the point
 # can cause them, so a few in a row already say every job will fail.
@@ -34,19 +36,19 @@ USER_FAILURES = frozenset({"cancelled"})
 _POINT_NUMBERS = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d{4,})(?:[eE][-+]?\d+)?")
 
 
-def signature(job: Mapping[str, Any]) -> tuple[str, str, str]:
+def signature(job: Job) -> tuple[str, str, str]:
     """(kind, reason with point and id numbers masked as ``#``, location or "") of a failed job."""
-    reason = _POINT_NUMBERS.sub("#", str(job.get("reason") or ""))
-    return str(job.get("failure") or "unknown"), reason, str(job.get("location") or "")
+    reason = _POINT_NUMBERS.sub("#", str(job.reason or ""))
+    return str(job.failure or "unknown"), reason, str(job.location or "")
 
 
-def output_tail(job: Mapping[str, Any]) -> str:
+def output_tail(job: Job) -> str:
     """The last lines of the job's output recorded with the failure: stdout's, then stderr's.
 
     Both, because a wrapper that caught its own exception and returned NaN often printed the
     traceback to stdout, while stderr ends with the runner's own line about the failure.
     """
-    return "\n".join(str(job[key]) for key in ("stdout_tail", "stderr_tail") if job.get(key))
+    return "\n".join(str(job.fields[key]) for key in ("stdout_tail", "stderr_tail") if job.fields.get(key))
 
 
 @dataclass
@@ -65,11 +67,11 @@ class FailureGroup:
     last_job: int
     output_tail: str
 
-    def add(self, job: Mapping[str, Any]) -> None:
+    def add(self, job: Job) -> None:
         """Count one more failed job of this signature (later than those counted)."""
         self.count += 1
-        self.last_job = job["id"]
-        self.reason, self.location = str(job.get("reason") or ""), str(job.get("location") or "")
+        self.last_job = job.id
+        self.reason, self.location = str(job.reason or ""), str(job.location or "")
         self.output_tail = output_tail(job) or self.output_tail
 
     def as_dict(self) -> dict[str, Any]:
@@ -77,13 +79,13 @@ class FailureGroup:
                 "first_job": self.first_job, "last_job": self.last_job, "output_tail": self.output_tail}
 
 
-def group_failures(jobs: Iterable[Mapping[str, Any]]) -> list[FailureGroup]:
+def group_failures(jobs: Iterable[Job]) -> list[FailureGroup]:
     """Failed jobs grouped by :func:`signature`, the largest group first (ties: the most recent)."""
     groups: dict[tuple[str, str, str], FailureGroup] = {}
-    for job in sorted((j for j in jobs if j.get("state") == "failed"), key=lambda j: j["id"]):
+    for job in sorted((j for j in jobs if j.state is JobState.FAILED), key=lambda j: j.id):
         key = signature(job)
         if key not in groups:
-            groups[key] = FailureGroup(key[0], "", "", 0, job["id"], job["id"], "")
+            groups[key] = FailureGroup(key[0], "", "", 0, job.id, job.id, "")
         groups[key].add(job)
     return sorted(groups.values(), key=lambda g: (-g.count, -g.last_job))
 
@@ -109,19 +111,19 @@ class FailureStreak:
         self.ignored = frozenset(ignored)
         self._key: tuple[str, str, str] | None = None
         self._group: FailureGroup | None = None
-        self._ignored_in_a_row: list[Mapping[str, Any]] = []
+        self._ignored_in_a_row: list[Job] = []
 
-    def record(self, job: Mapping[str, Any]) -> FailureGroup | None:
-        if job.get("state") == "complete":
+    def record(self, job: Job) -> FailureGroup | None:
+        if job.state is JobState.COMPLETE:
             self._key, self._group, self._ignored_in_a_row = None, None, []
             return None
-        kind = str(job.get("failure") or "unknown")
+        kind = str(job.failure or "unknown")
         if kind in USER_FAILURES:
             return None
         key = signature(job)
         if key != self._key or self._group is None:
             self._key = key
-            self._group = FailureGroup(kind, "", "", 0, job["id"], job["id"], "")
+            self._group = FailureGroup(kind, "", "", 0, job.id, job.id, "")
         group = self._group
         group.add(job)
         if group.count >= self._limit_for(kind):

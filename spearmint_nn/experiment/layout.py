@@ -79,8 +79,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .jobs import JobState
+
 STATE_DIR_NAME = ".spearmint"
-JOB_STATES = ("pending", "running", "complete", "failed")
+JOB_STATES = tuple(state.value for state in JobState)  # the folders under jobs/
 OBJECTIVE_MODEL_DIR = "objective"  # under model/: the objective surrogate's saved state
 WARPINGS_FILE = "warpings.json"  # beside it: the model's learned input warpings, read by reports
 

@@ -3,8 +3,8 @@
 Usage (the daemon, the CLI, drivers and reports all go through this class)::
 
     store = Store(ExperimentPaths("experiments/branin")).load_all()
-    for job in store.jobs("complete"):
-        print(job["id"], job["value"], job["params"])
+    for job in store.jobs(JobState.COMPLETE):
+        print(job.id, job.value, job.params)
 
 Files and invariants (schema in :mod:`spearmint_nn.experiment.layout`):
 
@@ -29,92 +29,31 @@ move is resolved by the same "later state wins" rule. A job process writes only 
 ``results/<id>.json`` and ``output/<id>.*``, which the daemon reads and never writes.
 
 The index is loaded once; after that the daemon only touches the files of jobs that change, so
-events cost O(1) file operations whatever the number of finished jobs. The CSV summary is the
-only O(n) write; the daemon rate-limits it by its own cost (``summaries.SummaryWriter``).
+events cost O(1) file operations whatever the number of finished jobs. Jobs are
+:class:`~spearmint_nn.experiment.jobs.Job` records; the store keeps the index, makes the state
+transitions and takes in dropped files, and nothing else (the summaries are written by
+:mod:`spearmint_nn.daemon.summaries`).
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
-import math
-import numbers
 import os
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .. import files
 from ..errors import ConfigError
 from ..files import TMP_SUFFIX, atomic_write_json, read_json
-from .layout import JOB_STATES, ExperimentPaths
+from .jobs import BadValues, Job, JobState, check_values
+from .layout import ExperimentPaths
 
 if TYPE_CHECKING:  # only for type hints; the store itself does not parse configs
     from .config import ExperimentConfig
 
-FINAL_STATES = ("complete", "failed")
-# Order used to resolve a job found in two folders after a crash mid-move: the later state wins.
-STATE_RANK = {"pending": 0, "running": 1, "complete": 2, "failed": 2}
 _JOB_NAME = re.compile(r"^(\d{6,})\.json$")
 _DROP_NAME = re.compile(r"^\.drop-(\d{6,})\.json$")
-
-
-# ---- values returned by a wrapper or imported -------------------------------------------------
-
-class BadValues(ValueError):
-    """Values that cannot be recorded; ``failure`` is "nan" or "bad_result"."""
-
-    def __init__(self, failure: str, message: str):
-        super().__init__(message)
-        self.failure = failure
-
-
-def _as_number(value: Any) -> float | None:
-    if isinstance(value, (bool, np.bool_)):
-        return None
-    if isinstance(value, numbers.Real):
-        try:
-            return float(value)
-        except OverflowError:  # an integer beyond float range: recorded as infinite, i.e. a failure
-            return math.inf if value > 0 else -math.inf
-    if isinstance(value, np.ndarray) and value.size == 1 and np.issubdtype(value.dtype, np.number):
-        return float(value.reshape(()))
-    return None
-
-
-def check_values(raw: Any, tasks: Sequence[str]) -> dict[str, float]:
-    """Validate a wrapper's return value against the config's task names.
-
-    A number is accepted when there is one task; a dict must cover exactly the tasks with
-    numbers. Returns ``{task: float}``; raises :class:`BadValues` ("nan" for NaN or infinite
-    values, "bad_result" for anything else).
-    """
-    if isinstance(raw, Mapping):
-        keys = sorted(map(str, raw))
-        if keys != sorted(tasks):
-            raise BadValues("bad_result", f"returned keys {keys}; expected exactly {sorted(tasks)}")
-        values = {}
-        for task in tasks:
-            number = _as_number(raw[task])
-            if number is None:
-                raise BadValues("bad_result", f"task {task!r} is {type(raw[task]).__name__} {raw[task]!r:.80}, not a number")
-            values[task] = number
-    else:
-        number = _as_number(raw)
-        if number is None:
-            raise BadValues("bad_result", f"returned {type(raw).__name__} {raw!r:.80}; expected a number or a dict of task -> number")
-        if len(tasks) != 1:
-            if not math.isfinite(number):  # a bare NaN means "this evaluation failed", whatever the tasks
-                raise BadValues("nan", f"returned {number} (a failed evaluation)")
-            raise BadValues("bad_result", f"returned one number but the config has tasks {sorted(tasks)}: return a dict")
-        values = {tasks[0]: number}
-    bad = [task for task, v in values.items() if not math.isfinite(v)]
-    if bad:
-        raise BadValues("nan", "returned " + ", ".join(f"{t}={values[t]}" for t in bad))
-    return values
 
 
 # ---- the store --------------------------------------------------------------------------------
@@ -128,8 +67,8 @@ class Store:
 
     def __init__(self, paths: ExperimentPaths):
         self.paths = paths
-        self._jobs: dict[int, dict[str, Any]] = {}
-        self._by_state: dict[str, set[int]] = {state: set() for state in JOB_STATES}
+        self._jobs: dict[int, Job] = {}
+        self._by_state: dict[JobState, set[int]] = {state: set() for state in JobState}
         self._next_id = 1
         self.problems: list[str] = []  # files skipped or repaired by load_all, one line each
 
@@ -138,7 +77,7 @@ class Store:
     def create_dirs(self) -> None:
         """Create the state folder tree (the daemon calls this once the config is valid)."""
         for folder in (self.paths.inputs, self.paths.output, self.paths.results, self.paths.scripts,
-                       self.paths.model, self.paths.requests, *(self.paths.job_dir(s) for s in JOB_STATES)):
+                       self.paths.model, self.paths.requests, *(self.paths.job_dir(s) for s in JobState)):
             folder.mkdir(parents=True, exist_ok=True)
 
     def load_all(self, repair: bool = False) -> "Store":
@@ -154,7 +93,7 @@ class Store:
             ids.clear()
         self.problems.clear()
         highest = 0
-        for state in JOB_STATES:
+        for state in JobState:
             folder = self.paths.job_dir(state)
             if not folder.is_dir():
                 continue
@@ -170,13 +109,13 @@ class Store:
                 job_id = int(match.group(1))
                 highest = max(highest, job_id)
                 job = read_json(path)
-                if not _is_job(job, job_id, state):
-                    if state != "pending":
+                if not Job.is_job_json(job, job_id, state):
+                    if state is not JobState.PENDING:
                         self.problems.append(f"{path}: not a job file, ignored")
                         if repair:
                             os.replace(path, path.with_name(entry + ".bad"))
                     continue
-                self._add_loaded(job, repair)
+                self._add_loaded(Job.from_json(job), repair)
         for folder in (self.paths.inputs, self.paths.results):
             if folder.is_dir():
                 for entry in os.listdir(folder):
@@ -188,40 +127,40 @@ class Store:
         self._next_id = max(stored, highest + 1, 1)
         return self
 
-    def _add_loaded(self, job: dict[str, Any], repair: bool) -> None:
-        job_id, state = job["id"], job["state"]
-        old = self._jobs.get(job_id)
+    def _add_loaded(self, job: Job, repair: bool) -> None:
+        old = self._jobs.get(job.id)
         if old is not None:
             keep, drop = (job, old) if _later(job, old) else (old, job)
-            self.problems.append(f"job {job_id} found in {old['state']} and {state}: kept {keep['state']}")
+            self.problems.append(f"job {job.id} found in {old.state} and {job.state}: kept {keep.state}")
             if repair:
-                self.paths.job_file(drop["state"], job_id).unlink(missing_ok=True)
-                files.fsync_dir(self.paths.job_dir(drop["state"]))
-            self._by_state[old["state"]].discard(job_id)
+                self.paths.job_file(drop.state, job.id).unlink(missing_ok=True)
+                files.fsync_dir(self.paths.job_dir(drop.state))
+            self._by_state[old.state].discard(job.id)
             job = keep
-        self._jobs[job_id] = job
-        self._by_state[job["state"]].add(job_id)
+        self._jobs[job.id] = job
+        self._by_state[job.state].add(job.id)
 
     # -- reading ---------------------------------------------------------------------------
 
-    def jobs(self, state: str | Iterable[str] | None = None) -> list[dict[str, Any]]:
+    def jobs(self, state: str | Iterable[str] | None = None) -> list[Job]:
         """Jobs sorted by id, of one state, of several states, or all (``None``)."""
         if state is None:
             ids: Iterable[int] = self._jobs
         else:
             states = (state,) if isinstance(state, str) else tuple(state)
-            ids = set().union(*(self._by_state[s] for s in states))
+            ids = set().union(*(self._by_state[JobState(s)] for s in states))
         return [self._jobs[i] for i in sorted(ids)]
 
-    def get(self, job_id: int) -> dict[str, Any] | None:
+    def get(self, job_id: int) -> Job | None:
         return self._jobs.get(job_id)
 
     def ids(self, state: str) -> set[int]:
         """A copy of the ids in one state."""
-        return set(self._by_state[state])
+        return set(self._by_state[JobState(state)])
 
     def counts(self) -> dict[str, int]:
-        return {state: len(ids) for state, ids in self._by_state.items()}
+        """Jobs per state, by state name, every state present."""
+        return {state.value: len(ids) for state, ids in self._by_state.items()}
 
     @property
     def next_id(self) -> int:
@@ -236,50 +175,50 @@ class Store:
         atomic_write_json(self.paths.next_id, self._next_id)
         return job_id
 
-    def new_job(self, params: Mapping[str, Any], source: str, state: str = "pending",
-                job_id: int | None = None, **fields: Any) -> dict[str, Any]:
+    def new_job(self, params: Mapping[str, Any], source: str, state: JobState | str = JobState.PENDING,
+                job_id: int | None = None, **fields: Any) -> Job:
         """Create a job: ``inputs/<id>.json`` (the params in JSON form) then its job file.
 
         ``params`` must already be in JSON form (``Space.to_json``) unless the job is created
         failed (bad params are kept as given, to show the user what was wrong).
         """
         job_id = self.allocate_id() if job_id is None else job_id
-        if state != "failed":
+        job = Job(job_id, JobState(state), params, {"source": source, "created": time.time(), **fields})
+        if job.state is not JobState.FAILED:
             atomic_write_json(self.paths.input_file(job_id), params)
-        job = {"id": job_id, "state": state, "params": params, "source": source,
-               "created": time.time(), **fields}
-        atomic_write_json(self.paths.job_file(state, job_id), job)
-        self._jobs[job_id] = job
-        self._by_state[state].add(job_id)
+        self._write(job)
+        self._by_state[job.state].add(job_id)
         return job
 
-    def update(self, job_id: int, **fields: Any) -> dict[str, Any]:
+    def update(self, job_id: int, **fields: Any) -> Job:
         """Rewrite a job in its current state with some fields changed."""
-        job = {**self._jobs[job_id], **fields}
-        atomic_write_json(self.paths.job_file(job["state"], job_id), job)
-        self._jobs[job_id] = job
+        job = self._jobs[job_id].with_fields(**fields)
+        self._write(job)
         return job
 
-    def move(self, job_id: int, state: str, **fields: Any) -> dict[str, Any]:
-        """Change a job's state: write the new file, then remove the old one."""
+    def move(self, job_id: int, state: JobState | str, **fields: Any) -> Job:
+        """Change a job's state (a legal transition: :meth:`JobState.can_become`, else
+        :class:`~spearmint_nn.experiment.jobs.IllegalTransition`): write the new file, then
+        remove the old one."""
         old = self._jobs[job_id]
-        if state == old["state"]:
-            return self.update(job_id, **fields)
-        job = {**old, **fields, "state": state}
-        atomic_write_json(self.paths.job_file(state, job_id), job)
-        self.paths.job_file(old["state"], job_id).unlink(missing_ok=True)
-        files.fsync_dir(self.paths.job_dir(old["state"]))
-        self._by_state[old["state"]].discard(job_id)
-        self._by_state[state].add(job_id)
-        self._jobs[job_id] = job
+        job = old.moved_to(state, **fields)
+        self._write(job)
+        self.paths.job_file(old.state, job_id).unlink(missing_ok=True)
+        files.fsync_dir(self.paths.job_dir(old.state))
+        self._by_state[old.state].discard(job_id)
+        self._by_state[job.state].add(job_id)
         return job
+
+    def _write(self, job: Job) -> None:
+        atomic_write_json(self.paths.job_file(job.state, job.id), job.to_json())
+        self._jobs[job.id] = job
 
     def forget_withdrawn(self) -> list[int]:
         """Drop from the index the pending jobs whose file the user deleted; return their ids."""
-        present = set(os.listdir(self.paths.job_dir("pending")))  # one listing, not a stat per job
-        gone = [i for i in self._by_state["pending"] if self.paths.job_file("pending", i).name not in present]
+        present = set(os.listdir(self.paths.job_dir(JobState.PENDING)))  # one listing, not a stat per job
+        gone = [i for i in self._by_state[JobState.PENDING] if self.paths.job_file(JobState.PENDING, i).name not in present]
         for job_id in gone:
-            self._by_state["pending"].discard(job_id)
+            self._by_state[JobState.PENDING].discard(job_id)
             del self._jobs[job_id]
         return sorted(gone)
 
@@ -287,19 +226,19 @@ class Store:
 
     def dropped_files(self) -> list[Path]:
         """Files in ``jobs/pending`` that are not pending jobs of the index (user drops)."""
-        folder = self.paths.job_dir("pending")
+        folder = self.paths.job_dir(JobState.PENDING)
         out = []
         for entry in sorted(os.listdir(folder)):
             if entry.startswith(".") or not entry.endswith(".json"):
                 continue
             match = _JOB_NAME.match(entry)
-            if match and int(match.group(1)) in self._by_state["pending"]:
+            if match and int(match.group(1)) in self._by_state[JobState.PENDING]:
                 continue
             out.append(folder / entry)
         return out
 
     def intake_dropped(self, path: Path | None, config: "ExperimentConfig",
-                       job_id: int | None = None) -> dict[str, Any]:
+                       job_id: int | None = None) -> Job:
         """Turn a user's file into a job: pending (params to run), complete (params and
         ``value``/``values`` obtained elsewhere) or failed ``bad_params``.
 
@@ -308,7 +247,7 @@ class Store:
         ``.drop-<id>.json`` under a freshly persisted id, so a crash before the job file exists
         is finished by :meth:`resume_intakes` with the same id, and never yields two jobs.
         """
-        folder = self.paths.job_dir("pending")
+        folder = self.paths.job_dir(JobState.PENDING)
         if job_id is None:
             job_id = self.allocate_id()
             staged = folder / f".drop-{job_id:06d}.json"
@@ -324,9 +263,9 @@ class Store:
         files.fsync_dir(folder)
         return job
 
-    def resume_intakes(self, config: "ExperimentConfig") -> list[dict[str, Any]]:
+    def resume_intakes(self, config: "ExperimentConfig") -> list[Job]:
         """Finish intakes interrupted by a crash (``.drop-<id>.json`` files); return new jobs."""
-        folder = self.paths.job_dir("pending")
+        folder = self.paths.job_dir(JobState.PENDING)
         out = []
         for entry in sorted(os.listdir(folder)):
             match = _DROP_NAME.match(entry)
@@ -340,7 +279,7 @@ class Store:
         return out
 
     def _job_from_drop(self, payload: Any, origin: str, config: "ExperimentConfig",
-                       job_id: int) -> dict[str, Any]:
+                       job_id: int) -> Job:
         space, values_raw = config.space, None
         if isinstance(payload, dict) and "params" in payload:
             params = payload["params"]
@@ -358,99 +297,23 @@ class Store:
                 raise ConfigError("params", f"unexpected keys {sorted(extra)}; use params with value or values")
             space.validate(params)
         except ConfigError as exc:
-            return self.new_job(_jsonable(params), "user", "failed", job_id=job_id, failure="bad_params",
+            return self.new_job(_jsonable(params), "user", JobState.FAILED, job_id=job_id, failure="bad_params",
                                 reason=str(exc), finished=time.time(), **dropped)
         params = space.to_json(params)
         if values_raw is None:
-            return self.new_job(params, "user", "pending", job_id=job_id, **dropped)
+            return self.new_job(params, "user", JobState.PENDING, job_id=job_id, **dropped)
         try:
             values = check_values(values_raw, list(config.tasks))
         except BadValues as exc:
-            return self.new_job(params, "import", "failed", job_id=job_id, failure=exc.failure,
+            return self.new_job(params, "import", JobState.FAILED, job_id=job_id, failure=exc.failure,
                                 reason=str(exc), finished=time.time(), **dropped)
-        return self.new_job(params, "import", "complete", job_id=job_id, values=values,
+        return self.new_job(params, "import", JobState.COMPLETE, job_id=job_id, values=values,
                             value=values[config.objective], finished=time.time(), **dropped)
 
-    # -- summaries -------------------------------------------------------------------------
 
-    def best(self, config: "ExperimentConfig") -> dict[str, Any] | None:
-        """The complete job with the lowest objective among those meeting every constraint
-        (constraint value >= 0, Spearmint's convention); ties go to the lower id."""
-        best = None
-        for job in self.jobs("complete"):
-            if is_feasible(job, config.constraints) and (best is None or job["value"] < best["value"]):
-                best = job
-        return best
-
-    def table(self, config: "ExperimentConfig", states: Sequence[str] = JOB_STATES) -> tuple[list[str], list[list[Any]]]:
-        """Header and rows (one per job, by id) of the job table shared by results.csv and
-        ``spearmint-nn report``; ``best_so_far`` is the running best objective."""
-        tasks = list(config.tasks)
-        columns = [(var.name if var.size == 1 else f"{var.name}[{i}]", var.name, i)
-                   for var in config.space.variables for i in range(var.size)]
-        header = (["id", "state", "source", "value", "feasible"] + [f"task:{t}" for t in tasks]
-                  + [column for column, _, _ in columns]
-                  + ["duration", "failure", "reason", "best_so_far"])
-        rows, best_so_far = [], None
-        for job in self.jobs(states):
-            values = job.get("values") or {}
-            feasible = is_feasible(job, config.constraints)
-            if feasible:
-                best_so_far = job["value"] if best_so_far is None else min(best_so_far, job["value"])
-            params = job.get("params") if isinstance(job.get("params"), dict) else {}
-            cells = []
-            for _, name, i in columns:
-                value = params.get(name)
-                cells.append(value[i] if isinstance(value, list) and i < len(value) else "")
-            rows.append([job["id"], job["state"], job.get("source", ""), job.get("value", ""),
-                         {"complete": "yes" if feasible else "no", "failed": "no"}.get(job["state"], "")]
-                        + [values.get(t, "") for t in tasks] + cells
-                        + [job.get("duration", ""), job.get("failure", ""), job.get("reason", ""),
-                           "" if best_so_far is None else best_so_far])
-        return header, rows
-
-    def write_summaries(self, config: "ExperimentConfig", model_best: Mapping[str, Any] | None = None) -> None:
-        """Rewrite ``results.csv`` (finished jobs) and ``best.json`` atomically.
-
-        ``model_best`` (a noisy objective's best by the model's posterior mean, see
-        :mod:`spearmint_nn.experiment.layout`) goes into best.json beside the best observed job.
-        """
-        header, rows = self.table(config, FINAL_STATES)
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
-        files.atomic_write_bytes(self.paths.results_csv, buffer.getvalue().encode("utf-8"))
-        best = self.best(config)
-        if best is not None:
-            summary = best_summary(best)
-            if model_best is not None:
-                summary["model_best"] = dict(model_best)
-            atomic_write_json(self.paths.best_json, summary)
-
-
-def best_summary(job: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of best.json and of ``status --json``'s ``best``."""
-    return {key: job.get(key) for key in ("id", "value", "values", "params", "duration", "finished")}
-
-
-def is_feasible(job: Mapping[str, Any], constraints: Sequence[str]) -> bool:
-    """A complete job whose every constraint value is >= 0 (Spearmint's convention)."""
-    if job.get("state") != "complete":
-        return False
-    values = job.get("values") or {}
-    return all(_as_number(values.get(name)) is not None and values[name] >= 0 for name in constraints)
-
-
-def _later(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+def _later(a: Job, b: Job) -> bool:
     """Whether job record ``a`` is a later state than ``b`` (complete beats failed on a tie)."""
-    ra, rb = STATE_RANK[a["state"]], STATE_RANK[b["state"]]
-    return ra > rb or (ra == rb and a["state"] == "complete")
-
-
-def _is_job(obj: Any, job_id: int, state: str) -> bool:
-    return (isinstance(obj, dict) and obj.get("id") == job_id and obj.get("state") == state
-            and "params" in obj)
+    return a.state.rank > b.state.rank or (a.state.rank == b.state.rank and a.state is JobState.COMPLETE)
 
 
 def _jsonable(obj: Any) -> Any:

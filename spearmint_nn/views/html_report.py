@@ -15,14 +15,16 @@ from __future__ import annotations
 import base64
 import statistics
 import time
-from collections import Counter
 from html import escape
 from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import ConfigError
 from ..experiment.config import load_config
-from .progress import Snapshot, format_duration, objective_value, printable_tail, take_snapshot
+from ..daemon.summaries import job_table
+from ..experiment.jobs import JobState
+from .progress import format_duration
+from .status import Snapshot, failures_by_kind, printable_tail, take_snapshot
 
 # Failure groups shown one by one: a run whose failures differ in more than numbers could have
 # thousands, and the page must stay small (the job table lists every failed job anyway).
@@ -167,7 +169,7 @@ def summary_html(snap: Snapshot) -> str:
         facts.append(("constraints (feasible when >= 0)", ", ".join(snap.constraints)))
     by_model = snap.model_best
     facts.append(("best observed value (luckiest draw)" if by_model else "best value",
-                  f"{objective_value(best, snap.objective):.6g} (job {best['id']})" if best else "-"))
+                  f"{best.objective_value(snap.objective):.6g} (job {best.id})" if best else "-"))
     if by_model:
         facts.append(("best by the model's posterior mean", f"{_mean_std(by_model)} (job {by_model['id']})"))
     if durations:
@@ -177,8 +179,8 @@ def summary_html(snap: Snapshot) -> str:
     if eta and snap.budget and finished < snap.budget:
         facts.append(("estimated time to budget", format_duration(eta)))
     if snap.finished:
-        facts.append(("first / last finished", f"{_when(snap.finished[0].get('finished'))} / "
-                                               f"{_when(snap.finished[-1].get('finished'))}"))
+        facts.append(("first / last finished", f"{_when(snap.finished[0].finished)} / "
+                                               f"{_when(snap.finished[-1].finished)}"))
     return '<section id="summary"><h2>Summary</h2>' + _facts(facts) + "</section>"
 
 
@@ -200,16 +202,16 @@ def best_html(snap: Snapshot) -> str:
     best = snap.best
     if best is None:
         return '<section id="best"><h2>Best job</h2><p class="muted">No feasible complete job yet.</p></section>'
-    facts = [("job", str(best["id"])), (snap.objective, f"{objective_value(best, snap.objective):.10g}")]
-    facts += [(f"task {t}", _fmt(v)) for t, v in (best.get("values") or {}).items() if t != snap.objective]
-    if isinstance(best.get("duration"), (int, float)):
-        facts.append(("duration", format_duration(best["duration"])))
-    facts += [(key, _fmt(best.get(key))) for key in ("host", "source") if best.get(key)]
-    facts.append(("finished", _when(best.get("finished"))))
+    facts = [("job", str(best.id)), (snap.objective, f"{best.objective_value(snap.objective):.10g}")]
+    facts += [(f"task {t}", _fmt(v)) for t, v in best.values.items() if t != snap.objective]
+    if best.duration is not None:
+        facts.append(("duration", format_duration(best.duration)))
+    facts += [(key, _fmt(best.fields.get(key))) for key in ("host", "source") if best.fields.get(key)]
+    facts.append(("finished", _when(best.fields.get("finished"))))
     by_model = snap.model_best
     if by_model is None:
         return ('<section id="best"><h2>Best job</h2>' + _facts(facts)
-                + "<h3>Parameters</h3>" + _params_table(best.get("params")) + "</section>")
+                + "<h3>Parameters</h3>" + _params_table(best.params) + "</section>")
     model_facts = [("job", str(by_model["id"])),
                    (f"predicted {snap.objective} (posterior mean \u00b1 std)", _mean_std(by_model))]
     if by_model["value"] is not None:
@@ -224,7 +226,7 @@ def best_html(snap: Snapshot) -> str:
             '<div id="model-best"><h3>Best by the model\'s posterior mean</h3>' + _facts(model_facts)
             + "<h4>Parameters</h4>" + _params_table(by_model["params"]) + "</div>"
             + '<div id="best-observed"><h3>Best observed (luckiest draw)</h3>' + _facts(facts)
-            + "<h4>Parameters</h4>" + _params_table(best.get("params")) + "</div></section>")
+            + "<h4>Parameters</h4>" + _params_table(best.params) + "</div></section>")
 
 
 def plots_html(snap: Snapshot) -> str:
@@ -250,10 +252,9 @@ def failures_html(snap: Snapshot) -> str:
     groups = snap.failure_groups
     if not groups:
         return '<section id="failures"><h2>Failures</h2><p class="muted">No failed jobs.</p></section>'
-    failed = snap.in_state("failed")
-    kinds = Counter(job.get("failure") or "unknown" for job in failed)
+    failed = snap.in_state(JobState.FAILED)
     parts = [f"<p>{len(failed)} failed: "
-             + ", ".join(f"{escape(k)} &times; {n}" for k, n in kinds.most_common())
+             + ", ".join(f"{escape(k)} &times; {n}" for k, n in failures_by_kind(failed).items())
              + f"; {len(groups)} group(s) of the same kind, reason and place, the largest first.</p>"]
     shown = groups[:MAX_FAILURE_GROUPS]
     for rank, group in enumerate(shown, start=1):
@@ -275,11 +276,12 @@ def failures_html(snap: Snapshot) -> str:
 
 
 def jobs_table_html(snap: Snapshot) -> str:
-    """All jobs in the columns of results.csv (``Store.table``), sortable by any column."""
+    """All jobs in the columns of results.csv (:func:`~spearmint_nn.daemon.summaries.job_table`),
+    sortable by any column."""
     if snap.config is None:
         raise ConfigError("config.json", f"needed for the job table: {snap.config_error}")
-    header, rows = snap.store.table(snap.config)
-    best_id = snap.best["id"] if snap.best else None
+    header, rows = job_table(snap.jobs, snap.config)
+    best_id = snap.best.id if snap.best else None
     model_best_id = snap.model_best["id"] if snap.model_best else None
     head = "".join(f"<th scope=\"col\">{escape(h)}</th>" for h in header)
     body = []

@@ -35,7 +35,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..experiment.layout import ExperimentPaths
-from .progress import Snapshot, objective_value
+from ..experiment.jobs import JobState
+from .status import Snapshot
 from ..search.space import Space
 
 if TYPE_CHECKING:
@@ -90,10 +91,10 @@ class Outcomes:
 def outcomes(snap: Snapshot) -> Outcomes:
     """The snapshot's finished jobs sorted into feasible, infeasible and failed."""
     jobs = snap.finished
-    values = np.array([objective_value(job, snap.objective) for job in jobs], dtype=float).reshape(-1)
+    values = np.array([job.objective_value(snap.objective) for job in jobs], dtype=float).reshape(-1)
     feasible = np.array([snap.is_feasible(job) for job in jobs], dtype=bool).reshape(-1)
     has_value = np.isfinite(values)
-    complete = np.array([job["state"] == "complete" for job in jobs], dtype=bool).reshape(-1)
+    complete = np.array([job.state is JobState.COMPLETE for job in jobs], dtype=bool).reshape(-1)
     infeasible = complete & has_value & ~feasible
     return Outcomes(jobs=jobs, order=np.arange(1, len(jobs) + 1), values=values, feasible=feasible, infeasible=infeasible, failed=~(feasible | infeasible))
 
@@ -170,12 +171,12 @@ def duration_pairs(snap: Snapshot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(predicted, actual, failed mask) in seconds for finished jobs that record both."""
     pred, actual, failed = [], [], []
     for job in snap.finished:
-        p, a = job.get("predicted_duration"), job.get("duration")
+        p, a = job.fields.get("predicted_duration"), job.fields.get("duration")
         if all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
                for x in (p, a)):
             pred.append(float(p))
             actual.append(float(a))
-            failed.append(job["state"] == "failed")
+            failed.append(job.state is JobState.FAILED)
     return np.array(pred), np.array(actual), np.array(failed, dtype=bool)
 
 
@@ -238,7 +239,7 @@ def _draw_model_best(ax, out: Outcomes, by_model: dict[str, Any]) -> None:
     """The model's best at its job's place in completion order (the last place when the job is
     not among the finished ones): its posterior mean with a +-1 std bar, and a dotted level line
     to set against the best observed values."""
-    position = next((rank for rank, job in zip(out.order, out.jobs) if job["id"] == by_model["id"]), len(out.jobs))
+    position = next((rank for rank, job in zip(out.order, out.jobs) if job.id == by_model["id"]), len(out.jobs))
     mean, std = by_model["mean"], by_model["std"]
     spread = f" \u00b1 {std:.3g}" if std is not None else ""
     ax.axhline(mean, linestyle=":", linewidth=1, color=MODEL_BEST["color"], zorder=1)
@@ -247,8 +248,8 @@ def _draw_model_best(ax, out: Outcomes, by_model: dict[str, Any]) -> None:
                 label=f"best by the model's posterior mean: job {by_model['id']}, {mean:.6g}{spread}")
 
 
-def _element(job: dict[str, Any], name: str, i: int) -> Any:
-    params = job.get("params")
+def _element(params: Any, name: str, i: int) -> Any:
+    """Element i of variable ``name`` in params (JSON form), or None."""
     value = params.get(name) if isinstance(params, dict) else None
     return value[i] if isinstance(value, list) and i < len(value) else None
 
@@ -264,7 +265,7 @@ def draw_parameters(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     best, by_model = snap.best, snap.model_best
     jitter = np.random.default_rng(0).uniform(-0.18, 0.18, len(out.jobs))
     for k, (ax, (var, i, label)) in enumerate(zip(axes, shown)):
-        raw = [_element(job, var.name, i) for job in out.jobs]
+        raw = [_element(job.params, var.name, i) for job in out.jobs]
         present = np.array([v is not None for v in raw], dtype=bool).reshape(-1)
         if var.type == "ENUM":
             x = np.array([var.options.index(v) if v in var.options else np.nan for v in raw], dtype=float).reshape(-1) + jitter
@@ -287,11 +288,11 @@ def draw_parameters(snap: Snapshot, fig: "Figure | SubFigure") -> None:
         if m.any():
             ax.scatter(x[m], np.full(m.sum(), 0.02), transform=ax.get_xaxis_transform(), marker="|", s=60,
                        color=FAILED["color"], clip_on=False)
-        marks = [(best, objective_value(best, snap.objective), BEST, 140)] if best is not None else []
+        marks = [(best.params, best.objective_value(snap.objective), BEST, 140)] if best is not None else []
         if by_model is not None:
-            marks.append((by_model, by_model["mean"], MODEL_BEST, 60))
-        for job, y, style, size in marks:
-            bx = _element(job, var.name, i)
+            marks.append((by_model["params"], by_model["mean"], MODEL_BEST, 60))
+        for params, y, style, size in marks:
+            bx = _element(params, var.name, i)
             if bx is not None and (var.type != "ENUM" or bx in var.options):
                 bx = var.options.index(bx) if var.type == "ENUM" else bx
                 ax.scatter([bx], [y], s=size, edgecolor="black", linewidth=0.6, zorder=5, **style)
@@ -444,7 +445,7 @@ def summary_line(snap: Snapshot) -> str:
     sep = ";\n" if by_model else "; "
     if best is not None:
         label = "best observed (luckiest draw)" if by_model else "best"
-        text += f"{sep}{label} {snap.objective} = {objective_value(best, snap.objective):.6g} (job {best['id']})"
+        text += f"{sep}{label} {snap.objective} = {best.objective_value(snap.objective):.6g} (job {best.id})"
     if by_model is not None:
         spread = f" \u00b1 {by_model['std']:.3g}" if by_model["std"] is not None else ""
         text += f"{sep}best by the model's posterior mean {by_model['mean']:.6g}{spread} (job {by_model['id']})"

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from spearmint_nn.views.html_report import write_html
-from spearmint_nn.views.progress import take_snapshot
+from spearmint_nn.views.status import take_snapshot
 from helpers.experiments import write_finished_experiment as write_experiment
 
 pytestmark = pytest.mark.browser

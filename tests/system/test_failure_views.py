@@ -21,7 +21,9 @@ from spearmint_nn.views import plots
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.views.html_report import MAX_FAILURE_GROUPS, render_html
 from spearmint_nn.experiment.layout import ExperimentPaths
-from spearmint_nn.views.progress import printable_tail, progress_text, read_model_best, take_snapshot
+from spearmint_nn.views.progress import progress_text
+from spearmint_nn.views.status import printable_tail, read_model_best, take_snapshot
+from spearmint_nn.daemon.summaries import job_table, write_summaries
 from spearmint_nn.experiment.store import Store
 from helpers.reports import Page
 from helpers.experiments import write_finished_experiment as write_experiment
@@ -81,7 +83,7 @@ def failing_experiment(root: Path, model_best: dict[str, Any] | None = None, nam
         else:
             store.move(job_id, "failed", failure="timeout", reason="killed after the 3600 s time limit",
                        finished=finished, duration=3600.0)
-    store.write_summaries(config, model_best=model_best)
+    write_summaries(store, config, model_best=model_best)
     return exp
 
 
@@ -166,7 +168,7 @@ def test_report_failures_prints_every_group_with_its_whole_tail_and_the_csv_is_u
 
     table = cli("report", exp).stdout
     config = load_config(exp, check_driver=False)
-    header, rows = Store(config.paths).load_all().table(config)
+    header, rows = job_table(Store(config.paths).load_all().jobs(), config)
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows([header] + rows)
     assert table == buffer.getvalue()
@@ -273,7 +275,7 @@ def test_convergence_plot_marks_the_model_best_beside_the_best_observed(tmp_path
     assert label in labels
     bar = handles[labels.index(label)]  # an ErrorbarContainer: (marker line, caps, bar segments)
     marker, _, (segments,) = bar
-    position = [job["id"] for job in snap.finished].index(9) + 1
+    position = [job.id for job in snap.finished].index(9) + 1
     assert list(marker.get_xdata()) == [position] and list(marker.get_ydata()) == [pytest.approx(0.734)]
     (x0, y0), (x1, y1) = segments.get_segments()[0]
     assert x0 == x1 == position and sorted([y0, y1]) == [pytest.approx(0.609), pytest.approx(0.859)]

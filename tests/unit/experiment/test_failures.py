@@ -3,14 +3,15 @@ from __future__ import annotations
 
 from spearmint_nn.experiment.failures import (NAN_STREAK_FACTOR, WRAPPER_FAILURES_TO_STOP, FailureStreak, group_failures,
                                    signature)
+from spearmint_nn.experiment.jobs import Job, JobState
 
 
-def failed(job_id: int, kind: str = "exception", reason: str = "ValueError: boom", **extra) -> dict:
-    return {"id": job_id, "state": "failed", "failure": kind, "reason": reason, **extra}
+def failed(job_id: int, kind: str = "exception", reason: str = "ValueError: boom", **extra) -> Job:
+    return Job(job_id, JobState.FAILED, {}, {"failure": kind, "reason": reason, **extra})
 
 
-def complete(job_id: int) -> dict:
-    return {"id": job_id, "state": "complete", "value": 1.0, "values": {"main": 1.0}}
+def complete(job_id: int) -> Job:
+    return Job(job_id, JobState.COMPLETE, {}, {"value": 1.0, "values": {"main": 1.0}})
 
 
 def test_signature_masks_point_values_and_ids_but_keeps_short_codes():

@@ -11,7 +11,9 @@ import pytest
 import spearmint_nn.experiment.store as store_module
 from helpers.experiments import quick_config, write_experiment
 from spearmint_nn.experiment.config import load_config
-from spearmint_nn.experiment.store import BadValues, Store, check_values
+from spearmint_nn.daemon.summaries import write_summaries
+from spearmint_nn.experiment.jobs import BadValues, check_values
+from spearmint_nn.experiment.store import Store
 from spearmint_nn.files import atomic_write_json
 
 
@@ -48,7 +50,7 @@ def test_job_moves_keep_one_file_and_ids_are_never_reused(config, store):
     params = {"x": [1.0], "y": [2.0]}
     a = store.new_job(params, "optimizer")
     b = store.new_job(params, "optimizer")
-    assert (a["id"], b["id"]) == (1, 2)
+    assert (a.id, b.id) == (1, 2)
     assert json.loads(config.paths.input_file(1).read_text()) == params
     store.move(1, "running", scheduler_id="x")
     store.move(1, "complete", values={"loss": 3.0, "mem": 1.0}, value=3.0)
@@ -68,13 +70,13 @@ def test_job_moves_keep_one_file_and_ids_are_never_reused(config, store):
 def test_crash_between_write_and_remove_is_repaired_later_state_wins(config, store):
     store.new_job({"x": [1.0], "y": [2.0]}, "optimizer")
     running = store.move(1, "running", scheduler_id="7")
-    atomic_write_json(config.paths.job_file("complete", 1), {**running, "state": "complete", "value": 1.0,
+    atomic_write_json(config.paths.job_file("complete", 1), {**running.to_json(), "state": "complete", "value": 1.0,
                                                               "values": {"loss": 1.0, "mem": 0.0}})
     reader = Store(config.paths).load_all()  # readers do not repair, but see the later state
-    assert reader.get(1)["state"] == "complete" and reader.counts()["running"] == 0
+    assert reader.get(1).state == "complete" and reader.counts()["running"] == 0
     assert _files(config, "running") == ["000001.json"]
     repaired = Store(config.paths).load_all(repair=True)
-    assert repaired.get(1)["state"] == "complete" and _files(config, "running") == []
+    assert repaired.get(1).state == "complete" and _files(config, "running") == []
     assert any("kept complete" in p for p in repaired.problems)
 
 
@@ -101,16 +103,16 @@ def test_user_drops_are_validated(config, store):
     dropped = store.dropped_files()
     assert [p.name for p in dropped] == ["bad.json", "done.json", "garbage.json", "mine.json", "typo.json"]
     jobs = {p.name: store.intake_dropped(p, config) for p in dropped}
-    assert jobs["mine.json"]["state"] == "pending" and jobs["mine.json"]["source"] == "user"
-    assert jobs["mine.json"]["params"] == {"x": [0.5], "y": [1.5]}
-    assert jobs["bad.json"]["state"] == "failed" and jobs["bad.json"]["failure"] == "bad_params"
-    assert jobs["bad.json"]["reason"] == "params.x: 50.0 is outside [-5, 10]"
-    assert jobs["garbage.json"]["reason"] == "params: file is not valid UTF-8 JSON"
-    assert jobs["done.json"]["state"] == "complete" and jobs["done.json"]["source"] == "import"
-    assert jobs["done.json"]["params"] == {"x": [1.0], "y": [2.0]} and jobs["done.json"]["value"] == 4.5
-    assert jobs["typo.json"]["reason"] == "params: unexpected keys ['valeu']; use params with value or values"
+    assert jobs["mine.json"].state == "pending" and jobs["mine.json"].source == "user"
+    assert jobs["mine.json"].params == {"x": [0.5], "y": [1.5]}
+    assert jobs["bad.json"].state == "failed" and jobs["bad.json"].failure == "bad_params"
+    assert jobs["bad.json"].reason == "params.x: 50.0 is outside [-5, 10]"
+    assert jobs["garbage.json"].reason == "params: file is not valid UTF-8 JSON"
+    assert jobs["done.json"].state == "complete" and jobs["done.json"].source == "import"
+    assert jobs["done.json"].params == {"x": [1.0], "y": [2.0]} and jobs["done.json"].value == 4.5
+    assert jobs["typo.json"].reason == "params: unexpected keys ['valeu']; use params with value or values"
     assert store.dropped_files() == []
-    assert sorted(p.name for p in pending.iterdir()) == [".half-written.json.tmp", f"{jobs['mine.json']['id']:06d}.json"]
+    assert sorted(p.name for p in pending.iterdir()) == [".half-written.json.tmp", f"{jobs['mine.json'].id:06d}.json"]
 
 
 def test_interrupted_intake_is_finished_once(config, store):
@@ -119,7 +121,7 @@ def test_interrupted_intake_is_finished_once(config, store):
     staged.write_text('{"x": [0.0], "y": [0.0]}')
     reloaded = Store(config.paths).load_all(repair=True)
     jobs = reloaded.resume_intakes(config)
-    assert [j["id"] for j in jobs] == [job_id] and not staged.exists()
+    assert [j.id for j in jobs] == [job_id] and not staged.exists()
     assert Store(config.paths).load_all(repair=True).resume_intakes(config) == []
 
 
@@ -128,11 +130,11 @@ def test_summaries_match_job_files(config, store):
             ((3.0, 4.0), {"loss": 2.0, "mem": 0.5})]
     for (x, y), values in rows:
         job = store.new_job({"x": [x], "y": [y]}, "optimizer")
-        store.move(job["id"], "complete", values=values, value=values["loss"], duration=1.5)
+        store.move(job.id, "complete", values=values, value=values["loss"], duration=1.5)
     failed = store.new_job({"x": [0.0], "y": [0.0]}, "optimizer")
-    store.move(failed["id"], "failed", failure="nan", reason="returned loss=nan")
+    store.move(failed.id, "failed", failure="nan", reason="returned loss=nan")
     store.new_job({"x": [9.0], "y": [9.0]}, "optimizer")  # pending: not in results.csv
-    store.write_summaries(config)
+    write_summaries(store, config)
     with open(config.paths.results_csv) as handle:
         table = list(csv.DictReader(handle))
     assert [r["id"] for r in table] == ["1", "2", "3", "4"]
@@ -147,7 +149,7 @@ def test_summaries_match_job_files(config, store):
 def test_events_after_loading_read_no_file(config, store, monkeypatch):
     for _ in range(50):
         job = store.new_job({"x": [1.0], "y": [1.0]}, "optimizer")
-        store.move(job["id"], "complete", values={"loss": 1.0, "mem": 1.0}, value=1.0)
+        store.move(job.id, "complete", values={"loss": 1.0, "mem": 1.0}, value=1.0)
     big = Store(config.paths).load_all(repair=True)
 
     def no_reads(path):
@@ -155,10 +157,10 @@ def test_events_after_loading_read_no_file(config, store, monkeypatch):
 
     monkeypatch.setattr(store_module, "read_json", no_reads)
     job = big.new_job({"x": [2.0], "y": [2.0]}, "optimizer")
-    big.move(job["id"], "running", scheduler_id="1")
-    big.move(job["id"], "complete", values={"loss": 0.5, "mem": 1.0}, value=0.5)
-    big.write_summaries(config)
-    assert big.best(config)["id"] == job["id"] and big.counts()["complete"] == 51
+    big.move(job.id, "running", scheduler_id="1")
+    big.move(job.id, "complete", values={"loss": 0.5, "mem": 1.0}, value=0.5)
+    write_summaries(big, config)
+    assert json.loads(config.paths.best_json.read_text())["id"] == job.id and big.counts()["complete"] == 51
 
 
 @pytest.mark.parametrize("raw,tasks,expected", [

@@ -173,7 +173,7 @@ def test_gp_run_with_ei_per_second_records_predictions_and_reports_warpings(make
     assert len(summary["inputs"]) == 1 and len(summary["inputs"][0]["mean"]) == len(summary["grid"])
 
     from spearmint_nn.views import plots
-    from spearmint_nn.views.progress import take_snapshot
+    from spearmint_nn.views.status import take_snapshot
 
     keys = [section.key for section in plots.sections(take_snapshot(folder))]
     assert keys == ["convergence", "parameters", "warpings", "durations"]

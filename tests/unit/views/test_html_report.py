@@ -10,7 +10,7 @@ import pytest
 
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.views.html_report import render_html, write_html
-from spearmint_nn.views.progress import take_snapshot
+from spearmint_nn.views.status import take_snapshot
 from helpers.experiments import cli
 from helpers.reports import Page, png_size
 from helpers.experiments import write_finished_experiment as write_experiment
@@ -42,7 +42,7 @@ def test_report_is_self_contained_and_complete(tmp_path):
     assert sum("best" in r["class"].split() for r in rows) == 1
     assert {s["id"] for s in page.all("section")} == {"summary", "best", "plots", "failures", "jobs"}
     text = " ".join(page.text)
-    assert f"job {snap.best['id']}" in text and "30 of 40" in text
+    assert f"job {snap.best.id}" in text and "30 of 40" in text
     # the four failures are one group: its reason once, then each job's in the table
     assert text.count("wrapper raised ValueError: <script>alert('x')</script>") == 1 + 4
     assert "exception × 4" in text and "first job 7, last job 28" in text

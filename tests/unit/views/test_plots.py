@@ -13,7 +13,7 @@ from spearmint_nn.views import plots
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.models.warping import warping_summary
-from spearmint_nn.views.progress import take_snapshot
+from spearmint_nn.views.status import take_snapshot
 from helpers.experiments import cli
 from helpers.experiments import write_finished_experiment as write_experiment
 from helpers.reports import png_size
@@ -62,7 +62,7 @@ def test_convergence_shows_every_job_the_best_so_far_and_marks_failures(tmp_path
     assert out.feasible.sum() + out.infeasible.sum() == snap.counts["complete"]
     assert (out.feasible & out.infeasible).sum() == 0
     running = plots.best_so_far(out.values, out.feasible)
-    assert np.nanmin(running) == pytest.approx(snap.best["value"])
+    assert np.nanmin(running) == pytest.approx(snap.best.value)
     assert all(np.diff(running[np.isfinite(running)]) <= 0)
 
     fig = plots.section_figure(plots.sections(snap)[0])

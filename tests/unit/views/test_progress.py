@@ -16,9 +16,9 @@ from helpers.experiments import cli
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.daemon.reporting import Reporter
 from spearmint_nn.experiment.layout import ExperimentPaths
-from spearmint_nn.views.progress import (
-    DaemonProgress, LiveLine, format_duration, progress_text, take_snapshot, watch,
-)
+from spearmint_nn.experiment.jobs import JobState, best_job
+from spearmint_nn.views.progress import DaemonProgress, LiveLine, format_duration, progress_text, watch
+from spearmint_nn.views.status import take_snapshot
 from spearmint_nn.experiment.store import Store
 
 from helpers.experiments import write_finished_experiment as write_experiment
@@ -30,11 +30,12 @@ def test_snapshot_counts_best_and_completion_order(tmp_path):
     assert snap.name == "demo" and snap.budget == 50 and snap.concurrency == 2
     assert snap.objective == "loss" and snap.constraints == ("mem",)
     assert snap.counts == {"pending": 0, "running": 2, "complete": 26, "failed": 4}
-    finished_times = [job["finished"] for job in snap.finished]
+    finished_times = [job.finished for job in snap.finished]
     assert finished_times == sorted(finished_times) and len(finished_times) == 30
-    assert [j["id"] for j in snap.finished] != sorted(j["id"] for j in snap.finished)
-    feasible = [j for j in snap.jobs if j["state"] == "complete" and j["values"]["mem"] >= 0]
-    assert snap.best["id"] == min(feasible, key=lambda j: j["value"])["id"] == snap.store.best(snap.config)["id"]
+    assert [j.id for j in snap.finished] != sorted(j.id for j in snap.finished)
+    feasible = [j for j in snap.jobs if j.state is JobState.COMPLETE and j.values["mem"] >= 0]
+    assert snap.best.id == min(feasible, key=lambda j: j.value).id
+    assert best_job(snap.store.jobs(JobState.COMPLETE), "loss", ["mem"]) == snap.best
     assert all(snap.is_feasible(j) == (j in feasible) for j in snap.jobs)
 
 
@@ -60,7 +61,7 @@ def test_progress_text_has_the_numbers_and_no_control_characters(tmp_path):
     text = progress_text(snap)
     assert text.startswith("demo: 12/40 done, 2 running, 1 failed, best ")
     assert " finished " not in text and " failed " not in text  # event words counted in daemon.log
-    assert f"(job {snap.best['id']})" in text and "refit 1.2s" in text and "ETA " in text
+    assert f"(job {snap.best.id})" in text and "refit 1.2s" in text and "ETA " in text
     assert all(ch.isprintable() for ch in text)
 
 
@@ -134,11 +135,11 @@ def test_daemon_progress_off_a_terminal_logs_a_plain_line_per_finished_job(tmp_p
     try:
         assert not progress.interactive
         job = store.new_job({"lr": [0.01], "layers": [2], "act": ["relu"], "w": [0.0, 0.0]}, "optimizer")
-        reporter.event("proposed", f"job {job['id']}", job=job["id"])
-        store.move(job["id"], "running", scheduler_id="1")
-        reporter.event("submitted", f"job {job['id']} as local 1", job=job["id"])
-        store.move(job["id"], "complete", values={"loss": -5.0}, value=-5.0, finished=2e9, duration=3.0)
-        reporter.event("finished", f"job {job['id']} value=-5", job=job["id"])
+        reporter.event("proposed", f"job {job.id}", job=job.id)
+        store.move(job.id, "running", scheduler_id="1")
+        reporter.event("submitted", f"job {job.id} as local 1", job=job.id)
+        store.move(job.id, "complete", values={"loss": -5.0}, value=-5.0, finished=2e9, duration=3.0)
+        reporter.event("finished", f"job {job.id} value=-5", job=job.id)
     finally:
         progress.close()
         reporter.close()
@@ -146,7 +147,7 @@ def test_daemon_progress_off_a_terminal_logs_a_plain_line_per_finished_job(tmp_p
     progress_lines = [line for line in lines if " progress " in line]
     assert len(progress_lines) == 2, lines  # not one per proposal or submission
     assert "3/10 done" in progress_lines[0] and "4/10 done" in progress_lines[1]
-    assert f"best -5 (job {job['id']})" in progress_lines[1]
+    assert f"best -5 (job {job.id})" in progress_lines[1]
     assert all(ch.isprintable() for line in lines for ch in line)
     assert progress_lines[1] in ExperimentPaths(exp).log.read_text()
 
@@ -180,7 +181,7 @@ def test_status_json_is_stable(tmp_path):
     assert status["counts"] == snap.counts and status["finished"] == snap.budget_used == 20
     assert status["max_finished_jobs"] == 30 and status["objective"] == "loss" and status["name"] == "demo"
     assert set(status["best"]) == {"id", "value", "values", "params", "duration", "finished"}
-    assert status["best"]["id"] == snap.best["id"] and status["best"]["params"] == snap.best["params"]
+    assert status["best"]["id"] == snap.best.id and status["best"]["params"] == snap.best.params
     assert [r["id"] for r in status["running"]] == [21, 22]
     assert all(set(r) == {"id", "scheduler_id", "driver", "age_s"} for r in status["running"])
     assert [f["id"] for f in status["recent_failures"]] == [7, 14]

@@ -1,0 +1,38 @@
+"""The driver side of jobs that the daemon and the CLI share: the config's driver, and cancelling."""
+from __future__ import annotations
+
+import time
+from typing import Iterable
+
+from ..drivers.base import Driver, driver_class
+from ..experiment.claims import read_claim
+from ..experiment.config import ExperimentConfig
+from ..experiment.jobs import JobState
+from ..experiment.store import Store
+from .reporting import Reporter
+
+
+def make_driver(config: ExperimentConfig) -> Driver:
+    return driver_class(config.driver_name)(config.driver_options, config.paths.state)
+
+
+def cancel_jobs(store: Store, driver: Driver, ids: Iterable[int], reporter: Reporter, why: str) -> list[int]:
+    """Cancel pending and running jobs (one driver call for all running ones); return their ids."""
+    jobs = [store.get(i) for i in ids]
+    jobs = [j for j in jobs if j is not None and j.state in (JobState.PENDING, JobState.RUNNING)]
+    running = []
+    for job in jobs:
+        if job.state is not JobState.RUNNING or job.driver != driver.name:
+            continue
+        scheduler_id = job.scheduler_id
+        if scheduler_id is None:  # a daemon died while submitting it: its claim may name the process
+            claim = read_claim(store.paths, job.id)
+            scheduler_id = driver.adopt_claim(claim) if claim is not None else None
+        if scheduler_id is not None:
+            running.append(scheduler_id)
+    if running:
+        driver.cancel(running)
+    for job in jobs:
+        store.move(job.id, JobState.FAILED, failure="cancelled", reason=why, finished=time.time())
+        reporter.event("cancelled", f"job {job.id} ({job.state}): {why}", job=job.id)
+    return [j.id for j in jobs]

@@ -1,0 +1,282 @@
+"""A job as a typed record, its states, and the rules about jobs that everyone shares.
+
+A job is stored as one JSON object (schema in :mod:`spearmint_nn.experiment.layout`); in memory
+it is a frozen :class:`Job` built by :meth:`Job.from_json`, whose :meth:`Job.to_json` gives back
+the same object. The store changes a job only through :meth:`Job.moved_to` (a new state, which
+must be a legal :class:`JobState` transition) and :meth:`Job.with_fields`.
+
+The rules here, in one room, are those that the daemon, the CLI and the reports must agree on:
+which jobs count toward ``max-finished-jobs`` (:meth:`Job.counts_toward_budget`), which are
+feasible (:meth:`Job.is_feasible`), which is the best (:func:`best_job`), the failure kinds
+(:data:`FAILURE_KINDS`) and the values a wrapper may return (:func:`check_values`). The module
+imports neither torch nor numpy's heavy friends: every job process reads it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import numbers
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..drivers.base import SchedulerState
+
+
+class JobState(str, enum.Enum):
+    """Where a job is; also the name of its folder under ``jobs/``."""
+
+    PENDING = "pending"    # proposed or dropped in by a user, not yet submitted
+    RUNNING = "running"    # handed to the driver (or being handed: see layout, "Submission")
+    COMPLETE = "complete"  # its values are recorded
+    FAILED = "failed"      # it ended without values; ``failure`` and ``reason`` say why
+
+    # Printed and formatted as the plain name (the folder's), as enum.StrEnum does from 3.11.
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    @property
+    def finished(self) -> bool:
+        return self in (JobState.COMPLETE, JobState.FAILED)
+
+    @property
+    def rank(self) -> int:
+        """Order of states in a job's life: a job found in two folders after a crash mid-move
+        keeps the later one."""
+        return 2 if self.finished else (1 if self is JobState.RUNNING else 0)
+
+    def can_become(self, new: "JobState") -> bool:
+        """Whether a job may move from this state to ``new``. A finished job never changes state;
+        a running job goes back to pending only to retry a failed submission."""
+        return not self.finished and new is not self
+
+
+FINAL_STATES = (JobState.COMPLETE, JobState.FAILED)
+
+# Every failure kind a job can end with (spearmint_nn.runner records the first four and the
+# bad_* kinds; the daemon the others), and those that by default say nothing about the point
+# itself: they are not shown to the model as an infeasible observation and not counted against
+# max-finished-jobs. A job "lost" by the scheduler is, by default, about the point (it may have
+# crashed its node or run out of memory), as the constraint model expects.
+FAILURE_KINDS = ("exception", "nan", "bad_result", "exit_code", "timeout", "oom", "no_result", "lost",
+                 "cancelled", "node_fail", "submit_rejected", "bad_params", "bad_config", "bad_wrapper")
+DEFAULT_IGNORED_FAILURES = ("submit_rejected", "cancelled", "node_fail", "bad_params", "bad_config", "bad_wrapper")
+# The failure kind recorded when a job left the scheduler without writing a result file.
+SCHEDULER_FAILURES = {
+    SchedulerState.TIMEOUT: "timeout",
+    SchedulerState.CANCELLED: "cancelled",
+    SchedulerState.OUT_OF_MEMORY: "oom",
+    SchedulerState.NODE_FAIL: "node_fail",
+    SchedulerState.FAILED: "exit_code",
+    SchedulerState.COMPLETED: "no_result",
+    SchedulerState.UNKNOWN: "lost",
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A state change that a job's life does not allow (e.g. a complete job made running)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One job: its id, state and params, and every other field of its file in ``fields``.
+
+    ``params`` are in JSON form (lists; see :meth:`spearmint_nn.search.space.Space.to_json`),
+    except for a job failed as ``bad_params``, which keeps what the user wrote. The typed
+    properties below read the fields that :mod:`spearmint_nn.experiment.layout` documents; a
+    field a job does not have reads as None.
+    """
+
+    id: int
+    state: JobState
+    params: Any
+    fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", JobState(self.state))
+        object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
+
+    # -- the file form -----------------------------------------------------------------------
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> "Job":
+        """The job of a job file's object (which must have ``id``, ``state`` and ``params``)."""
+        fields = {k: v for k, v in obj.items() if k not in ("id", "state", "params")}
+        return cls(obj["id"], JobState(obj["state"]), obj["params"], fields)
+
+    @staticmethod
+    def is_job_json(obj: Any, job_id: int, state: str) -> bool:
+        """Whether a file's object is the job ``job_id`` in folder ``state``."""
+        return (isinstance(obj, dict) and obj.get("id") == job_id and obj.get("state") == state
+                and "params" in obj)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "state": self.state.value, "params": self.params, **self.fields}
+
+    # -- changes (the store's) ---------------------------------------------------------------
+
+    def with_fields(self, **fields: Any) -> "Job":
+        """This job with some fields set (its state unchanged)."""
+        return dataclasses.replace(self, fields={**self.fields, **fields})
+
+    def moved_to(self, state: JobState | str, **fields: Any) -> "Job":
+        """This job in a new state with some fields set; raises :class:`IllegalTransition`."""
+        state = JobState(state)
+        if not self.state.can_become(state):
+            raise IllegalTransition(f"job {self.id} cannot go from {self.state.value} to {state.value}")
+        return dataclasses.replace(self, state=state, fields={**self.fields, **fields})
+
+    # -- fields ------------------------------------------------------------------------------
+
+    @property
+    def source(self) -> str | None:
+        """"optimizer", "user" (a dropped params file) or "import" (a result from elsewhere)."""
+        return self.fields.get("source")
+
+    @property
+    def values(self) -> dict[str, float]:
+        """{task: value} of a complete job ({} otherwise)."""
+        return dict(self.fields.get("values") or {})
+
+    @property
+    def value(self) -> float | None:
+        """The objective's value of a complete job."""
+        return self.fields.get("value")
+
+    @property
+    def failure(self) -> str | None:
+        """The failure kind of a failed job (one of :data:`FAILURE_KINDS`)."""
+        return self.fields.get("failure")
+
+    @property
+    def reason(self) -> str | None:
+        """One line saying why a job failed."""
+        return self.fields.get("reason")
+
+    @property
+    def location(self) -> str | None:
+        """``<file>:<line>`` in the user's code a failure points at, when known."""
+        return self.fields.get("location")
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds the wrapper ran, when known."""
+        return finite_float(self.fields.get("duration"))
+
+    @property
+    def finished(self) -> float | None:
+        """Unix time the outcome was recorded (complete or failed)."""
+        return finite_float(self.fields.get("finished"))
+
+    @property
+    def submitted(self) -> float | None:
+        """Unix time the driver accepted the job."""
+        return finite_float(self.fields.get("submitted"))
+
+    @property
+    def driver(self) -> str | None:
+        return self.fields.get("driver")
+
+    @property
+    def scheduler_id(self) -> str | None:
+        """The driver's id of the running job; None while it is being submitted."""
+        return self.fields.get("scheduler_id")
+
+    # -- rules -------------------------------------------------------------------------------
+
+    def counts_toward_budget(self, ignored_failures: Iterable[str]) -> bool:
+        """Whether the job is an evaluation of its point (shown to the model, counted against
+        max-finished-jobs): complete, or failed for a reason not in ``ignored_failures`` (the
+        config's ``ignore-failures``)."""
+        return self.state is JobState.COMPLETE or (
+            self.state is JobState.FAILED and self.failure not in ignored_failures)
+
+    def objective_value(self, objective: str) -> float | None:
+        """The objective's value (``value``, else ``values[objective]``) as a finite float, or None."""
+        value = finite_float(self.value)
+        return value if value is not None else finite_float(self.values.get(objective))
+
+    def is_feasible(self, objective: str, constraints: Sequence[str]) -> bool:
+        """A complete job with a finite objective value and every constraint value >= 0
+        (Spearmint's convention)."""
+        if self.state is not JobState.COMPLETE or self.objective_value(objective) is None:
+            return False
+        values = self.values
+        return all(_as_number(values.get(name)) is not None and values[name] >= 0 for name in constraints)
+
+
+def best_job(jobs: Iterable[Job], objective: str, constraints: Sequence[str]) -> Job | None:
+    """The feasible job with the lowest objective value; ties go to the lowest id."""
+    feasible = [job for job in jobs if job.is_feasible(objective, constraints)]
+    return min(feasible, key=lambda job: (job.objective_value(objective), job.id), default=None)
+
+
+def best_summary(job: Job) -> dict[str, Any]:
+    """The fields of best.json and of ``status --json``'s ``best``."""
+    return {"id": job.id, **{key: job.to_json().get(key) for key in ("value", "values", "params", "duration", "finished")}}
+
+
+# ---- values returned by a wrapper or imported -------------------------------------------------
+
+class BadValues(ValueError):
+    """Values that cannot be recorded; ``failure`` is "nan" or "bad_result"."""
+
+    def __init__(self, failure: str, message: str):
+        super().__init__(message)
+        self.failure = failure
+
+
+def check_values(raw: Any, tasks: Sequence[str]) -> dict[str, float]:
+    """Validate a wrapper's return value against the config's task names.
+
+    A number is accepted when there is one task; a dict must cover exactly the tasks with
+    numbers. Returns ``{task: float}``; raises :class:`BadValues` ("nan" for NaN or infinite
+    values, "bad_result" for anything else).
+    """
+    if isinstance(raw, Mapping):
+        keys = sorted(map(str, raw))
+        if keys != sorted(tasks):
+            raise BadValues("bad_result", f"returned keys {keys}; expected exactly {sorted(tasks)}")
+        values = {}
+        for task in tasks:
+            number = _as_number(raw[task])
+            if number is None:
+                raise BadValues("bad_result", f"task {task!r} is {type(raw[task]).__name__} {raw[task]!r:.80}, not a number")
+            values[task] = number
+    else:
+        number = _as_number(raw)
+        if number is None:
+            raise BadValues("bad_result", f"returned {type(raw).__name__} {raw!r:.80}; expected a number or a dict of task -> number")
+        if len(tasks) != 1:
+            if not math.isfinite(number):  # a bare NaN means "this evaluation failed", whatever the tasks
+                raise BadValues("nan", f"returned {number} (a failed evaluation)")
+            raise BadValues("bad_result", f"returned one number but the config has tasks {sorted(tasks)}: return a dict")
+        values = {tasks[0]: number}
+    bad = [task for task, v in values.items() if not math.isfinite(v)]
+    if bad:
+        raise BadValues("nan", "returned " + ", ".join(f"{t}={values[t]}" for t in bad))
+    return values
+
+
+def _as_number(value: Any) -> float | None:
+    """A wrapper's number as a float (numpy scalars and size-1 arrays included), else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, numbers.Real):
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond float range: recorded as infinite, i.e. a failure
+            return math.inf if value > 0 else -math.inf
+    if isinstance(value, np.ndarray) and value.size == 1 and np.issubdtype(value.dtype, np.number):
+        return float(value.reshape(()))
+    return None
+
+
+def finite_float(value: Any) -> float | None:
+    """value as a finite float, or None (for missing, non-numeric, NaN and infinite values)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None

@@ -1,0 +1,344 @@
+"""Where a search stands, computed once: the :class:`Snapshot` of an experiment, and ``status``.
+
+A :class:`Snapshot` is built from a job :class:`~spearmint_nn.experiment.store.Store` and the
+config, so the live line of ``spearmint-nn run`` (from the daemon's in-memory store),
+``status`` and ``status --json``, ``status --watch``, the plots and the HTML report (from the
+files) all show the same numbers, and all of them work on a folder copied off a cluster with no
+daemon running. :func:`status_summary` is ``status --json`` (schema in the README);
+:func:`status_text` is ``status``.
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..experiment.config import DEFAULT_TASK_NAME, ExperimentConfig, load_config
+from ..experiment.failures import FailureGroup, group_failures
+from ..experiment.jobs import (DEFAULT_IGNORED_FAILURES, FINAL_STATES, Job, JobState, best_job, best_summary,
+                               finite_float)
+from ..experiment.layout import ExperimentPaths
+from ..experiment.lock import daemon_state
+from ..experiment.store import Store
+from ..files import read_json
+from ..search.space import Space
+
+RECENT_FAILURES = 5
+# Failure groups in ``status --json``: the largest ones, enough for any real run; thousands of
+# failures whose reasons differ in more than numbers would otherwise make the object huge.
+JSON_FAILURE_GROUPS = 50
+# The status text lists the largest groups, with the last lines of the output of the very
+# largest: what a user needs to see why jobs fail, in one screen. ``report --failures`` lists
+# every group with all the output kept.
+STATUS_FAILURE_GROUPS = 8
+STATUS_TAILED_GROUPS = 3
+STATUS_TAIL_LINES = 5
+# Terminal control sequences (colours, cursor moves) and the other control characters that a
+# job's output may hold; printed as they are, they would garble the status view.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def read_model_best(paths: ExperimentPaths, store: Store) -> dict[str, Any] | None:
+    """best.json's ``model_best`` (a noisy objective's best by the model's posterior mean, see
+    :mod:`spearmint_nn.experiment.layout`), or None when there is none (a noiseless objective, a daemon
+    that has not fitted a model yet) or it is malformed.
+
+    Returned as ``{"id", "params", "mean", "std", "value", "observations", "fitted"}``; the
+    params come from the job file when best.json leaves them out, and ``std``, ``value``,
+    ``observations`` and ``fitted`` are None where unknown.
+    """
+    summary = read_json(paths.best_json)
+    entry = summary.get("model_best") if isinstance(summary, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    job_id, mean = entry.get("id"), finite_float(entry.get("mean"))
+    if isinstance(job_id, bool) or not isinstance(job_id, int) or mean is None:
+        return None
+    job = store.get(job_id)
+    params = entry.get("params") if isinstance(entry.get("params"), dict) else (job.params if job else None)
+    std = finite_float(entry.get("std"))
+    observations = entry.get("observations")
+    if isinstance(observations, bool) or not isinstance(observations, int):
+        observations = None
+    return {"id": job_id, "params": params if isinstance(params, dict) else {}, "mean": mean,
+            "std": std if std is not None and std >= 0 else None, "value": finite_float(entry.get("value")),
+            "observations": observations, "fitted": finite_float(entry.get("fitted"))}
+
+
+@dataclass
+class Snapshot:
+    """The state of one experiment at one instant (read only: a snapshot never writes).
+
+    Attributes
+    ----------
+    experiment : the experiment folder.
+    store : the job store the jobs come from.
+    config : the validated config, or None when it does not validate (edited while the search
+        ran, or a wrapper missing from a copied folder); ``config_error`` then says why, and
+        the snapshot still shows the jobs, without a space, constraints or budget.
+    taken_at : unix time of the snapshot.
+    last_refit_s : seconds the last model refit took, when the caller knows it.
+    """
+
+    experiment: Path
+    store: Store
+    config: ExperimentConfig | None
+    config_error: str | None = None
+    taken_at: float = field(default_factory=time.time)
+    last_refit_s: float | None = None
+
+    @property
+    def name(self) -> str:
+        """``experiment-name`` from the config, else the folder name."""
+        return self.config.name if self.config else self.experiment.name
+
+    @property
+    def space(self) -> Space | None:
+        return self.config.space if self.config else None
+
+    @property
+    def objective(self) -> str:
+        return self.config.objective if self.config else DEFAULT_TASK_NAME
+
+    @property
+    def constraints(self) -> tuple[str, ...]:
+        return tuple(self.config.constraints) if self.config else ()
+
+    @property
+    def budget(self) -> int | None:
+        """``max-finished-jobs`` (None: no budget)."""
+        return self.config.max_finished_jobs if self.config else None
+
+    @property
+    def concurrency(self) -> int | None:
+        return self.config.max_concurrent if self.config else None
+
+    @cached_property
+    def jobs(self) -> list[Job]:
+        """Every job, ordered by id."""
+        return self.store.jobs()
+
+    def in_state(self, state: JobState | str) -> list[Job]:
+        return [job for job in self.jobs if job.state == state]
+
+    @cached_property
+    def counts(self) -> dict[str, int]:
+        """Number of jobs per state name, every state present."""
+        counts = {state.value: 0 for state in JobState}
+        for job in self.jobs:
+            counts[job.state.value] += 1
+        return counts
+
+    @cached_property
+    def finished(self) -> list[Job]:
+        """Complete and failed jobs in order of completion (``finished`` time, then id)."""
+        done = [job for job in self.jobs if job.state in FINAL_STATES]
+        return sorted(done, key=lambda job: (job.finished or 0.0, job.id))
+
+    @property
+    def ignored_failures(self) -> frozenset[str] | tuple[str, ...]:
+        return self.config.ignored_failures if self.config else DEFAULT_IGNORED_FAILURES
+
+    @cached_property
+    def budget_used(self) -> int:
+        """Finished jobs that count against ``max-finished-jobs`` (not cancelled, lost, ...)."""
+        return sum(1 for job in self.finished if job.counts_toward_budget(self.ignored_failures))
+
+    def is_feasible(self, job: Job) -> bool:
+        """A complete job with an objective value and every constraint value >= 0."""
+        return job.is_feasible(self.objective, self.constraints)
+
+    @cached_property
+    def best(self) -> Job | None:
+        """The feasible complete job with the lowest objective value (ties: lowest id)."""
+        return best_job(self.jobs, self.objective, self.constraints)
+
+    @cached_property
+    def model_best(self) -> dict[str, Any] | None:
+        """The best by the model's posterior mean, for a noisy objective (see :func:`read_model_best`)."""
+        return read_model_best(ExperimentPaths(self.experiment), self.store)
+
+    @cached_property
+    def failure_groups(self) -> list[FailureGroup]:
+        """Failed jobs grouped by how they failed, the largest group first."""
+        return group_failures(self.jobs)
+
+    @cached_property
+    def feasibility(self) -> dict[str, int]:
+        """Finished jobs as the constraint model sees them: feasible, infeasible (complete but a
+        constraint < 0), failed (an infeasible observation of "job success") and ignored (failed
+        for a reason that says nothing about the point: the config's ``ignore-failures``)."""
+        counts = {"feasible": 0, "infeasible": 0, "failed": 0, "ignored": 0}
+        for job in self.finished:
+            if job.state is JobState.COMPLETE:
+                counts["feasible" if self.is_feasible(job) else "infeasible"] += 1
+            else:
+                counts["failed" if job.counts_toward_budget(self.ignored_failures) else "ignored"] += 1
+        return counts
+
+    def durations(self) -> list[float]:
+        """Observed wall-clock durations (seconds) of finished jobs that report one."""
+        return [d for d in (job.duration for job in self.finished) if d is not None and d >= 0]
+
+    def eta_seconds(self) -> float | None:
+        """Seconds until the budget is spent, from the mean observed duration; None when unknown.
+
+        Running jobs are assumed to need the mean duration minus their age; the jobs still to
+        start share ``max-concurrent`` slots.
+        """
+        durations = self.durations()
+        if self.budget is None or not durations:
+            return None
+        remaining = max(self.budget - self.budget_used, 0)
+        if remaining == 0:
+            return 0.0
+        mean = sum(durations) / len(durations)
+        running = self.in_state(JobState.RUNNING)[:remaining]
+        slots = self.concurrency or max(len(running), 1)
+        busy = sum(max(mean - (self.taken_at - (job.submitted or self.taken_at)), 0.0) for job in running)
+        return (busy + (remaining - len(running)) * mean) / slots
+
+    @property
+    def search_is_over(self) -> bool:
+        """The budget is spent and no job is pending or running."""
+        return (self.budget is not None and self.budget_used >= self.budget
+                and self.counts["pending"] == 0 and self.counts["running"] == 0)
+
+
+def take_snapshot(experiment_dir: str | Path, last_refit_s: float | None = None) -> Snapshot:
+    """Read the experiment's config and job files (nothing is written, no lock is taken)."""
+    paths = ExperimentPaths(experiment_dir)
+    store = Store(paths).load_all()
+    try:
+        config, error = load_config(paths.experiment, check_driver=False), None
+    except ConfigError as exc:
+        config, error = None, str(exc)
+    return Snapshot(paths.experiment, store, config, config_error=error, last_refit_s=last_refit_s)
+
+
+# ---- status and status --json ----------------------------------------------------------------
+
+def status_summary(snap: Snapshot) -> dict[str, Any]:
+    """The object printed by ``status --json`` (schema in the README); the snapshot's config
+    must be valid."""
+    config, now = snap.config, time.time()
+    failed = snap.in_state(JobState.FAILED)
+    recent = sorted(failed, key=lambda j: j.fields.get("finished", 0))[-RECENT_FAILURES:]
+    groups = snap.failure_groups
+    return {
+        "experiment": str(config.experiment_dir),
+        "name": config.name,
+        "daemon": daemon_state(config.paths),
+        "counts": snap.counts,
+        "finished": snap.budget_used,
+        "max_finished_jobs": config.max_finished_jobs,
+        "objective": config.objective,
+        "best": best_summary(snap.best) if snap.best else None,
+        "model_best": snap.model_best,
+        "running": [{"id": j.id, "scheduler_id": j.scheduler_id, "driver": j.driver,
+                     "age_s": round(now - j.fields.get("submitted", now), 1)} for j in snap.in_state(JobState.RUNNING)],
+        "recent_failures": [{"id": j.id, "failure": j.failure, "reason": j.reason} for j in recent],
+        "feasibility": snap.feasibility,
+        "failures_by_kind": failures_by_kind(failed),
+        "failure_groups": [group.as_dict() for group in groups[:JSON_FAILURE_GROUPS]],
+        "failure_group_count": len(groups),
+    }
+
+
+def failures_by_kind(failed: list[Job]) -> dict[str, int]:
+    """Failed jobs per failure kind, the most frequent first."""
+    return dict(Counter(job.failure or "unknown" for job in failed).most_common())
+
+
+def status_text(summary: dict[str, Any]) -> str:
+    """``spearmint-nn status``: the :func:`status_summary` for a person."""
+    daemon = summary["daemon"]
+    if daemon["running"]:
+        who = f"running (host {daemon['host']}, pid {daemon['pid']})"
+    elif daemon["running"] is None:
+        who = f"last started on host {daemon['host']} (pid {daemon['pid']}), state unknown from here"
+    else:
+        who = "not running"
+    counts = summary["counts"]
+    budget = summary["max_finished_jobs"]
+    lines = [f"experiment {summary['name']} ({summary['experiment']}); daemon {who}",
+             "jobs: " + ", ".join(f"{n} {state}" for state, n in counts.items())
+             + f"; {summary['finished']}/{budget if budget is not None else 'unlimited'} finished"]
+    lines += _best_lines(summary)
+    feas = summary["feasibility"]
+    lines.append(f"feasible: {feas['feasible']}, infeasible (constraint < 0): {feas['infeasible']}, "
+                 f"failed: {feas['failed']}, failed but not about the point: {feas['ignored']}")
+    if summary["running"]:
+        lines.append("running:")
+        lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s" for r in summary["running"]]
+    if summary["failure_groups"]:
+        shown = summary["failure_groups"][:STATUS_FAILURE_GROUPS]
+        lines.append(failures_heading(summary["failures_by_kind"], summary["failure_group_count"]))
+        lines += failure_group_lines(shown, STATUS_TAILED_GROUPS, STATUS_TAIL_LINES)
+        more = summary["failure_group_count"] - len(shown)
+        if more:
+            jobs = summary["counts"]["failed"] - sum(g["count"] for g in shown)
+            lines.append(f"  ... {more} more group(s) with {jobs} job(s): "
+                         f"spearmint-nn report {summary['experiment']} --failures lists them all")
+    return "\n".join(lines)
+
+
+def _params_line(params: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v[0] if isinstance(v, list) and len(v) == 1 else v}" for k, v in params.items())
+
+
+def _best_lines(summary: dict[str, Any]) -> list[str]:
+    """The best job; for a noisy objective also the model's best, each labelled as what it is
+    (the lowest observation of a noisy objective is its luckiest draw, not its best point)."""
+    best, by_model, objective = summary["best"], summary.get("model_best"), summary["objective"]
+    if not best:
+        return ["best: no complete job yet"]
+    label = "best observed (luckiest draw)" if by_model else "best"
+    lines = [f"{label}: {objective} = {best['value']:.6g} (job {best['id']}) {_params_line(best['params'])}"]
+    if by_model:
+        spread = f" +- {by_model['std']:.3g}" if by_model["std"] is not None else ""
+        notes = [f"job {by_model['id']}"]
+        if by_model["value"] is not None:
+            notes.append(f"observed there {by_model['value']:.6g}")
+        if by_model["observations"] is not None:
+            notes.append(f"model of {by_model['observations']} observations")
+        lines.append(f"best by the model's posterior mean: {objective} = {by_model['mean']:.6g}{spread} "
+                     f"({'; '.join(notes)}) {_params_line(by_model['params'])}")
+    return lines
+
+
+def failures_heading(by_kind: dict[str, int], n_groups: int) -> str:
+    kinds = ", ".join(f"{kind} {n}" for kind, n in by_kind.items())
+    return (f"failures: {sum(by_kind.values())} job(s) ({kinds}) in {n_groups} group(s) "
+            "of the same kind, reason and place:")
+
+
+def failure_group_lines(groups: list[dict[str, Any]], tailed: int | None = None,
+                        tail_lines: int = 1000) -> list[str]:
+    """Failure groups (``FailureGroup.as_dict()``, largest first) as text, one line per group;
+    under the first ``tailed`` groups (None: all) the last ``tail_lines`` lines of the job's
+    output, where the real reason of a failure usually is (a wrapper that caught its own
+    exception and returned NaN printed the traceback there)."""
+    lines = []
+    for rank, group in enumerate(groups):
+        jobs = f"job {group['first_job']}" if group["count"] == 1 else f"jobs {group['first_job']}..{group['last_job']}"
+        where = f" at {group['location']}" if group["location"] else ""
+        reason = group["reason"] or "no reason recorded"
+        lines.append(f"  {group['count']:>5} x {group['kind']}{where}: {reason} ({jobs})")
+        if tailed is None or rank < tailed:
+            lines += [f"          | {line}" for line in printable_tail(group["output_tail"] or "", tail_lines)]
+    return lines
+
+
+def printable_tail(text: str, max_lines: int) -> list[str]:
+    """The last ``max_lines`` non-empty lines of a job's output, as a terminal showed them: a
+    line redrawn with carriage returns (a progress bar) keeps its last drawing, and control
+    sequences are dropped."""
+    lines = [_ESCAPES.sub("", line.rstrip("\r").rsplit("\r", 1)[-1]).rstrip() for line in text.split("\n")]
+    return [line for line in lines if line.strip()][-max_lines:] if max_lines > 0 else []
+
