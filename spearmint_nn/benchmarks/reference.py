@@ -1,6 +1,6 @@
 """An established GP library's standard loop, run by the quality benchmarks as methods beside ours.
 
-The GP's targets in the README ("GP vs DNGO vs random") are quoted from established GP
+The GP's targets in RESULTS.md ("GP vs DNGO vs random") are quoted from established GP
 libraries; measuring one under *this* harness (same problems, a Sobol start of the same size,
 D + 1, same regret threshold, as many seeds as ours) says whether a gap is the model's or the
 protocol's. The library is BoTorch, in the loop its tutorials teach: ``SingleTaskGP`` with its

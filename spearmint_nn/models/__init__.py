@@ -22,7 +22,7 @@ def _dngo(n_inputs: int, seed: int | None = None, **options: Any) -> Surrogate:
 
 def _dngo_with_warping(n_inputs: int, seed: int | None = None, **options: Any) -> Surrogate:
     # The paper's basis by default: with the Fourier features (on the unwarped inputs) the warped
-    # model did worse on Branin than without (README, "Random Fourier features in the basis").
+    # model did worse on Branin than without (models/DESIGN.md, "Input warping in DNGO").
     return _dngo(n_inputs=n_inputs, seed=seed, **{"fourier_features": 0, **options, "warping": True})
 
 

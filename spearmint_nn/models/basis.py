@@ -14,7 +14,7 @@ drawn once and fixed, M = m k, so that phi phi^T approximates the average of the
 network is trained without them (its output reads the tanh layer alone); they only widen the
 regression's basis. Why: the trained features extrapolate with every direction pinned by the data,
 so far from the data the regression has no variance left, and a run parks in a local basin; the
-fixed features give it a GP-like prior there (README, "DNGO quality"). Why two length scales: 0.4
+fixed features give it a GP-like prior there (test_dngo.py, models/DESIGN.md). Why two length scales: 0.4
 alone leaves Hartmann6's narrow basins without variance 0.1 from the data, 0.2 alone makes Branin
 runs lock onto faces.
 """

@@ -280,14 +280,14 @@ class DNGO(Surrogate):
     burn_in : slice-sampling sweeps at the first fit.
     reburn_in : sweeps after each later refit, continuing the chains.
     warping : start the basis network with a trained input warp (``basis.BasisNetwork``); off by
-        default, as measured in the README ("Input warping in DNGO": it pays on an objective of
+        default, as measured in benchmarks/RESULTS.md ("`dngo-warp`": it pays on an objective of
         log-scale inputs and costs on Hartmann6). The "dngo-warp" model turns it on.
     warped_columns : which inputs to warp, as column indices or a boolean mask of length D
         (default: all); the optimizer passes the FLOAT and INT columns.
     fourier_features, fourier_length_scales : m random Fourier features for each RBF length
         scale l (unit-cube units) appended to the regression's basis, drawn from the seed and kept
-        for the model's life; m = 0 gives the paper's basis. Measured in the README ("DNGO
-        quality"): they give the regression variance away from the data, where the trained
+        for the model's life; m = 0 gives the paper's basis. Measured in benchmarks/RESULTS.md ("Two
+        Fourier length scales"): they give the regression variance away from the data, where the trained
         features have none.
     """
 
@@ -426,7 +426,7 @@ class DNGO(Surrogate):
             # Trained jointly from scratch, the warp sometimes settled in a poor fit (a smooth 4-D
             # function: training MSE 5e-3 against 3e-4, 90% intervals covering 74% of the truth).
             # The total budget stays that of an unwarped fit: longer training fits tighter and
-            # makes the model overconfident (README, "Input warping in DNGO").
+            # makes the model overconfident (models/DESIGN.md, "Input warping in DNGO").
             for log_shape in shapes:
                 log_shape.requires_grad_(False)
             self._optimise(X, y, full_batch, max(1, fresh_steps - warm_steps))

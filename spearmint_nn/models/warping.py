@@ -45,8 +45,8 @@ LOG_SHAPE_PRIOR_VARIANCE = 0.75
 # as the data support, by the marginal likelihood's own Occam factor. At prior odds of 1:1 a
 # dozen Branin values already turn warps on, and the warped samples' stretched edges draw EI to
 # the box's boundary (40 seeds, Yeo-Johnson targets: 28/40 runs within 40 evaluations of regret
-# 1e-3, against 39/40 at 1/5); at 1/5 a log-scale input still turns them on (README, "The GP's
-# targets").
+# 1e-3, against 39/40 at 1/5); at 1/5 a log-scale input still turns them on (benchmarks/RESULTS.md,
+# "The GP's targets").
 WARP_PROBABILITY = 0.2
 # Inputs are clamped this far inside (0, 1) so that logs and the density stay finite.
 _EDGE = 1e-12

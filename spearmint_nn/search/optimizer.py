@@ -96,7 +96,7 @@ CONSTRAINT_MODELS = ("classifier", "value")
 def auto_model_choice(n_observed: int, n_in_flight: int) -> str:
     """The surrogate ``model="auto"`` uses: "gp" while it is the better and affordable model, else "dngo".
 
-    With few observations the GP is clearly the stronger model (10 seeds, README "GP vs DNGO vs
+    With few observations the GP is clearly the stronger model (10 seeds, RESULTS.md "GP vs DNGO vs
     random": regret 1e-3 on Branin within 40 evaluations in 9 runs of 10 against DNGO's 1,
     Hartmann6 in a median of 44 against 53). Its refit grows as N^3 per sampler step (a warm
     suggestion on Hartmann6 at N = 200: 3.3 s against DNGO's 1.4 s, a cold one 25 s) and its fantasies

@@ -19,7 +19,7 @@ at the bottom. On Branin 1% is about 3, so once a run has sampled a basin, its v
 0.1 above the minimum) all land within 0.02 standardised units of each other, the size of
 DNGO's training misfit: the regression calls the basin's floor noise and its proposals stay
 about 0.005 (in the unit cube) off the minimum. Tied to the best few values, delta shrinks as
-the run closes in and the floor stays resolved (README, "Which targets are met").
+the run closes in and the floor stays resolved (benchmarks/RESULTS.md, "Which targets are met").
 
 The log is not always right. On Hartmann-like objectives most of the box is flat and bad and a
 few points are much better: the values already have a long tail on the *good* side, and the log
@@ -29,7 +29,7 @@ default) therefore fits both and keeps the one whose transformed values are clos
 a two-point version of choosing a Box-Cox exponent by how normal the result looks (Branin: 1.1
 standardised, -0.4 after the log, so the log is kept).
 
-Which one suits a model was measured (see the README): DNGO's squared-error basis fit gains from
+Which one suits a model was measured (benchmarks/RESULTS.md): DNGO's squared-error basis fit gains from
 the log on Branin; the GP's stationary Matern kernel does not, since the log turns each minimum
 into a sharp cusp that the GP can only fit as noise. The GP gains from :class:`YeoJohnson`, a
 power transform of the z-scores that compresses the tail without a cusp: on Branin the z-scored
