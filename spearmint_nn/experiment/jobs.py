@@ -48,9 +48,10 @@ class JobState(str, enum.Enum):
         return 2 if self.finished else (1 if self is JobState.RUNNING else 0)
 
     def can_become(self, new: "JobState") -> bool:
-        """Whether a job may move from this state to ``new``. A finished job never changes state;
-        a running job goes back to pending only to retry a failed submission."""
-        return not self.finished and new is not self
+        """Whether a job may move from this state to ``new``: a finished job never changes state.
+        (A running job goes back to pending to retry a failed submission, and is made running
+        again when a restarted daemon submits anew a job it found half submitted.)"""
+        return not self.finished
 
 
 FINAL_STATES = (JobState.COMPLETE, JobState.FAILED)

@@ -203,6 +203,8 @@ class Store:
         old = self._jobs[job_id]
         job = old.moved_to(state, **fields)
         self._write(job)
+        if job.state is old.state:
+            return job
         self.paths.job_file(old.state, job_id).unlink(missing_ok=True)
         files.fsync_dir(self.paths.job_dir(old.state))
         self._by_state[old.state].discard(job_id)

@@ -1,0 +1,56 @@
+"""The job record: its file form round trips, its rules, and a finished job never changes state."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spearmint_nn.experiment.jobs import IllegalTransition, Job, JobState, best_job, best_summary
+from spearmint_nn.experiment.layout import ExperimentPaths
+from spearmint_nn.experiment.store import Store
+
+
+def _complete(job_id: int, loss: float, mem: float = 1.0) -> Job:
+    return Job(job_id, JobState.COMPLETE, {"x": [float(job_id)]},
+               {"source": "optimizer", "values": {"loss": loss, "mem": mem}, "value": loss, "finished": 1e9 + job_id})
+
+
+def test_the_file_form_round_trips_with_unknown_fields_and_explicit_nulls():
+    raw = {"id": 4, "state": "running", "params": {"x": [0.5]}, "source": "user", "created": 1.5,
+           "driver": "slurm", "scheduler_id": None, "submitting": 2.0, "a_field_of_a_later_version": [1]}
+    job = Job.from_json(raw)
+    assert job.state is JobState.RUNNING and job.scheduler_id is None and job.driver == "slurm"
+    assert job.to_json() == raw and list(job.to_json()) == list(raw)  # same keys, same order
+    assert json.loads(json.dumps(job.to_json()))["state"] == "running" and f"{job.state}" == "running"
+
+
+def test_rules_budget_feasibility_and_best():
+    failed_lost = Job(5, JobState.FAILED, {}, {"failure": "lost"})
+    failed_cancelled = Job(6, JobState.FAILED, {}, {"failure": "cancelled"})
+    ignored = {"cancelled"}
+    assert failed_lost.counts_toward_budget(ignored) and not failed_cancelled.counts_toward_budget(ignored)
+    assert not Job(7, JobState.RUNNING, {}).counts_toward_budget(ignored)
+    jobs = [_complete(1, 3.0), _complete(2, 1.0, mem=-0.1), _complete(3, 2.0), _complete(4, 2.0), failed_lost]
+    assert not jobs[1].is_feasible("loss", ["mem"]) and jobs[1].is_feasible("loss", [])
+    assert best_job(jobs, "loss", ["mem"]).id == 3  # job 2 violates mem >= 0; ties go to the lower id
+    assert best_job(jobs, "loss", []).id == 2
+    assert best_summary(jobs[2]) == {"id": 3, "value": 2.0, "values": {"loss": 2.0, "mem": 1.0},
+                                     "params": {"x": [3.0]}, "duration": None, "finished": 1e9 + 3}
+    nan = Job(8, JobState.COMPLETE, {}, {"value": float("nan"), "values": {"loss": float("nan")}})
+    assert nan.objective_value("loss") is None and not nan.is_feasible("loss", [])
+
+
+def test_a_finished_job_never_changes_state_and_the_store_refuses_it(tmp_path):
+    store = Store(ExperimentPaths(tmp_path))
+    store.create_dirs()
+    job = store.new_job({"x": [1.0]}, "optimizer")
+    store.move(job.id, JobState.RUNNING, scheduler_id=None, submitting=1.0)
+    again = store.move(job.id, "running", scheduler_id="77")  # submitted anew after a crash
+    assert again.scheduler_id == "77" and store.paths.job_file("running", job.id).exists()
+    store.move(job.id, JobState.COMPLETE, values={"loss": 1.0}, value=1.0)
+    for state in JobState:
+        with pytest.raises(IllegalTransition, match=f"job {job.id} cannot go from complete to {state.value}"):
+            store.move(job.id, state)
+    assert store.get(job.id).state is JobState.COMPLETE
+    assert json.loads(store.paths.job_file("complete", job.id).read_text())["state"] == "complete"
+    assert [p.name for p in store.paths.job_dir("running").iterdir()] == []
