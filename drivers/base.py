@@ -72,12 +72,16 @@ class JobSpec:
     env: Mapping[str, str] = field(default_factory=dict)
 
 
-class SubmitError(RuntimeError):
-    """Submission failed; ``transient`` says whether retrying may help."""
+class SchedulerError(RuntimeError):
+    """The scheduler did not do what was asked; ``transient`` says whether asking again later may help."""
 
     def __init__(self, message: str, transient: bool):
         super().__init__(message)
         self.transient = transient
+
+
+class SubmitError(SchedulerError):
+    """Submission failed. A transient one is retried by the daemon, later (never by sleeping)."""
 
 
 class PollError(RuntimeError):

@@ -32,7 +32,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.files import atomic_write_bytes
 
-from .base import Driver, JobSpec, JobStatus, PollError, SchedulerState, SubmitError
+from .base import Driver, JobSpec, JobStatus, PollError, SchedulerError, SchedulerState, SubmitError
 
 log = logging.getLogger(__name__)
 
@@ -176,12 +176,8 @@ class CommandResult:
         return " ".join(text.split())[:500] or f"exit status {self.returncode}"
 
 
-class CommandError(RuntimeError):
-    """A scheduler command gave no usable answer; ``transient``: asking again may help."""
-
-    def __init__(self, message: str, transient: bool):
-        super().__init__(message)
-        self.transient = transient
+class CommandError(SchedulerError):
+    """A scheduler command gave no usable answer."""
 
 
 def run_command(argv: Sequence[str], timeout_s: float) -> CommandResult:
@@ -219,9 +215,10 @@ class BatchDriver(Driver):
     # Messages of the cancel command about jobs that have already ended (not an error).
     gone_messages: ClassVar[tuple[str, ...]] = ()
     command_timeout_s: ClassVar[float] = 60.0
-    submit_retry_delays_s: ClassVar[tuple[float, ...]] = (1.0, 4.0, 16.0)
-    query_retry_delays_s: ClassVar[tuple[float, ...]] = (1.0, 4.0)
     # After a failed poll the scheduler is not asked again for this long, doubling per failure.
+    # Nothing here sleeps: the daemon's one thread must go on collecting results, so a failed
+    # submission is retried by the daemon later (its own back-off) and a failed poll at the next
+    # poll after this pause, as submitit's watcher rate-limits by timestamps.
     poll_backoff_s: ClassVar[tuple[float, float]] = (5.0, 120.0)
 
     def __init__(self, options: Mapping[str, Any], state_dir: Path):
@@ -286,23 +283,14 @@ class BatchDriver(Driver):
         message = result.message.lower()
         return any(fragment in message for fragment in self.transient_messages)
 
-    def call(self, argv: Sequence[str], delays_s: Sequence[float],
+    def call(self, argv: Sequence[str],
              accept: Callable[[CommandResult], bool] = lambda r: r.returncode == 0) -> CommandResult:
-        """Run a scheduler command, retrying transient failures after each of ``delays_s``."""
-        for delay in [*delays_s, None]:
-            try:
-                result = run_command(argv, self.command_timeout_s)
-            except CommandError as exc:
-                error = exc
-            else:
-                if accept(result):
-                    return result
-                error = CommandError(f"{argv[0]} failed: {result.message}", self.is_transient(result))
-            if not error.transient or delay is None:
-                raise error
-            log.warning("%s; trying again in %g s", error, delay)
-            time.sleep(delay)
-        raise error  # not reached: the last round raises
+        """Run a scheduler command once; :class:`CommandError` (transient or not) unless ``accept``
+        takes its result."""
+        result = run_command(argv, self.command_timeout_s)
+        if not accept(result):
+            raise CommandError(f"{argv[0]} failed: {result.message}", self.is_transient(result))
+        return result
 
     def submit(self, spec: JobSpec) -> str:
         wall_time = spec.wall_time if spec.wall_time is not None else self.time_limit
@@ -316,7 +304,7 @@ class BatchDriver(Driver):
         except OSError as exc:
             raise SubmitError(f"cannot write the job script {spec.script_path}: {exc.strerror}", transient=False) from None
         try:
-            result = self.call(argv, self.submit_retry_delays_s)
+            result = self.call(argv)
         except CommandError as exc:
             raise SubmitError(str(exc), exc.transient) from None
         return self.parse_submit(result)
@@ -360,7 +348,7 @@ class BatchDriver(Driver):
         def accept(result: CommandResult) -> bool:
             return result.returncode == 0 or any(g in result.message.lower() for g in gone)
         try:
-            self.call(self.cancel_argv(ids), self.query_retry_delays_s, accept)
+            self.call(self.cancel_argv(ids), accept)
         except CommandError as exc:
             log.warning("could not cancel %s job(s) %s: %s", self.name, " ".join(ids), exc)
 

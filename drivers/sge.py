@@ -171,7 +171,7 @@ class SgeDriver(BatchDriver):
         return match.group(1)
 
     def query(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
-        result = self.call(["qstat", "-xml"], self.query_retry_delays_s)
+        result = self.call(["qstat", "-xml"])
         try:
             in_queue = parse_qstat_xml(result.stdout)
         except ElementTree.ParseError as exc:
@@ -190,11 +190,11 @@ class SgeDriver(BatchDriver):
     def _delete_errored(self, scheduler_ids: Sequence[str], found: Mapping[str, JobStatus]) -> dict[str, JobStatus]:
         """Failed statuses for jobs in an error state, with the reason; the jobs are deleted."""
         try:
-            reasons = parse_error_reasons(self.call(["qstat", "-j", ",".join(scheduler_ids)], ()).stdout)
+            reasons = parse_error_reasons(self.call(["qstat", "-j", ",".join(scheduler_ids)]).stdout)
         except CommandError:
             reasons = {}
         try:
-            self.call(["qdel", *scheduler_ids], self.query_retry_delays_s)
+            self.call(["qdel", *scheduler_ids])
         except CommandError as exc:
             log.warning("could not delete Grid Engine job(s) %s in an error state: %s", " ".join(scheduler_ids), exc)
         return {sid: JobStatus(SchedulerState.FAILED, None,
@@ -204,7 +204,7 @@ class SgeDriver(BatchDriver):
     def _accounting(self, scheduler_id: str) -> JobStatus | None:
         """The final state from qacct; unknown if it has no record; None if it did not answer."""
         try:
-            result = self.call(["qacct", "-j", scheduler_id], self.query_retry_delays_s,
+            result = self.call(["qacct", "-j", scheduler_id],
                                accept=lambda r: r.returncode == 0 or "not found" in r.message)
         except CommandError as exc:
             if exc.transient:

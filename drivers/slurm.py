@@ -142,7 +142,6 @@ class SlurmDriver(BatchDriver):
         # squeue exits 1 with "Invalid job id specified" only when it knows none of the ids
         result = self.call(
             ["squeue", "-h", "-t", "all", "-j", ",".join(scheduler_ids), "-O", SQUEUE_FORMAT],
-            self.query_retry_delays_s,
             accept=lambda r: r.returncode == 0 or "invalid job id" in r.message.lower())
         listed = parse_squeue(result.stdout) if result.returncode == 0 else {}
         found = {sid: listed[sid] for sid in scheduler_ids if sid in listed}
@@ -154,8 +153,7 @@ class SlurmDriver(BatchDriver):
     def _accounting(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
         """Final states from sacct of jobs squeue has forgotten; unknown where sacct has none."""
         try:
-            result = self.call(["sacct", "-n", "-X", "-P", "-j", ",".join(scheduler_ids), "-o", SACCT_FIELDS],
-                               self.query_retry_delays_s)
+            result = self.call(["sacct", "-n", "-X", "-P", "-j", ",".join(scheduler_ids), "-o", SACCT_FIELDS])
         except CommandError as exc:
             if exc.transient:
                 log.warning("sacct gave no answer (%s); asking again at the next poll", exc)

@@ -41,9 +41,11 @@ from .summaries import SummaryWriter
 
 STDERR_TAIL_LINES = 20
 STDERR_TAIL_BYTES = 4000
-SUBMIT_RETRY_S = 30.0          # wait before the first resubmission after a transient submit error
+# The one retry policy of transient submit failures (drivers never sleep): 2, 4, 8 ... s up to
+# 10 min apart, about 17 minutes in all, long enough for a scheduler's controller to restart.
+SUBMIT_RETRY_S = 2.0           # wait before the first resubmission after a transient submit error
 SUBMIT_RETRY_MAX_S = 600.0     # the wait doubles per failed attempt up to this
-MAX_SUBMIT_ATTEMPTS = 6        # transient submit failures of one job before it fails
+MAX_SUBMIT_ATTEMPTS = 10       # transient submit failures of one job before it fails
 MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the daemon gives up
 # Points asked of the optimizer at once. A model proposes them one after another (~1 s each), so
 # 800 free slots asked in one call would start no job for minutes; in chunks the first jobs start

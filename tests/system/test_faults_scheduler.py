@@ -26,8 +26,6 @@ def quick_retries(monkeypatch):
     """Retry delays of the daemon and of batch drivers shortened to fractions of a second."""
     monkeypatch.setattr(daemon_module, "SUBMIT_RETRY_S", 0.2)
     monkeypatch.setattr(daemon_module, "SUBMIT_RETRY_MAX_S", 1.0)
-    monkeypatch.setattr(BatchDriver, "submit_retry_delays_s", (0.1, 0.2))
-    monkeypatch.setattr(BatchDriver, "query_retry_delays_s", (0.1,))
     monkeypatch.setattr(BatchDriver, "poll_backoff_s", (0.3, 1.0))
     monkeypatch.setattr(BatchDriver, "command_timeout_s", 2.0)
 
@@ -129,15 +127,15 @@ def _spec(tmp_path, job_id=1):
                    stderr=state / "output" / "1.err", script_path=state / "scripts" / "1.sh", name="exp-1")
 
 
-def test_sbatch_transient_failures_retried_then_reported_with_its_message(tmp_path, fake_slurm):
+def test_sbatch_transient_failures_are_reported_at_once_with_its_message(tmp_path, fake_slurm):
     driver = SlurmDriver({}, tmp_path / "exp" / ".spearmint")
     (fake_slurm / "sbatch_failures").write_text("2")
-    assert driver.submit(_spec(tmp_path)) == "100"  # third try of three
-    (fake_slurm / "sbatch_failures").write_text("3")
-    with pytest.raises(SubmitError) as error:
-        driver.submit(_spec(tmp_path))
-    assert error.value.transient
-    assert str(error.value) == f"sbatch failed: {TRANSIENT_MESSAGE}"
+    for _ in range(2):  # each failure is raised at once, for the daemon to retry later
+        with pytest.raises(SubmitError) as error:
+            driver.submit(_spec(tmp_path))
+        assert error.value.transient
+        assert str(error.value) == f"sbatch failed: {TRANSIENT_MESSAGE}"
+    assert driver.submit(_spec(tmp_path)) == "100"  # the third try
 
 
 def test_squeue_failing_or_hanging_is_a_poll_error_then_a_pause(tmp_path, fake_slurm, monkeypatch):
@@ -148,7 +146,7 @@ def test_squeue_failing_or_hanging_is_a_poll_error_then_a_pause(tmp_path, fake_s
     start = time.monotonic()
     with pytest.raises(PollError, match="squeue gave no answer within 2 s"):
         driver.poll([job])
-    assert time.monotonic() - start < 8  # two tries of 2 s, not an hour
+    assert time.monotonic() - start < 5  # one try of 2 s, not an hour
     (fake_slurm / "squeue_mode").write_text("fail")
     driver = SlurmDriver({}, tmp_path / "exp" / ".spearmint")
     with pytest.raises(PollError, match="Unable to contact slurm controller"):
@@ -165,13 +163,13 @@ def test_daemon_on_fake_slurm_survives_outages_and_declares_forgotten_jobs_lost(
                          driver={"name": "slurm", "result-grace": 2},
                          # one job at a time: the budget cannot be reached while the lost job waits out its grace
                          **{"max-finished-jobs": 4, "max-concurrent": 1})
-    (fake_slurm / "sbatch_failures").write_text("4")  # job 1 fails its first submission (3 tries)
+    (fake_slurm / "sbatch_failures").write_text("4")  # job 1's first four submissions fail
     (fake_slurm / "forget").write_text("102")         # the third scheduler job vanishes with its node
     (fake_slurm / "squeue_mode").write_text("fail")
 
     def recover():
         (fake_slurm / "squeue_mode").write_text("")
-    threading.Timer(3.0, recover).start()
+    threading.Timer(6.0, recover).start()  # after job 1 is submitted (0.2 + 0.4 + 0.8 + 1 s of retries)
     code, log = run_daemon(folder, timeout_s=180)
     assert code == 0
     jobs = _jobs(folder)

@@ -7,6 +7,7 @@ The fixtures were captured from a real Slurm 22.05 (tests/cluster/slurm-up.sh). 
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -159,21 +160,22 @@ def test_env_names_that_are_not_shell_names_are_refused(tmp_path):
 
 @pytest.fixture
 def fake_path(tmp_path, monkeypatch):
-    bin_dir = fake_bin(tmp_path, monkeypatch)
-    monkeypatch.setattr(SlurmDriver, "submit_retry_delays_s", (0.01, 0.01))
-    monkeypatch.setattr(SlurmDriver, "query_retry_delays_s", (0.01,))
-    return bin_dir
+    return fake_bin(tmp_path, monkeypatch)
 
 
-def test_transient_submit_failures_are_retried_then_succeed(tmp_path, fake_path):
+def test_a_transient_submit_failure_is_raised_at_once_for_the_daemon_to_retry(tmp_path, fake_path):
     counter = tmp_path / "calls"
     fake_client(fake_path, "sbatch", f"""echo x >> {counter}
-if [ $(wc -l < {counter}) -lt 3 ]; then echo "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation" >&2; exit 1; fi
+if [ $(wc -l < {counter}) -lt 2 ]; then echo "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation" >&2; exit 1; fi
 echo 4242\n""")
     driver = SlurmDriver({}, tmp_path)
     spec = spec_for(tmp_path)
-    assert driver.submit(spec) == "4242"
-    assert len(counter.read_text().split()) == 3
+    start = time.monotonic()
+    with pytest.raises(SubmitError, match="Socket timed out") as err:
+        driver.submit(spec)
+    assert err.value.transient and time.monotonic() - start < 5  # one try, no sleeping on the daemon's thread
+    assert driver.submit(spec) == "4242"  # the daemon's later retry
+    assert len(counter.read_text().split()) == 2
     assert spec.script_path.read_text().startswith("#!/bin/bash")
 
 
@@ -209,10 +211,10 @@ def test_controller_down_gives_poll_error_then_backs_off(tmp_path, fake_path):
     driver = SlurmDriver({}, tmp_path)
     with pytest.raises(PollError, match="Unable to contact slurm controller"):
         driver.poll(["1"])
-    assert len(log.read_text().split()) == 2  # tried, retried once
+    assert len(log.read_text().split()) == 1  # one try: the next poll asks again
     with pytest.raises(PollError, match="next try in"):
         driver.poll(["1"])  # inside the back-off pause: the controller is not asked
-    assert len(log.read_text().split()) == 2
+    assert len(log.read_text().split()) == 1
 
 
 def test_final_states_are_remembered_and_not_asked_again(tmp_path, fake_path):
