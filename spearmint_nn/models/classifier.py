@@ -64,17 +64,18 @@ Few labels:
 Pending jobs (section 3.3, issue 5): ``fantasize`` draws joint feasibility labels at pending
 points from the Laplace posterior and conditions the output weights on each draw by one Newton
 step from theta_MAP. The step's Hessian does not depend on the drawn labels, so all fantasies
-share one rank-J updated Cholesky factor; the basis is not retrained.
+share one rank-J updated Cholesky factor; the basis is not retrained. The result is a classifier
+whose output weights are F rows, one per fantasy.
 """
 from __future__ import annotations
 
+import copy
 import math
-from pathlib import Path
 
 import torch
 from torch import Tensor
 
-from .base import save_tensors
+from .base import ConstraintModel, State, check_kind
 from .basis import BasisNetwork
 
 NOISELESS_SLOPE = 5.0
@@ -99,8 +100,6 @@ FEW_LABELS_LENGTH_SCALE = 0.3
 0.2 left the constrained toy's P(feasible) too local early on (best value 0.97 on average after
 10 evaluations, against 0.80 with 0.3; 10 seeds, both with 2 labels per class to train)."""
 
-_STATE_FILE = "classifier.pt"
-
 
 def _with_bias(features: Tensor) -> Tensor:
     """phi (..., N, W) -> phi~ (..., N, W + 1) with a trailing column of ones."""
@@ -118,7 +117,7 @@ def _predictive_variance(phi: Tensor, chol: Tensor) -> Tensor:
     return (v * v).sum(0)
 
 
-class ConstraintClassifier:
+class ConstraintClassifier(ConstraintModel):
     """P(feasible | x) on the unit cube, for one constraint.
 
     Parameters
@@ -150,7 +149,8 @@ class ConstraintClassifier:
         self.net: BasisNetwork | None = None  # the trained basis
         # The untrained basis: Fourier frequencies (D, M) and phases (M,), drawn once.
         self.fourier: tuple[Tensor, Tensor] | None = None
-        self.theta: Tensor | None = None  # (P,) MAP output weights, bias last
+        # (P,) MAP output weights, bias last; (F, P), one row per fantasy, in a fantasised classifier
+        self.theta: Tensor | None = None
         self.chol: Tensor | None = None  # (P, P) lower Cholesky factor of the Laplace precision H
         self.basis_trained = False  # False until each class has MIN_CLASS_SIZE labels
 
@@ -289,12 +289,15 @@ class ConstraintClassifier:
         return _with_bias(math.sqrt(2.0 / FEW_LABELS_FEATURES) * torch.cos(X @ frequencies + phases))
 
     def latent(self, X: Tensor) -> tuple[Tensor, Tensor]:
-        """Posterior mean and variance of the logit phi~(x) . theta, each (M,)."""
+        """Posterior mean of the logit phi~(x) . theta, (M,) or (F, M) for a fantasised classifier,
+        and its variance, (M,)."""
         phi = self.features(X)
-        return phi @ self.theta, _predictive_variance(phi, self.chol)
+        mean = phi @ self.theta if self.theta.dim() == 1 else self.theta @ phi.T
+        return mean, _predictive_variance(phi, self.chol)
 
     def probability(self, X: Tensor) -> Tensor:
-        """P(feasible | X) for X (M, D), shape (M,); differentiable in X."""
+        """P(feasible | X) for X (M, D), shape (M,), or (F, M) for a classifier fantasised F
+        times; differentiable in X."""
         X = torch.as_tensor(X, dtype=torch.float64)
         if self.trivial:
             return torch.ones(X.shape[0], dtype=torch.float64)
@@ -307,8 +310,11 @@ class ConstraintClassifier:
 
     # ---------------------------------------------------------------------------- fantasies
 
-    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "FantasizedClassifier":
-        """Condition on F = n_fantasies joint label draws at pending points X_pending (J, D).
+    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "ConstraintClassifier":
+        """A classifier conditioned on F = n_fantasies joint label draws at pending points X_pending
+        (J, D): its ``theta`` has one row per fantasy, so ``probability`` returns (F, M). A trivial
+        classifier stays trivial. The result has its own copy of the basis network, so fitting it
+        leaves this classifier as it is.
 
         Labels are drawn jointly: theta_f ~ N(theta_MAP, H^{-1}), c_fj ~ Bernoulli(sigmoid(k phi~_j .
         theta_f)). Each fantasy's output weights are then one Newton step from theta_MAP on the
@@ -321,9 +327,9 @@ class ConstraintClassifier:
         """
         X_pending = torch.as_tensor(X_pending, dtype=torch.float64)
         if self.trivial:
-            return FantasizedClassifier(self, None, None)
+            return self._conditioned(None, None)
         if X_pending.shape[0] == 0:
-            return FantasizedClassifier(self, self.theta.expand(n_fantasies, -1), self.chol)
+            return self._conditioned(self.theta.expand(n_fantasies, -1), self.chol)
         with torch.no_grad():
             phi_p = self.features(X_pending)  # (J, P)
             normal = torch.randn(self.theta.shape[0], n_fantasies, generator=generator, dtype=torch.float64)
@@ -335,65 +341,55 @@ class ConstraintClassifier:
             chol = torch.linalg.cholesky(precision)
             grad = self.slope * (labels - p_map) @ phi_p  # (F, P)
             theta = self.theta + torch.cholesky_solve(grad.T, chol).T
-        return FantasizedClassifier(self, theta, chol)
+        return self._conditioned(theta, chol)
 
-    # ---------------------------------------------------------------------------- persistence
+    def _conditioned(self, theta: Tensor | None, chol: Tensor | None) -> "ConstraintClassifier":
+        """A copy with output weights theta (F, P) and the Cholesky factor chol (P, P) they share."""
+        fantasy = copy.copy(self)
+        fantasy.net = copy.deepcopy(self.net)
+        fantasy.theta, fantasy.chol = theta, chol
+        return fantasy
 
-    def save(self, directory: str | Path) -> None:
-        """Write the fitted state to ``directory/classifier.pt`` (tensors only; load with weights_only)."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        state = {
-            "config": torch.tensor([self.n_inputs, self.width, self.depth, int(self.noiseless), int(self.basis_trained)]),
-            "alpha": torch.tensor([self.alpha, self.hidden_precision], dtype=torch.float64),
+    # ---------------------------------------------------------------------------- state
+
+    def _configuration(self) -> dict:
+        """What a saved state must have been made with to be continued by this classifier."""
+        return {"n_inputs": self.n_inputs, "width": self.width, "depth": self.depth, "noiseless": self.noiseless,
+                "alpha": self.alpha, "hidden_precision": self.hidden_precision}
+
+    def state_dict(self) -> State:
+        """The basis in use (the trained network, or the Fourier features until it is trained) and
+        the Laplace posterior of the output weights (None while trivial)."""
+        trained = self.basis_trained
+        return {
+            "kind": type(self).__name__,
+            **self._configuration(),
+            "basis_trained": trained,
+            "net": self.net.state_dict() if trained else None,
+            "fourier": list(self.fourier) if not trained and self.fourier is not None else None,
+            "theta": self.theta,
+            "chol": self.chol,
         }
-        if not self.trivial:
-            if self.basis_trained:
-                state["net"] = self.net.state_dict()
-            else:
-                state["fourier_weights"], state["fourier_phases"] = self.fourier
-            state["theta"], state["chol"] = self.theta, self.chol
-        save_tensors(directory / _STATE_FILE, state)
 
-    @classmethod
-    def load(cls, directory: str | Path, seed: int | None = None) -> "ConstraintClassifier":
-        """Rebuild a classifier written by ``save``; a later ``fit`` warm-starts from it."""
-        state = torch.load(Path(directory) / _STATE_FILE, weights_only=True)
-        n_inputs, width, depth, noiseless, basis_trained = (int(v) for v in state["config"])
-        alpha, hidden_precision = (float(v) for v in state["alpha"])
-        model = cls(n_inputs, seed=seed, noiseless=bool(noiseless), alpha=alpha,
-                    hidden_precision=hidden_precision, width=width, depth=depth)
-        model.basis_trained = bool(basis_trained)
-        if model.basis_trained and "net" in state:
-            model.net = BasisNetwork(n_inputs, width, depth).double()
-            model.net.load_state_dict(state["net"])
-        if not model.basis_trained and "fourier_weights" in state:
-            model.fourier = state["fourier_weights"], state["fourier_phases"]
-        # A state whose basis is missing (an untrained network saved by an earlier version) is
-        # taken as unfitted: the next fit draws the Fourier basis.
-        if "theta" in state and (model.net is not None or model.fourier is not None):
-            model.theta, model.chol = state["theta"], state["chol"]
-        return model
+    def load_state_dict(self, state: State) -> None:
+        """Continue from ``state_dict()``'s result, in place; a later ``fit`` warm-starts from it.
 
-
-class FantasizedClassifier:
-    """A ConstraintClassifier conditioned on F fantasy label sets; ``probability`` is (F, M)."""
-
-    def __init__(self, base: ConstraintClassifier, theta: Tensor | None, chol: Tensor | None):
-        self.base = base
-        self.theta = theta  # (F, P), None when the base is trivial
-        self.chol = chol  # (P, P), shared by the fantasies
-        self.n_fantasies = 0 if theta is None else theta.shape[0]
-
-    def probability(self, X: Tensor) -> Tensor:
-        """P(feasible | X, fantasy f) for X (M, D), shape (F, M); differentiable in X.
-
-        A trivial base (no infeasible observation) returns shape (1, M) of ones, broadcastable
-        against any number of fantasies.
+        ValueError (and nothing changed) when it was saved by a classifier of another
+        configuration (inputs, network size, likelihood or priors), or holds output weights
+        without the basis they belong to.
         """
-        X = torch.as_tensor(X, dtype=torch.float64)
-        if self.theta is None:
-            return torch.ones(1, X.shape[0], dtype=torch.float64)
-        phi = self.base.features(X)
-        var = _predictive_variance(phi, self.chol)
-        return _probit_probability(self.theta @ phi.T, var, self.base.slope)
+        check_kind(state, type(self).__name__)
+        expected = self._configuration()
+        found = {key: state[key] for key in expected}
+        if found != expected:
+            raise ValueError(f"saved classifier has {found}, this one is {expected}")
+        trained = bool(state["basis_trained"])
+        net = None
+        if trained:
+            net = BasisNetwork(self.n_inputs, self.width, self.depth).double()
+            net.load_state_dict(state["net"])
+        fourier = None if trained or state["fourier"] is None else tuple(state["fourier"])
+        if state["theta"] is not None and net is None and fourier is None:
+            raise ValueError("saved classifier has output weights but no basis")
+        self.basis_trained, self.net, self.fourier = trained, net, fourier
+        self.theta, self.chol = state["theta"], state["chol"]

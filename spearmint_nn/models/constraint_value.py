@@ -16,26 +16,18 @@ Values are standardised to mean 0, variance 1 before the fit, and the threshold 
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 from torch import Tensor
 
-from .base import Surrogate
+from .base import ConstraintModel, State, Surrogate, check_kind
+from .standardise import Standardisation
+
+# Constraint values whose standard deviation (N in the denominator) is at most this are all
+# equal: the surrogate then sees zeros, not NaN.
+MIN_STD = 1e-12
 
 
-def _probability_above(model: Surrogate, threshold: float, X: Tensor) -> Tensor:
-    """P(c >= threshold) for a new observation c at X, per posterior row, shape (R, M).
-
-    The observation's predictive (noise included) rather than the latent function's: on a
-    deterministic constraint the fitted noise is where the model puts its misfit, and without it
-    P(feasible) is overconfident next to the boundary. Differentiable in X.
-    """
-    mean, var = model.posterior(X, observation_noise=True)
-    return torch.special.ndtr((mean - threshold) / var.clamp_min(1e-18).sqrt())
-
-
-class ConstraintValueModel:
+class ConstraintValueModel(ConstraintModel):
     """P(feasible | x) for one explicit constraint, from a surrogate of its value.
 
     Parameters
@@ -56,36 +48,40 @@ class ConstraintValueModel:
         values = torch.as_tensor(values, dtype=torch.float64)
         if values.ndim != 1 or values.shape[0] < 2 or not bool(torch.isfinite(values).all()):
             raise ValueError(f"expected at least two finite constraint values, got {values.tolist()}")
-        mean, std = float(values.mean()), float(values.std(unbiased=False))
-        std = std if std > 1e-12 else 1.0
-        self.threshold = -mean / std
-        self.surrogate.fit(torch.as_tensor(X, dtype=torch.float64), (values - mean) / std)
+        standardisation = Standardisation.fit(values, unbiased=False, min_std=MIN_STD)
+        self.threshold = -standardisation.mean / standardisation.std
+        self.surrogate.fit(torch.as_tensor(X, dtype=torch.float64), standardisation(values))
 
     def probability(self, X: Tensor) -> Tensor:
-        """P(c >= 0 | X) per hyperparameter sample, shape (S, M); differentiable in X."""
-        return _probability_above(self.surrogate, self.threshold, torch.as_tensor(X, dtype=torch.float64))
+        """P(c >= 0 | X) per posterior row (hyperparameter sample, and fantasy in a fantasised
+        model), shape (R, M); differentiable in X.
 
-    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "FantasizedConstraintValue":
-        """Condition on joint draws of the constraint value at pending points X_pending (J, D)."""
+        The observation's predictive (noise included) rather than the latent function's: on a
+        deterministic constraint the fitted noise is where the model puts its misfit, and without
+        it P(feasible) is overconfident next to the boundary.
+        """
+        mean, var = self.surrogate.posterior(torch.as_tensor(X, dtype=torch.float64), observation_noise=True)
+        return torch.special.ndtr((mean - self.threshold) / var.clamp_min(1e-18).sqrt())
+
+    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "ConstraintValueModel":
+        """A value model whose surrogate is conditioned on joint draws of the constraint value at
+        pending points X_pending (J, D); its ``probability`` is (S * n_fantasies, M)."""
         X_pending = torch.as_tensor(X_pending, dtype=torch.float64)
-        return FantasizedConstraintValue(self.surrogate.fantasize(X_pending, n_fantasies, generator), self.threshold)
+        fantasy = ConstraintValueModel(self.surrogate.fantasize(X_pending, n_fantasies, generator), self.n_inputs)
+        fantasy.threshold = self.threshold
+        return fantasy
 
-    def save(self, directory: str | Path) -> None:
-        """Write the surrogate's state for a warm start (its own file format)."""
-        if hasattr(self.surrogate, "save"):
-            self.surrogate.save(directory)
+    def state_dict(self) -> State:
+        """The surrogate's state and where the constraint's zero lies in its units."""
+        return {"kind": type(self).__name__, "n_inputs": self.n_inputs, "threshold": self.threshold,
+                "surrogate": self.surrogate.state_dict()}
 
-    def load(self, directory: str | Path) -> None:
-        """Restore the surrogate's state written by ``save``, in place; the next ``fit`` warm-starts."""
-        if hasattr(self.surrogate, "load"):
-            self.surrogate.load(directory)
-
-
-class FantasizedConstraintValue:
-    """A value model conditioned on fantasies; ``probability`` is (S * F, M)."""
-
-    def __init__(self, surrogate: Surrogate, threshold: float):
-        self.surrogate, self.threshold = surrogate, threshold
-
-    def probability(self, X: Tensor) -> Tensor:
-        return _probability_above(self.surrogate, self.threshold, torch.as_tensor(X, dtype=torch.float64))
+    def load_state_dict(self, state: State) -> None:
+        """Continue from ``state_dict()``'s result, in place; the next ``fit`` warm-starts the
+        surrogate. ValueError (and nothing changed) when it is another model's state."""
+        check_kind(state, type(self).__name__)
+        if state["n_inputs"] != self.n_inputs:
+            raise ValueError(f"saved constraint model is for {state['n_inputs']} inputs, not {self.n_inputs}")
+        threshold = float(state["threshold"])
+        self.surrogate.load_state_dict(state["surrogate"])
+        self.threshold = threshold

@@ -19,21 +19,18 @@ Phi^T Phi (O(D^3)); every slice-sampling step then costs O(D^2) whatever N is.
 """
 from __future__ import annotations
 
-import json
+import copy
 import math
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 import torch
 from torch import Tensor, nn
 
-from ..experiment.layout import WARPINGS_FILE
-from .sampling import slice_sweep
-from .base import Surrogate, atomic_write_bytes, save_tensors
+from .base import State, Surrogate, check_kind
 from .basis import BasisNetwork
 from .blr import BLRPosterior, GramSpectrum, log_marginal_likelihood
+from .sampling import slice_sweep
 from .warping import LOG_SHAPE_PRIOR_VARIANCE, kumaraswamy_cdf, warped_column_indices, warping_summary
 
 # Hyperparameter priors, on standardised targets and inputs in the unit cube.
@@ -46,9 +43,6 @@ LOG_BETA_BOUNDS = (-4.0, 14.0)
 OFFSET_PRIOR_SD = 1.0  # lambda ~ N(0, 1)
 CENTRE_PRIOR = (0.5, 0.5)  # c_k ~ N(0.5, 0.5^2): the quadratic's centre near the middle of the cube
 HORSESHOE_SCALE = 1.0  # Lambda_kk ~ half-horseshoe(1): a quadratic over the cube spans ~ Lambda / 4
-
-WEIGHTS_FILE = "dngo_weights.pt"
-STATE_FILE = "dngo_state.json"
 
 
 def quadratic_features(X: Tensor) -> Tensor:
@@ -182,24 +176,21 @@ class SufficientStatistics:
         return out
 
 
-class DNGOPosterior(Surrogate):
-    """The predictive distribution of a fitted DNGO, possibly conditioned on fantasies.
+class DNGOPosterior:
+    """The predictive distribution of a fitted DNGO, possibly conditioned on fantasies: the
+    state behind a DNGO's ``posterior``, ``fantasize`` and ``sample_f``, not a model.
 
     Rows of every returned tensor are (hyperparameter sample, fantasy) pairs, sample-major:
-    row s * F + f. A plain fit has F = 1. The basis network is shared with the DNGO that made
-    this posterior (not copied), so a posterior is valid until that DNGO is fitted again.
+    row s * F + f. A plain fit has F = 1. The basis network is the DNGO's (not copied), so a
+    posterior is valid until that DNGO is fitted again.
     """
 
     def __init__(self, net: BasisNetwork, hypers: Hyperparameters, blr: BLRPosterior,
                  fantasy_values: Tensor | None = None):
         self.net, self.hypers, self.blr = net, hypers, blr
         self._coefficients = hypers.mean_coefficients()  # (S, Q)
-        self.fantasy_values = fantasy_values
-
-    @property
-    def n_rows(self) -> int:
-        """S * F, the leading dimension of ``posterior``'s outputs."""
-        return self.blr.rhs.shape[0] * self.blr.n_targets
+        # Targets drawn at the pending points, (S * F, J); (S, 0) without fantasies.
+        self.fantasy_values = blr.rhs.new_zeros(blr.rhs.shape[0], 0) if fantasy_values is None else fantasy_values
 
     def features(self, X: Tensor) -> Tensor:
         """phi(X) with a bias feature, shape (M, D)."""
@@ -209,9 +200,6 @@ class DNGOPosterior(Surrogate):
     def prior_mean(self, X: Tensor) -> Tensor:
         """eta(X) per sample, shape (S, M)."""
         return self._coefficients @ quadratic_features(X).T
-
-    def fit(self, X: Tensor, y: Tensor) -> None:
-        raise TypeError("a DNGO posterior is conditioned on fixed data; fit the DNGO model instead")
 
     def posterior(self, X: Tensor, observation_noise: bool = True) -> tuple[Tensor, Tensor]:
         """Mean and variance at X (M, D), each (S * F, M); differentiable in X.
@@ -493,9 +481,28 @@ class DNGO(Surrogate):
         """Mean and variance at X (M, D), each (S, M); see ``DNGOPosterior.posterior``."""
         return self._fitted().posterior(X, observation_noise)
 
-    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> DNGOPosterior:
-        """See ``DNGOPosterior.fantasize``; ``posterior`` of the result returns (S * n_fantasies, M)."""
-        return self._fitted().fantasize(X_pending, n_fantasies, generator)
+    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "DNGO":
+        """A DNGO conditioned on n_fantasies joint draws of y at X_pending (J, D) per current row
+        (``DNGOPosterior.fantasize``): ``posterior`` of the result returns (S * n_fantasies, M),
+        and ``fantasy_values`` the draws.
+
+        The result has its own copy of the basis network, the chains and the random stream, so
+        fitting it leaves this model as it is.
+        """
+        fantasy = copy.copy(self)
+        fantasy.net = copy.deepcopy(self.net)
+        fantasy.generator = torch.Generator()
+        fantasy.generator.set_state(self.generator.get_state())
+        fantasy.chains = self.chains.clone()  # fit clamps the chains in place
+        state = self._fitted()
+        posterior = DNGOPosterior(fantasy.net, state.hypers, state.blr, state.fantasy_values)
+        fantasy.state = posterior.fantasize(X_pending, n_fantasies, generator)
+        return fantasy
+
+    @property
+    def fantasy_values(self) -> Tensor:
+        """Targets drawn at the pending points, (S * F, J); (S, 0) for a model without fantasies."""
+        return self._fitted().fantasy_values
 
     def sample_f(self, X: Tensor, generator: torch.Generator) -> Tensor:
         """See ``DNGOPosterior.sample_f``."""
@@ -511,57 +518,54 @@ class DNGO(Surrogate):
         return warping_summary(a.log()[None], b.log()[None], grid_size, columns=self.net.warped_columns,
                                cdf=kumaraswamy_cdf)
 
-    # ----------------------------------------------------------------------------- persistence
+    # ----------------------------------------------------------------------------- state
 
-    def save(self, directory: str | os.PathLike) -> None:
-        """Write weights and BLR tensors (torch, loadable with weights_only) and chain state (JSON).
+    def _configuration(self) -> dict:
+        """What a saved state must have been made with to be continued by this model."""
+        return {"n_inputs": self.n_inputs, "width": self.width, "depth": self.depth, "n_samples": self.n_samples,
+                "warped_columns": list(self.net.warped_columns), "fourier_features": self.net.fourier_features,
+                "fourier_length_scales": list(self.net.fourier_length_scales)}
 
-        Each file is written to a temporary name in ``directory`` and renamed into place.
+    def state_dict(self) -> State:
+        """The trained basis network, the regression's statistics (Phi^T Phi and Phi^T y~ per
+        sample and fantasy), the chains, the fit counters and the random stream: a restored model
+        predicts as this one does and continues where it left off. RuntimeError before ``fit``.
         """
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
         state = self._fitted()
-        tensors = {
+        return {
+            "kind": type(self).__name__,
+            **self._configuration(),
             "net": self.net.state_dict(),
             "gram": state.blr.gram,
             "rhs": state.blr.rhs,
             "generator": self.generator.get_state(),
-        }
-        meta = {
-            "n_inputs": self.n_inputs,
-            "n_samples": self.n_samples,
-            "width": self.width,
-            "depth": self.depth,
-            "warped_columns": list(self.net.warped_columns),
-            "fourier_features": self.net.fourier_features,
-            "fourier_length_scales": list(self.net.fourier_length_scales),
             "fits_since_reinit": self.fits_since_reinit,
             "last_loss": self.last_loss,
-            "chains": self.chains.tolist(),
+            "chains": self.chains,
         }
-        save_tensors(directory / WEIGHTS_FILE, tensors)
-        atomic_write_bytes(directory / STATE_FILE, json.dumps(meta).encode())
-        warpings = self.warpings()
-        if warpings is not None:
-            atomic_write_bytes(directory / WARPINGS_FILE, json.dumps(warpings).encode())
 
-    def load(self, directory: str | os.PathLike) -> None:
-        """Restore a model written by ``save``; the next ``fit`` warm-starts from it."""
-        directory = Path(directory)
-        meta = json.loads((directory / STATE_FILE).read_text())
-        expected = (self.n_inputs, self.width, self.depth, self.n_samples, list(self.net.warped_columns),
-                    self.net.fourier_features, list(self.net.fourier_length_scales))
-        found = (meta["n_inputs"], meta["width"], meta["depth"], meta["n_samples"], meta.get("warped_columns", []),
-                 meta.get("fourier_features", 0), meta.get("fourier_length_scales", []))
+    def load_state_dict(self, state: State) -> None:
+        """Continue from ``state_dict()``'s result, in place; the next ``fit`` warm-starts from it.
+
+        ValueError (and nothing changed) when it was saved by a DNGO of another configuration
+        (inputs, network size, samples, warped columns or Fourier features).
+        """
+        check_kind(state, type(self).__name__)
+        expected = self._configuration()
+        found = {key: state[key] for key in expected}
         if found != expected:
-            raise ValueError("DNGO.load: saved model has (n_inputs, width, depth, n_samples, warped_columns, "
-                             "fourier_features, fourier_length_scales) = "
-                             f"{found}, expected {expected}")
-        tensors = torch.load(directory / WEIGHTS_FILE, weights_only=True)
-        self.net.load_state_dict(tensors["net"])
-        self.generator.set_state(tensors["generator"])
-        self.chains = torch.tensor(meta["chains"], dtype=torch.float64)
-        self.fits_since_reinit, self.last_loss = meta["fits_since_reinit"], meta["last_loss"]
+            raise ValueError("DNGO.load_state_dict: saved model has (" + ", ".join(expected) + ") = "
+                             f"{tuple(found.values())}, expected {tuple(expected.values())}")
+        chains = torch.as_tensor(state["chains"], dtype=torch.float64).clone()
+        if chains.shape != (self.n_samples, 3 + 2 * self.n_inputs):
+            raise ValueError(f"saved DNGO chains have shape {tuple(chains.shape)}, this model runs "
+                             f"{(self.n_samples, 3 + 2 * self.n_inputs)}")
+        net = copy.deepcopy(self.net)  # loaded aside: a state that fails half way changes nothing
+        net.load_state_dict(state["net"])
+        generator = torch.Generator()
+        generator.set_state(state["generator"])
+        hypers = Hyperparameters(chains)
+        posterior = DNGOPosterior(net, hypers, BLRPosterior(state["gram"], state["rhs"], hypers.alpha, hypers.beta))
+        self.net, self.generator, self.chains, self.state = net, generator, chains, posterior
+        self.fits_since_reinit, self.last_loss = int(state["fits_since_reinit"]), state["last_loss"]
         self._trained = True
-        hypers = Hyperparameters(self.chains)
-        self.state = DNGOPosterior(self.net, hypers, BLRPosterior(tensors["gram"], tensors["rhs"], hypers.alpha, hypers.beta))

@@ -9,75 +9,25 @@ at each fit, continuing the chains, and the final state of each chain is one of 
 posterior samples. Everything
 downstream (Cholesky factors, posteriors, fantasies) is batched over those samples.
 
-Sampled coordinates (one row of the (C, P) state) and their priors (Spearmint's, except the length
-scales' log-normal in place of its top-hat; see LOG_LENGTHSCALE_PRIOR_MEAN):
-
-    mean          constant mean              N(0, 1)          (targets are standardised)
-    log amp2      signal variance            log-normal: log amp2 ~ N(0, 1)
-    log noise     noise variance             horseshoe(scale 0.1) on noise, noise in [1e-12, 10]
-    log l_d       ARD length scales          log-normal: log l_d ~ N(log 0.5, 1), l_d in [1e-3, 10]
-                                             (or Spearmint's top-hat: l_d uniform on [1e-3, 10])
-    log alpha_d,  Beta-CDF warp shapes       log-normal: log ~ N(0, 0.75), the paper's, |log| <= 3
-    log beta_d                               (warped inputs d)
-    switch        warped or not              uniform on [0, 1]: the warps apply where switch <
-                                             ``warping.WARP_PROBABILITY``, else every input is
-                                             unwarped (and the shapes follow their prior)
-    rho_c         arc angles                 uniform on [1e-3, 1]                  (conditional)
-
-The switch makes "warped or not" a sampled choice, as in product-space model selection (Carlin and
-Chib 1995, with the prior as the pseudo-prior): the fraction of samples that warp is the
-posterior probability of the warped model, so inputs that need no warp are left alone instead of
-keeping the prior's spread of warps, while a log-scale input turns warping on (models/DESIGN.md, "Warped
-or not"). Slice sampling handles the step in the density at the threshold like any other.
-
-Only the inputs named in ``warped_columns`` get warp shapes (default: all). On a 0/1 input (a
-one-hot ENUM option, a relevance indicator) every Beta CDF is the identity, so its two shapes
-would only lengthen the slice-sampling sweeps and add noise to the posterior; the Optimizer
-warps the FLOAT and INT value columns only.
-
-Scale parameters are sampled in log coordinates (the densities include the Jacobian), which lets
-one bracket width suit values across decades.
+The hyperparameters, their layout in a sampled state and their priors are in
+:mod:`spearmint_nn.models.gp_hyperparameters`.
 """
 from __future__ import annotations
 
 import copy
-import functools
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch import Tensor
 
-from ..experiment.layout import WARPINGS_FILE
-from .sampling import slice_sweep
-from ..files import atomic_write_bytes
-from .base import Surrogate
+from .base import State, Surrogate, check_kind
+from .gp_hyperparameters import LENGTHSCALE_PRIORS, NOISELESS_JITTER, HyperLayout, Hypers, log_prior
 from .kernels import CORRELATIONS, Conditional, covariance, embed, squared_distances
-from .warping import (LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, WARP_PROBABILITY, BetaWarp, warp,
-                      warped_column_indices, warping_summary)
+from .sampling import slice_sweep
+from .warping import warp, warped_column_indices, warping_summary
 
-# Fixed noise variance (standardised units) for a NOISELESS likelihood: Spearmint's stability noise,
-# not a model of noise. At 1e-10 the GP had to interpolate every wiggle of the transformed targets,
-# which it paid for with short length scales and more edge-seeking EI: Branin reached regret 1e-3
-# within 40 evaluations in 32 of 40 runs (37 of 40 at 1e-6; benchmarks/RESULTS.md "The GP's targets").
-NOISELESS_JITTER = 1e-6
-HORSESHOE_SCALE = 0.1
-# Deterministic objectives need a noise floor far below the precision sought: a regret of 1e-3 on
-# Branin is 2e-5 in standardised units.
-LOG_NOISE_BOUNDS = (math.log(1e-12), math.log(10.0))
-LOG_LENGTHSCALE_BOUNDS = (math.log(1e-3), math.log(10.0))
-# Spearmint's top-hat (uniform l) pulls towards l ~ 5 in the unit cube, and a log-uniform one
-# towards l ~ 0.02: with 3-20 points either mode explains the data as noise or as isolated
-# spikes, and EI then searches like random search. A log-normal centred on half the cube keeps
-# both within reach of the data but not favoured (benchmarks/RESULTS.md, "The GP's length-scale prior").
-LOG_LENGTHSCALE_PRIOR_MEAN = math.log(0.5)
-LOG_LENGTHSCALE_PRIOR_SD = 1.0
-LENGTHSCALE_PRIORS = ("log-normal", "top-hat")
-RHO_BOUNDS = (1e-3, 1.0)
-STATE_FILE = "gp.json"
 # A refit after a batch (or a daemon restart) sweeps at most this many observations' worth:
 # ten times a one-at-a-time refit, so its cost stays bounded.
 MAX_CATCH_UP_OBSERVATIONS = 10
@@ -116,213 +66,6 @@ def robust_cholesky(K: Tensor, max_tries: int = 7) -> tuple[Tensor, Tensor, Tens
     return L, jitter, ok
 
 
-@dataclass(frozen=True)
-class HyperLayout:
-    """Where each hyperparameter sits in a sampled state vector of length ``size``.
-
-    ``warped`` lists the input columns (ascending) that have warp shapes; entry k of the
-    log alpha and log beta blocks belongs to input column ``warped[k]``.
-    """
-
-    n_dims: int
-    warped: tuple[int, ...]
-    noiseless: bool
-    n_arc: int
-
-    @property
-    def warping(self) -> bool:
-        return bool(self.warped)
-
-    def to_json(self) -> dict:
-        return {"n_dims": self.n_dims, "warped": list(self.warped), "noiseless": self.noiseless, "n_arc": self.n_arc}
-
-    @classmethod
-    def from_json(cls, saved: dict) -> "HyperLayout":
-        """The layout written by ``to_json``; ValueError for anything else (e.g. an older format)."""
-        try:
-            return cls(int(saved["n_dims"]), tuple(int(c) for c in saved["warped"]), bool(saved["noiseless"]),
-                       int(saved["n_arc"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"saved GP layout {saved!r} is not in this version's format ({exc!r} missing or "
-                             f"invalid); its chains cannot be continued") from None
-
-    @property
-    def log_noise(self) -> int | None:
-        return None if self.noiseless else 2
-
-    @property
-    def log_lengthscales(self) -> slice:
-        start = 2 if self.noiseless else 3
-        return slice(start, start + self.n_dims)
-
-    @property
-    def log_alpha(self) -> slice | None:
-        end = self.log_lengthscales.stop
-        return slice(end, end + len(self.warped)) if self.warping else None
-
-    @property
-    def log_beta(self) -> slice | None:
-        end = self.log_lengthscales.stop + len(self.warped)
-        return slice(end, end + len(self.warped)) if self.warping else None
-
-    @property
-    def warp_switch(self) -> int | None:
-        return self.log_lengthscales.stop + 2 * len(self.warped) if self.warping else None
-
-    @property
-    def rho(self) -> slice:
-        start = self.log_lengthscales.stop if self.warp_switch is None else self.warp_switch + 1
-        return slice(start, start + self.n_arc)
-
-    @property
-    def size(self) -> int:
-        return self.rho.stop
-
-    def widths(self) -> Tensor:
-        """Slice bracket widths per coordinate, shape (size,).
-
-        About 2.5 posterior standard deviations of each coordinate as seen in fits on the
-        benchmark functions: narrower brackets cost step-out evaluations linearly, wider ones
-        cost shrinkage evaluations only logarithmically, and every batched step waits for the
-        slowest of the chains.
-        """
-        w = torch.full((self.size,), 3.0, dtype=torch.float64)
-        w[0] = 1.5
-        w[1] = 2.0
-        if self.log_noise is not None:
-            w[self.log_noise] = 4.0
-        if self.warping:
-            w[self.log_alpha] = 2.0
-            w[self.log_beta] = 2.0
-            w[self.warp_switch] = 1.0
-        w[self.rho] = 0.5
-        return w
-
-    def pack(
-        self,
-        mean: float = 0.0,
-        amp2: float = 1.0,
-        noise: float = 1e-3,
-        lengthscales: Tensor | float = 0.5,
-        alpha: Tensor | float = 1.0,
-        beta: Tensor | float = 1.0,
-        rho: Tensor | float = 0.5,
-        warped: bool = True,
-    ) -> Tensor:
-        """One state vector (size,) from natural-unit values (noise ignored when noiseless);
-        alpha and beta are per warped column (length ``len(warped)``) or scalars; ``warped``
-        sets the switch to the middle of its on (or off) interval."""
-        theta = torch.zeros(self.size, dtype=torch.float64)
-        theta[0] = mean
-        theta[1] = math.log(amp2)
-        if self.log_noise is not None:
-            theta[self.log_noise] = math.log(noise)
-        theta[self.log_lengthscales] = torch.log(torch.as_tensor(lengthscales, dtype=torch.float64))
-        if self.warping:
-            theta[self.log_alpha] = torch.log(torch.as_tensor(alpha, dtype=torch.float64))
-            theta[self.log_beta] = torch.log(torch.as_tensor(beta, dtype=torch.float64))
-            theta[self.warp_switch] = WARP_PROBABILITY / 2 if warped else (1.0 + WARP_PROBABILITY) / 2
-        theta[self.rho] = torch.as_tensor(rho, dtype=torch.float64)
-        return theta
-
-
-@dataclass
-class Hypers:
-    """Hyperparameters of S samples in natural units where that is what the kernel uses."""
-
-    mean: Tensor  # (S,)
-    amp2: Tensor  # (S,)
-    noise: Tensor  # (S,) noise variance (the fixed jitter when noiseless)
-    log_lengthscales: Tensor  # (S, D)
-    log_alpha: Tensor | None  # (S, W), W = len(warped); 0 (the identity) where warp_on is False
-    log_beta: Tensor | None  # (S, W)
-    warp_on: Tensor | None  # (S,) bool: whether the sample warps its inputs
-    rho: Tensor  # (S, n_arc)
-    warped: tuple[int, ...] = ()  # the input column of each of the W warp shapes
-
-    @classmethod
-    def unpack(cls, theta: Tensor, layout: HyperLayout) -> "Hypers":
-        """From states (S, size), clamped into the support so that kernels stay finite; the warp
-        shapes of samples whose switch is off are the identity's (log shape 0)."""
-        noise = (
-            torch.full_like(theta[:, 0], NOISELESS_JITTER)
-            if layout.log_noise is None
-            else torch.exp(theta[:, layout.log_noise].clamp(*LOG_NOISE_BOUNDS))
-        )
-        warp_on = theta[:, layout.warp_switch] < WARP_PROBABILITY if layout.warping else None
-
-        def shape(coordinates: slice | None) -> Tensor | None:
-            if coordinates is None:
-                return None
-            log_shape = theta[:, coordinates].clamp(-LOG_SHAPE_BOUND, LOG_SHAPE_BOUND)
-            return torch.where(warp_on[:, None], log_shape, torch.zeros_like(log_shape))
-
-        return cls(
-            mean=theta[:, 0],
-            amp2=torch.exp(theta[:, 1].clamp(-20.0, 20.0)),
-            noise=noise,
-            log_lengthscales=theta[:, layout.log_lengthscales].clamp(*LOG_LENGTHSCALE_BOUNDS),
-            log_alpha=shape(layout.log_alpha),
-            log_beta=shape(layout.log_beta),
-            warp_on=warp_on,
-            rho=theta[:, layout.rho].clamp(*RHO_BOUNDS),
-            warped=layout.warped,
-        )
-
-    @functools.cached_property
-    def warp(self) -> BetaWarp | None:
-        """The samples' input warps, prepared once per set of samples; None without warping."""
-        return None if self.log_alpha is None else BetaWarp(self.log_alpha, self.log_beta, self.warped)
-
-
-@functools.lru_cache(maxsize=32)
-def _prior_terms(layout: HyperLayout, lengthscale_prior: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Per-coordinate pieces of the log prior, each of shape (size,): support bounds (lower,
-    upper), the precision of the Gaussian terms (0 where none) and the slope of the linear terms.
-
-    Everything but the horseshoe is a sum over coordinates of
-    -precision u^2 / 2 + slope u on a box, so the prior of a batch of states costs a few
-    whole-tensor operations.
-    """
-    lower = torch.full((layout.size,), -math.inf, dtype=torch.float64)
-    upper = torch.full((layout.size,), math.inf, dtype=torch.float64)
-    precision = torch.zeros(layout.size, dtype=torch.float64)
-    slope = torch.zeros(layout.size, dtype=torch.float64)
-    precision[:2] = 1.0  # mean ~ N(0, 1), log amp2 ~ N(0, 1)
-    if layout.log_noise is not None:
-        lower[layout.log_noise], upper[layout.log_noise] = LOG_NOISE_BOUNDS
-        slope[layout.log_noise] = 1.0  # the Jacobian noise of the log transform
-    lower[layout.log_lengthscales], upper[layout.log_lengthscales] = LOG_LENGTHSCALE_BOUNDS
-    if lengthscale_prior == "top-hat":
-        slope[layout.log_lengthscales] = 1.0  # uniform l is density proportional to l in log l
-    else:
-        # Log-normal on the length scale: a Gaussian in the sampled log coordinate (no Jacobian).
-        precision[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_SD**-2
-        slope[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_MEAN * LOG_LENGTHSCALE_PRIOR_SD**-2
-    if layout.warping:
-        for shapes in (layout.log_alpha, layout.log_beta):
-            lower[shapes], upper[shapes] = -LOG_SHAPE_BOUND, LOG_SHAPE_BOUND
-            precision[shapes] = 1.0 / LOG_SHAPE_PRIOR_VARIANCE  # log-normal: Gaussian in log shape
-        lower[layout.warp_switch], upper[layout.warp_switch] = 0.0, 1.0
-    lower[layout.rho], upper[layout.rho] = RHO_BOUNDS
-    return lower, upper, precision, slope
-
-
-def log_prior(theta: Tensor, layout: HyperLayout, lengthscale_prior: str = "log-normal") -> Tensor:
-    """Log prior density of states (C, size) in the sampled coordinates; -inf outside the support.
-
-    ``lengthscale_prior`` is one of ``LENGTHSCALE_PRIORS``.
-    """
-    lower, upper, precision, slope = _prior_terms(layout, lengthscale_prior)
-    logp = theta @ slope - 0.5 * (theta**2 @ precision)
-    if layout.log_noise is not None:
-        # Horseshoe on the noise variance, approximated as log(1 + 3 (scale / noise)^2).
-        u = theta[:, layout.log_noise]
-        logp = logp + torch.log(torch.log1p(3.0 * HORSESHOE_SCALE**2 * torch.exp(-2.0 * u)))
-    inside = ((theta >= lower) & (theta <= upper)).all(-1)
-    return torch.where(inside, logp, torch.full_like(logp, -math.inf))
-
-
 @dataclass
 class _Conditioned:
     """A GP conditioned on data: S hyperparameter samples times F target vectors per sample."""
@@ -333,6 +76,7 @@ class _Conditioned:
     embedded: Tensor  # (S, n, E)
     L: Tensor  # (S, n, n) Cholesky factor of K + noise I
     alpha: Tensor  # (S, n, F) = (K + noise I)^-1 (Y - mean)
+    n_observed: int  # the first n_observed of the n columns are observations, the rest fantasies
 
 
 class _TrainingCorrelation:
@@ -404,7 +148,8 @@ class GP(Surrogate):
     kernel : the correlation function, a name from ``kernels.CORRELATIONS``: "matern52"
         (Spearmint's, default) or "squared-exponential".
     lengthscale_prior : "log-normal" (default, log l ~ N(log 0.5, 1)) or "top-hat" (Spearmint's,
-        l uniform on its bounds); see ``LOG_LENGTHSCALE_PRIOR_MEAN`` for why the default differs.
+        l uniform on its bounds); see ``gp_hyperparameters.LOG_LENGTHSCALE_PRIOR_MEAN`` for why the
+        default differs.
     warping : warp inputs through sampled Beta CDFs (on by default).
     warped_columns : which inputs to warp, as column indices or a boolean mask of length D;
         None (default) warps every input. The others enter the kernel unwarped and have no
@@ -497,7 +242,7 @@ class GP(Surrogate):
             theta, _ = slice_sweep(log_density, theta, layout.widths(), self.generator)
         self.chains = theta
         self._n_observed = N
-        self._data = self._condition(Hypers.unpack(theta, layout), X, y.expand(self.n_samples, 1, N))
+        self._data = self._condition(Hypers.unpack(theta, layout), X, y.expand(self.n_samples, 1, N), N)
 
     def _initial_chains(self, y: Tensor) -> Tensor:
         """Chains dispersed around moderate length scales and small noise, all starting with the
@@ -561,15 +306,16 @@ class GP(Surrogate):
         return covariance(A, B, amp2, CORRELATIONS[self.kernel])
 
     @torch.no_grad()
-    def _condition(self, h: Hypers, X: Tensor, Y: Tensor) -> _Conditioned:
-        """Factorise the training covariance of every sample for targets Y (S, F, n)."""
+    def _condition(self, h: Hypers, X: Tensor, Y: Tensor, n_observed: int) -> _Conditioned:
+        """Factorise the training covariance of every sample for targets Y (S, F, n), whose first
+        n_observed columns are observations (the rest fantasies)."""
         E = self._embed(X, h)
         K = self._covariance(E, E, h.amp2) + h.noise[:, None, None] * torch.eye(len(X), dtype=X.dtype)
         L, _, ok = robust_cholesky(K)
         if not ok.all():
             raise CholeskyError(f"GP covariance not positive definite for {int((~ok).sum())} samples after jitter")
         alpha = torch.cholesky_solve((Y - h.mean[:, None, None]).transpose(1, 2), L)
-        return _Conditioned(h, X, Y, E, L, alpha)
+        return _Conditioned(h, X, Y, E, L, alpha, n_observed)
 
     # ---------------------------------------------------------------- prediction
     def _require_fit(self) -> _Conditioned:
@@ -596,7 +342,9 @@ class GP(Surrogate):
         """A GP conditioned on joint posterior draws of y (f plus noise) at X_pending (J, D).
 
         The result's posterior has S * F_old * n_fantasies rows (sample-major); its
-        ``fantasy_values`` (rows, J_total) are the drawn targets at all pending points.
+        ``fantasy_values`` (rows, J_total) are the drawn targets at all pending points. It shares
+        the chains but has its own copy of the sampler's random stream, so fitting it leaves this
+        GP as it is.
         """
         d = self._require_fit()
         h = d.hypers
@@ -616,7 +364,10 @@ class GP(Surrogate):
             draws = mean[:, :, None, :] + torch.einsum("sij,sfkj->sfki", Lp, z)  # (S, F, n_fantasies, J)
             Y = torch.cat([d.Y[:, :, None, :].expand(S, F, n_fantasies, n), draws], dim=-1)
             fantasy = copy.copy(self)
-            fantasy._data = self._condition(h, torch.cat([d.X, Xp]), Y.reshape(S, F * n_fantasies, n + J))
+            fantasy.generator = torch.Generator()
+            fantasy.generator.set_state(self.generator.get_state())
+            fantasy._data = self._condition(h, torch.cat([d.X, Xp]), Y.reshape(S, F * n_fantasies, n + J),
+                                            d.n_observed)
         return fantasy
 
     @torch.no_grad()
@@ -646,7 +397,7 @@ class GP(Surrogate):
         """Targets drawn at the pending points, (S * F, J); (S, 0) for a model without fantasies."""
         d = self._require_fit()
         S, F, n = d.Y.shape
-        return d.Y[:, :, self._n_observed:].reshape(S * F, n - self._n_observed)
+        return d.Y[:, :, d.n_observed:].reshape(S * F, n - d.n_observed)
 
     # ------------------------------------------------------------- introspection
     def warpings(self, grid_size: int = 51) -> dict | None:
@@ -679,43 +430,55 @@ class GP(Surrogate):
             out["rho"] = h.rho.tolist()
         return out
 
-    def state_dict(self) -> dict:
-        """JSON-able sampler state, so that a restarted process continues the chains."""
-        return {"layout": None if self.layout is None else self.layout.to_json(),
-                "chains": None if self.chains is None else self.chains.tolist()}
+    def state_dict(self) -> State:
+        """The sampler's chains and their layout, and the data the posterior is conditioned on
+        (X (n, D), targets Y (S, F, n) of which the first ``n_observed`` columns are observed),
+        so that a restarted process predicts as this one does and continues the chains.
 
-    def load_state_dict(self, state: dict) -> None:
-        """Restore the chains saved by ``state_dict`` (the next fit continues them, no burn-in).
-
-        ValueError when they were sampled under another layout (other inputs, warped columns,
-        noise model or arc inputs) or by another number of chains: they cannot be continued.
+        The sampler's random stream is not part of it: a restored GP draws from its own seed.
         """
-        if state.get("chains") is None:
+        d = self._data
+        return {
+            "kind": type(self).__name__,
+            "n_inputs": self.n_inputs,
+            "layout": None if self.layout is None else self.layout.to_json(),
+            "chains": self.chains,
+            "X": None if d is None else d.X,
+            "Y": None if d is None else d.Y,
+            "n_observed": 0 if d is None else d.n_observed,
+        }
+
+    def load_state_dict(self, state: State) -> None:
+        """Continue from ``state_dict()``'s result, in place: the next fit continues the chains
+        (no burn-in), and until then the posterior is the saved model's.
+
+        ValueError (and nothing changed) when the chains were sampled for other inputs, under
+        another layout (warped columns, noise model or arc inputs) or by another number of
+        chains: they cannot be continued.
+        """
+        check_kind(state, type(self).__name__)
+        if self.n_inputs is not None and state["n_inputs"] not in (None, self.n_inputs):
+            raise ValueError(f"saved GP is for {state['n_inputs']} inputs, not {self.n_inputs}")
+        if state["chains"] is None:
             return
         layout = HyperLayout.from_json(state["layout"])
         expected = self.layout_for(layout.n_dims)
         if layout != expected:
             raise ValueError(f"saved GP chains were sampled with layout {layout.to_json()}, this model "
                              f"samples {expected.to_json()}; they cannot be continued")
-        chains = torch.tensor(state["chains"], dtype=torch.float64)
+        chains = torch.as_tensor(state["chains"], dtype=torch.float64).clone()
         if chains.shape != (self.n_samples, layout.size):
             raise ValueError(f"saved GP chains have shape {tuple(chains.shape)}, this model runs "
                              f"{(self.n_samples, layout.size)}")
-        self.layout, self.chains = layout, chains
-
-    def save(self, folder: str | Path) -> None:
-        """Write ``folder/gp.json`` (sampler state) and, when fitted with warped inputs,
-        ``folder/warpings.json`` (see ``warping.warping_summary``); each replaced atomically."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(folder / STATE_FILE, json.dumps({"n_inputs": self.n_inputs, **self.state_dict()}).encode())
-        warpings = self.warpings() if self._data is not None else None
-        if warpings is not None:
-            atomic_write_bytes(folder / WARPINGS_FILE, json.dumps(warpings).encode())
-
-    def load(self, folder: str | Path) -> None:
-        """Continue the chains saved by ``save`` in folder (in place); OSError/ValueError if unusable."""
-        state = json.loads((Path(folder) / STATE_FILE).read_text())
-        if self.n_inputs is not None and state.get("n_inputs") not in (None, self.n_inputs):
-            raise ValueError(f"saved GP is for {state['n_inputs']} inputs, not {self.n_inputs}")
-        self.load_state_dict(state)
+        data = None
+        if state["X"] is not None:
+            X, Y, n_observed = state["X"], state["Y"], state["n_observed"]
+            if (X.ndim != 2 or X.shape[1] != layout.n_dims or Y.ndim != 3 or Y.shape[0] != self.n_samples
+                    or Y.shape[2] != X.shape[0] or not 0 < n_observed <= X.shape[0]):
+                raise ValueError(f"saved GP data of shapes {tuple(X.shape)} and {tuple(Y.shape)} do not fit "
+                                 f"{self.n_samples} chains over {layout.n_dims} inputs")
+            data = self._condition(Hypers.unpack(chains, layout), X, Y, n_observed)
+        self.layout, self.chains, self._data = layout, chains, data
+        # Not n_observed: the first fit after a load sweeps as for min(N, MAX_CATCH_UP_OBSERVATIONS)
+        # new observations, extra mixing after a restart where a one-at-a-time refit sweeps as for one.
+        self._n_observed = 0

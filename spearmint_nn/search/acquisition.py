@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import Tensor
 
-from ..models.base import Surrogate
+from ..models.base import ConstraintModel, DurationPredictor, Surrogate
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_SQRT_PI_2 = 0.5 * math.log(math.pi / 2)
@@ -36,11 +36,9 @@ _MIN_VARIANCE = 1e-18  # standardised units: far below any noise level a model c
 _MIN_PROBABILITY = 1e-300  # keeps log P finite where a classifier says "surely infeasible"
 
 
-class FeasibilityModel(Protocol):
-    """A probabilistic classifier of constraint satisfaction (e.g. the DNGO constraint network)."""
-
-    def probability(self, X: Tensor) -> Tensor:
-        """P(feasible) at X (M, D), shape (M,) or (S, M) per hyperparameter sample; differentiable."""
+#: What the constrained acquisitions weigh by: a model of one constraint, read through its
+#: ``probability`` (shape (M,) or (R, M) per hyperparameter sample or fantasy).
+FeasibilityModel = ConstraintModel
 
 
 def _log1mexp(x: Tensor) -> Tensor:
@@ -142,13 +140,6 @@ class LowerConfidenceBound(Acquisition):
     def __call__(self, X: Tensor) -> Tensor:
         mean, var = self.model.posterior(X)
         return (self.kappa * _standard_deviation(var) - mean).mean(dim=0)
-
-
-class DurationPredictor(Protocol):
-    """A model of job cost (e.g. :class:`~spearmint_nn.models.duration.DurationModel`)."""
-
-    def predict(self, X: Tensor) -> Tensor:
-        """Mean log duration in log seconds at X (M, D), shape (M,); differentiable."""
 
 
 class LogExpectedImprovementPerSecond(Acquisition):

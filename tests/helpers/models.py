@@ -2,11 +2,10 @@
 "samples" with joint fantasies, a fixed posterior, and a differentiable disk of feasibility."""
 from __future__ import annotations
 
-
 import torch
 from torch import Tensor
 
-from spearmint_nn.models.base import Surrogate
+from spearmint_nn.models.base import State, Surrogate, check_kind
 
 
 class ExactGP(Surrogate):
@@ -67,24 +66,24 @@ class ExactGP(Surrogate):
         cov = self._kernel(X, X)[row] - v.T @ v + 1e-9 * torch.eye(X.shape[0], dtype=torch.float64)
         return mean[row] + torch.linalg.cholesky(cov) @ torch.randn(X.shape[0], generator=generator, dtype=torch.float64)
 
+    def state_dict(self) -> State:
+        return {"kind": type(self).__name__, "n_inputs": self.n_inputs, "lengthscales": self.lengthscales,
+                "X": self.X, "Y": self.Y, "n_fits": self.n_fits}
 
-class FixedPosterior(Surrogate):
-    """A model with a prescribed posterior, for testing acquisitions at extreme values."""
+    def load_state_dict(self, state: State) -> None:
+        check_kind(state, type(self).__name__)
+        self.lengthscales, self.X, self.Y, self.n_fits = state["lengthscales"], state["X"], state["Y"], state["n_fits"]
+
+
+class FixedPosterior:
+    """A prescribed posterior (what acquisitions read of a Surrogate), for testing acquisitions at
+    extreme values."""
 
     def __init__(self, mean: Tensor, var: Tensor):
         self.mean, self.var = mean, var
 
-    def fit(self, X, y):  # pragma: no cover - never fitted
-        raise NotImplementedError
-
     def posterior(self, X: Tensor) -> tuple[Tensor, Tensor]:
         return self.mean, self.var
-
-    def fantasize(self, X_pending, n_fantasies, generator):  # pragma: no cover
-        raise NotImplementedError
-
-    def sample_f(self, X, generator):  # pragma: no cover
-        raise NotImplementedError
 
 
 class DiskFeasibility:

@@ -1,12 +1,12 @@
-"""The constraint network: calibration, the Laplace posterior, gradients, fantasies, persistence."""
+"""The constraint network: calibration, the Laplace posterior, gradients, fantasies, its state."""
 from __future__ import annotations
-
-import math
 
 import pytest
 import torch
 
+from spearmint_nn.models.base import ConstraintModel
 from spearmint_nn.models.classifier import ConstraintClassifier
+from spearmint_nn.search import model_state
 
 torch.set_num_threads(1)
 
@@ -114,7 +114,7 @@ def test_all_feasible_means_probability_one_without_a_network() -> None:
     assert model.trivial
     assert torch.equal(model.probability(uniform(7, seed=7)), torch.ones(7, dtype=torch.float64))
     fantasy = model.fantasize(uniform(3, seed=8), 5, torch.Generator().manual_seed(0))
-    assert torch.equal(fantasy.probability(uniform(7, seed=7)), torch.ones(1, 7, dtype=torch.float64))
+    assert fantasy.trivial and torch.equal(fantasy.probability(uniform(7, seed=7)), torch.ones(7, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -179,13 +179,26 @@ def test_fantasies_move_probability_towards_the_drawn_label(disk_model: Constrai
     assert float((elsewhere - disk_model.probability(uniform(50, seed=10)).detach()).abs().median()) < 0.05
 
 
+def test_a_fantasy_is_a_classifier_whose_refit_leaves_the_original_alone(disk_model: ConstraintClassifier) -> None:
+    X_test = uniform(20, seed=15)
+    with torch.no_grad():
+        before = disk_model.probability(X_test)
+    fantasy = disk_model.fantasize(uniform(3, seed=16), 4, torch.Generator().manual_seed(0))
+    assert isinstance(fantasy, ConstraintClassifier) and isinstance(fantasy, ConstraintModel)
+    X = uniform(30, seed=17)
+    fantasy.fit(X, ~in_disk(X), epochs=20)
+    assert fantasy.probability(X_test).shape == (20,)
+    with torch.no_grad():
+        assert torch.equal(disk_model.probability(X_test), before)
+
+
 def test_warm_start_continues_from_the_previous_network(tmp_path) -> None:
     X = uniform(50, seed=12)
     labels = in_disk(X)
     model = ConstraintClassifier(2, seed=0)
     model.fit(X[:40], labels[:40])
     first_layer = model.net.hidden[0].weight.detach().clone()
-    model.save(tmp_path)
+    model_state.save(tmp_path, model)
 
     model.fit(X, labels)
     change = (model.net.hidden[0].weight.detach() - first_layer).norm() / first_layer.norm()
@@ -193,20 +206,37 @@ def test_warm_start_continues_from_the_previous_network(tmp_path) -> None:
     fresh.fit(X[:40], labels[:40])
     assert change < 0.5 * (fresh.net.hidden[0].weight.detach() - first_layer).norm() / first_layer.norm()
 
-    restored = ConstraintClassifier.load(tmp_path, seed=0)
+    restored = model_state.restore(tmp_path, ConstraintClassifier(2, seed=0), 2)
     restored.fit(X, labels)
     X_test = uniform(30, seed=13)
     assert torch.allclose(restored.probability(X_test), model.probability(X_test), atol=1e-9)
 
 
-def test_save_load_round_trip_is_exact(tmp_path, disk_model: ConstraintClassifier) -> None:
-    disk_model.save(tmp_path)
-    state = torch.load(tmp_path / "classifier.pt", weights_only=True)
-    assert "theta" in state
-    restored = ConstraintClassifier.load(tmp_path)
+def test_state_round_trip_is_exact_and_needs_the_same_configuration(tmp_path, disk_model: ConstraintClassifier) -> None:
     X_test = uniform(30, seed=14)
+    restored = ConstraintClassifier(2, seed=5)
+    restored.load_state_dict(disk_model.state_dict())
     assert torch.equal(restored.probability(X_test), disk_model.probability(X_test))
-    assert restored.noiseless == disk_model.noiseless and math.isclose(restored.alpha, disk_model.alpha)
+    model_state.save(tmp_path, disk_model)
+    assert torch.load(tmp_path / model_state.STATE_FILE, weights_only=True)["theta"] is not None
+    from_file = model_state.restore(tmp_path, ConstraintClassifier(2), 2)
+    assert torch.equal(from_file.probability(X_test), disk_model.probability(X_test))
+    noiseless = ConstraintClassifier(2, noiseless=True)
+    with pytest.raises(ValueError, match="noiseless"):
+        noiseless.load_state_dict(disk_model.state_dict())
+    assert noiseless.trivial and model_state.restore(tmp_path, noiseless, 2).trivial
+
+
+@pytest.mark.parametrize("labels", [[True] * 6, [True, False, True, True, True, False]])
+def test_a_trivial_or_fourier_classifier_round_trips(labels: list[bool]) -> None:
+    X = uniform(6, seed=18)
+    model = ConstraintClassifier(2, seed=0)
+    model.fit(X, torch.tensor(labels))
+    restored = ConstraintClassifier(2, seed=0)
+    restored.load_state_dict(model.state_dict())
+    assert restored.trivial == model.trivial and restored.basis_trained is False
+    X_test = uniform(10, seed=19)
+    assert torch.equal(restored.probability(X_test), model.probability(X_test))
 
 
 def test_noiseless_posterior_tightens_at_observed_failures() -> None:

@@ -1,12 +1,13 @@
-"""DNGO: marginal likelihood with the quadratic prior mean, calibration, fantasies, persistence."""
-import json
+"""DNGO: marginal likelihood with the quadratic prior mean, calibration, fantasies, its state."""
 import math
 
 import pytest
 import torch
 
+from spearmint_nn.models.base import Surrogate
 from spearmint_nn.models.blr import BLRPosterior
 from spearmint_nn.models.dngo import DNGO, Hyperparameters, SufficientStatistics, quadratic_features
+from spearmint_nn.search import model_state
 
 torch.set_num_threads(1)
 DT = torch.float64
@@ -192,20 +193,34 @@ def test_refits_warm_start_and_reinitialise_periodically(branin_model):
     assert model.last_loss < 0.25 * flipped.var()
 
 
-def test_save_and_load_reproduce_predictions_and_warm_start(branin_model, tmp_path):
+def test_a_saved_state_reproduces_predictions_and_warm_starts(branin_model, tmp_path):
     model, X, y, X_test, _ = branin_model
-    model.save(tmp_path)
-    assert json.loads((tmp_path / "dngo_state.json").read_text())["n_samples"] == 10
-    torch.load(tmp_path / "dngo_weights.pt", weights_only=True)
-    restored = DNGO(n_inputs=2, seed=123, n_samples=10, fresh_fit_max=0)  # warm starts at this N
-    restored.load(tmp_path)
-    for a, b in zip(model.posterior(X_test), restored.posterior(X_test)):
+    model_state.save(tmp_path, model)
+    assert torch.load(tmp_path / model_state.STATE_FILE, weights_only=True)["n_samples"] == 10
+    restored = model_state.restore(tmp_path, DNGO(n_inputs=2, seed=123, n_samples=10, fresh_fit_max=0), 2)  # warm
+    for a, b in zip(model.posterior(X_test), restored.posterior(X_test)):  # starts at this N
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     torch.testing.assert_close(restored.chains, model.chains, rtol=0, atol=0)
+    torch.testing.assert_close(restored.generator.get_state(), model.generator.get_state(), rtol=0, atol=0)
     restored.fit(X, y)
     assert restored.fits_since_reinit == model.fits_since_reinit + 1  # continued, not restarted
+    other = DNGO(n_inputs=3, seed=0)
     with pytest.raises(ValueError):
-        DNGO(n_inputs=3, seed=0).load(tmp_path)
+        other.load_state_dict(model.state_dict())
+    assert other.state is None  # a refused state changes nothing
+    assert model_state.restore(tmp_path, other, 3).state is None
+
+
+def test_a_fantasy_is_a_dngo_whose_refit_leaves_the_original_alone(branin_model):
+    model, X, y, X_test, _ = branin_model
+    before = model.posterior(X_test)
+    fantasy = model.fantasize(X_test[:3], 2, torch.Generator().manual_seed(0))
+    assert isinstance(fantasy, DNGO) and isinstance(fantasy, Surrogate)
+    assert fantasy.fantasy_values.shape == (20, 3) and model.fantasy_values.shape == (10, 0)
+    fantasy.fit(X[:20], y[:20])
+    assert fantasy.posterior(X_test)[0].shape == (10, len(X_test))
+    for a, b in zip(model.posterior(X_test), before):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
 def test_predicting_before_fitting_and_bad_shapes_are_errors():
@@ -251,21 +266,20 @@ def test_only_the_named_columns_are_warped_and_an_unwarped_net_saves_no_warp():
     assert not any("warp" in key for key in DNGO(n_inputs=3, seed=0).net.state_dict())
 
 
-def test_a_warped_model_saves_its_warp_and_loads_only_into_the_same_warp(tmp_path):
+def test_a_warped_model_reports_its_warp_and_loads_only_into_the_same_warp():
     X, y = log_scale_bowl(30, 2, seed=0)
     model = DNGO(n_inputs=2, seed=0, n_samples=4, warping=True, warped_columns=[1])
     model.fit(X, (y - y.mean()) / y.std())
-    model.save(tmp_path)
-    summary = json.loads((tmp_path / "warpings.json").read_text())
+    summary = model.warpings()
     assert summary["columns"] == [1] and len(summary["inputs"]) == 1
     a, b = model.net.warp_shapes()
     assert summary["inputs"][0]["alpha"] == pytest.approx([a.item()])
     restored = DNGO(n_inputs=2, seed=1, n_samples=4, warping=True, warped_columns=[1])
-    restored.load(tmp_path)
+    restored.load_state_dict(model.state_dict())
     for got, expected in zip(restored.posterior(X[:5]), model.posterior(X[:5])):
         torch.testing.assert_close(got, expected, rtol=0, atol=0)
     with pytest.raises(ValueError, match="warped_columns"):
-        DNGO(n_inputs=2, seed=0, n_samples=4, warping=False).load(tmp_path)
+        DNGO(n_inputs=2, seed=0, n_samples=4, warping=False).load_state_dict(model.state_dict())
 
 
 def test_a_warped_posterior_is_differentiable_in_x():
@@ -315,22 +329,21 @@ def test_fourier_features_give_variance_away_from_the_data():
     assert far_sd[128] > 0.5 and far_sd[128] > 2 * far_sd[0], far_sd
 
 
-def test_a_model_saved_without_fourier_features_loads_only_into_the_same_basis(tmp_path):
+def test_a_model_saved_without_fourier_features_loads_only_into_the_same_basis():
     X, y, _, _ = standardised_data(branin, 30, 2, seed=0)
     model = DNGO(n_inputs=2, seed=0, n_samples=4, fourier_features=0)
     model.fit(X, y)
-    model.save(tmp_path)
-    assert "fourier_weights" not in torch.load(tmp_path / "dngo_weights.pt", weights_only=True)["net"]
+    state = model.state_dict()
+    assert "fourier_weights" not in state["net"]
     with pytest.raises(ValueError, match="fourier_features"):
-        DNGO(n_inputs=2, seed=0, n_samples=4).load(tmp_path)
-    DNGO(n_inputs=2, seed=1, n_samples=4, fourier_features=0).load(tmp_path)
+        DNGO(n_inputs=2, seed=0, n_samples=4).load_state_dict(state)
+    DNGO(n_inputs=2, seed=1, n_samples=4, fourier_features=0).load_state_dict(state)
 
 
-def test_a_model_saved_with_other_fourier_length_scales_does_not_load(tmp_path):
+def test_a_model_saved_with_other_fourier_length_scales_does_not_load():
     X, y, _, _ = standardised_data(branin, 30, 2, seed=0)
     model = DNGO(n_inputs=2, seed=0, n_samples=4, fourier_length_scales=(0.4,))
     model.fit(X, y)
-    model.save(tmp_path)
     with pytest.raises(ValueError, match=r"fourier_length_scales.*\[0\.4\].*\[0\.2, 0\.4\]"):
-        DNGO(n_inputs=2, seed=0, n_samples=4).load(tmp_path)
-    DNGO(n_inputs=2, seed=1, n_samples=4, fourier_length_scales=[0.4]).load(tmp_path)
+        DNGO(n_inputs=2, seed=0, n_samples=4).load_state_dict(model.state_dict())
+    DNGO(n_inputs=2, seed=1, n_samples=4, fourier_length_scales=[0.4]).load_state_dict(model.state_dict())

@@ -10,16 +10,11 @@ import scipy.stats
 import torch
 
 from spearmint_nn.benchmarks.functions import FUNCTIONS
-from spearmint_nn.models.gp import (
-    GP,
-    GPCapacityError,
-    HyperLayout,
-    Hypers,
-    _TrainingCorrelation,
-    log_prior,
-    robust_cholesky,
-)
+from spearmint_nn.models.base import Surrogate
+from spearmint_nn.models.gp import GP, GPCapacityError, _TrainingCorrelation, robust_cholesky
+from spearmint_nn.models.gp_hyperparameters import HyperLayout, Hypers, log_prior
 from spearmint_nn.models.kernels import Conditional
+from spearmint_nn.search import model_state
 from spearmint_nn.search.maximize import continuous_columns
 from spearmint_nn.search.optimizer import Optimizer
 
@@ -257,32 +252,46 @@ def test_chains_advance_in_proportion_to_the_new_observations(monkeypatch):
     assert counts == [5 + 2, 2, 2, 20, 20, 2]
 
 
-def test_chains_continue_across_fits_and_state_is_json():
+def test_a_loaded_state_predicts_as_the_saved_gp_and_continues_its_chains():
     X, y = data(n=8)
     gp = GP(seed=4, burn_in=2, sweeps_per_fit=1, n_samples=3)
     gp.fit(torch.tensor(X), torch.tensor(y))
-    state = json.loads(json.dumps(gp.state_dict()))
     restored = GP(seed=5, burn_in=1000, sweeps_per_fit=1, n_samples=3)
-    restored.load_state_dict(state)
+    restored.load_state_dict(gp.state_dict())
+    X_test = torch.rand(6, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    for a, b in zip(restored.posterior(X_test, observation_noise=True), gp.posterior(X_test, observation_noise=True)):
+        assert torch.equal(a, b)
     restored.fit(torch.tensor(X), torch.tensor(y))  # would take minutes if it burned in again
     assert restored.chains.shape == gp.chains.shape
     assert not torch.equal(restored.chains, gp.chains)  # one more sweep moved them
 
 
-def test_save_and_load_continue_the_chains_and_write_the_warpings(tmp_path):
+def test_a_saved_state_restores_the_chains_and_only_into_the_same_inputs_and_chains(tmp_path):
     X, y = data(n=8)
     gp = GP(n_inputs=2, seed=4, burn_in=2, sweeps_per_fit=1, n_samples=3)
     gp.fit(torch.tensor(X), torch.tensor(y))
-    gp.save(tmp_path)
-    warpings = json.loads((tmp_path / "warpings.json").read_text())
-    assert len(warpings["inputs"]) == 2
-    restored = GP(n_inputs=2, seed=5, burn_in=1000, sweeps_per_fit=1, n_samples=3)
-    restored.load(tmp_path)
+    model_state.save(tmp_path, gp)
+    restored = model_state.restore(tmp_path, GP(n_inputs=2, seed=5, burn_in=1000, sweeps_per_fit=1, n_samples=3), 2)
     assert torch.equal(restored.chains, gp.chains)
+    assert torch.equal(restored.fantasy_values, gp.fantasy_values)
     with pytest.raises(ValueError):
-        GP(n_inputs=3, n_samples=3).load(tmp_path)
+        GP(n_inputs=3, n_samples=3).load_state_dict(gp.state_dict())
+    other = GP(n_inputs=2, n_samples=4)
     with pytest.raises(ValueError):
-        GP(n_inputs=2, n_samples=4).load(tmp_path)
+        other.load_state_dict(gp.state_dict())
+    assert other.chains is None and model_state.restore(tmp_path, other, 2).chains is None
+
+
+def test_a_fantasy_is_a_gp_whose_refit_leaves_the_original_alone():
+    X, y = data(n=10)
+    gp = GP(seed=3, burn_in=3, sweeps_per_fit=1, n_samples=4)
+    gp.fit(torch.tensor(X), torch.tensor(y))
+    chains, stream = gp.chains.clone(), gp.generator.get_state()
+    fantasy = gp.fantasize(torch.tensor([[0.5, 0.5]], dtype=torch.float64), 3, torch.Generator().manual_seed(0))
+    assert isinstance(fantasy, GP) and isinstance(fantasy, Surrogate)
+    fantasy.fit(torch.tensor(X[:6]), torch.tensor(y[:6]))
+    assert torch.equal(gp.chains, chains) and torch.equal(gp.generator.get_state(), stream)
+    assert gp.posterior(torch.tensor(X[:2]))[0].shape == (4, 2)
 
 
 def test_warpings_are_json_per_input():
@@ -423,7 +432,7 @@ def _one_hot_data(n=14, seed=11):
 def _conditioned_on(gp, layout, theta, X, y):
     """gp conditioned on (X, y) at exactly the states theta (C, size), as a fit ending there would."""
     gp.layout, gp.chains, gp._n_observed = layout, theta, len(X)
-    gp._data = gp._condition(Hypers.unpack(theta, layout), X, y.expand(len(theta), 1, len(X)))
+    gp._data = gp._condition(Hypers.unpack(theta, layout), X, y.expand(len(theta), 1, len(X)), len(X))
     return gp
 
 
@@ -466,14 +475,12 @@ def test_an_unwarped_one_hot_column_has_no_shapes_and_predicts_as_if_its_warp_we
     assert len(part.warpings(grid_size=5)["inputs"]) == 2
 
 
-def test_a_gp_warping_no_column_has_no_warp_shapes_and_no_warpings(tmp_path):
+def test_a_gp_warping_no_column_has_no_warp_shapes_and_no_warpings():
     X, y = _one_hot_data(n=8)
     gp = GP(n_inputs=3, seed=0, n_samples=2, burn_in=1, sweeps_per_fit=1, warped_columns=[False] * 3)
     assert gp.layout_for(3).size == GP(n_inputs=3, warping=False).layout_for(3).size
     gp.fit(X, y)
-    gp.save(tmp_path)
     assert gp.warpings() is None and "alpha" not in gp.hyperparameters()
-    assert not (tmp_path / "warpings.json").exists()
 
 
 @pytest.mark.parametrize("bad", [[0, 3], [1, 1], [True, False], [-1]])
@@ -482,22 +489,36 @@ def test_a_bad_warped_column_list_is_a_clear_error(bad):
         GP(n_inputs=3, warped_columns=bad)
 
 
-def test_saved_chains_of_another_warped_column_set_or_format_are_rejected(tmp_path):
+def test_saved_chains_of_another_warped_column_set_or_layout_format_are_rejected():
     X, y = _one_hot_data(n=8)
     everything = GP(n_inputs=3, seed=0, n_samples=3, burn_in=1, sweeps_per_fit=1)
     everything.fit(X, y)
-    everything.save(tmp_path)
     masked = GP(n_inputs=3, n_samples=3, warped_columns=[True, True, False])
     with pytest.raises(ValueError, match="layout"):
-        masked.load(tmp_path)
+        masked.load_state_dict(everything.state_dict())
     assert masked.chains is None
-    # The format before warped columns were recorded: {"warping": true} and no column list.
-    old = {"n_inputs": 3, "layout": {"n_dims": 3, "warping": True, "noiseless": False, "n_arc": 0},
-           "chains": everything.chains.tolist()}
-    (tmp_path / "gp.json").write_text(json.dumps(old))
+    # A layout without its warped columns (as GPs recorded it before they were chosen).
+    old = {**everything.state_dict(), "layout": {"n_dims": 3, "warping": True, "noiseless": False, "n_arc": 0}}
     for model in (masked, GP(n_inputs=3, n_samples=3)):
         with pytest.raises(ValueError, match="not in this version's format"):
-            model.load(tmp_path)
+            model.load_state_dict(old)
+
+
+def test_a_model_folder_of_an_earlier_version_restores_a_fresh_model(tmp_path, caplog):
+    """Model folders written before the one state file (gp.json, dngo_state.json with
+    dngo_weights.pt, classifier.pt) are not read: the model starts afresh, as after a crash."""
+    X, y = data(n=8)
+    (tmp_path / "gp.json").write_text(json.dumps({"n_inputs": 2, "layout": None, "chains": None}))
+    (tmp_path / "warpings.json").write_text("{}")
+    with caplog.at_level("INFO", logger="spearmint_nn"):
+        fresh = model_state.restore(tmp_path, GP(n_inputs=2, seed=0, n_samples=2, burn_in=1), 2)
+    assert fresh.chains is None and "starting afresh" in caplog.text
+    fresh.fit(torch.tensor(X), torch.tensor(y))
+    (tmp_path / model_state.STATE_FILE).write_bytes(b"PK\x03\x04 not a zip")
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="spearmint_nn"):
+        assert model_state.restore(tmp_path, GP(n_inputs=2, n_samples=2), 2).chains is None
+    assert "ignoring unreadable saved" in caplog.text
 
 
 MIXED = {
@@ -531,16 +552,16 @@ def test_the_optimizer_warps_the_float_and_int_value_columns_only(tmp_path):
     _observe_random(opt, 6)
     opt.suggest(1)
     assert opt._model.hyperparameters()["warped_columns"] == value_columns
-    assert json.loads((tmp_path / "objective" / "warpings.json").read_text())["columns"] == value_columns
+    assert opt._model.warpings()["columns"] == value_columns
     assert Optimizer(MIXED, model="gp-nowarp", seed=0)._new_surrogate("main").layout_for(space.dim).warped == ()
-    # DNGO's trained warp gets the same columns, and saves its warp for the report the same way.
+    # DNGO's trained warp gets the same columns, and reports its warp the same way.
     dngo_dir = tmp_path / "dngo"
     opt = Optimizer(MIXED, model="dngo-warp", seed=0, initial_design=3, state_dir=dngo_dir,
                     model_options={"n_samples": 3, "burn_in": 2, "lbfgs_steps": 30, "lbfgs_warm_steps": 10})
     assert opt._new_surrogate("main").net.warped_columns == tuple(value_columns)
     _observe_random(opt, 6)
     opt.suggest(1)
-    assert json.loads((dngo_dir / "objective" / "warpings.json").read_text())["columns"] == value_columns
+    assert opt._model.warpings()["columns"] == value_columns
     plain = Optimizer(MIXED, model="dngo", seed=0)._new_surrogate("main").net
     assert plain.warped_columns == () and plain.fourier_features == 128
     assert opt._new_surrogate("main").net.fourier_features == 0  # dngo-warp keeps the paper's basis
@@ -552,16 +573,15 @@ def test_the_optimizer_starts_fresh_chains_over_a_state_that_warped_every_column
     everything = GP(n_inputs=space_dim, n_samples=3, conditional=fresh.conditional, noiseless=fresh.noiseless)
     layout = everything.layout_for(space_dim)
     assert dataclasses.replace(layout, warped=fresh.layout_for(space_dim).warped) == fresh.layout_for(space_dim)
-    (tmp_path / "objective").mkdir()
-    (tmp_path / "objective" / "gp.json").write_text(json.dumps({
-        "n_inputs": space_dim, "layout": layout.to_json(), "chains": [layout.pack().tolist()] * 3}))
+    everything.layout, everything.chains = layout, layout.pack().expand(3, -1)
+    model_state.save(tmp_path / "objective", everything)
     opt = Optimizer(MIXED, model="gp", seed=0, initial_design=3, model_options=QUICK, state_dir=tmp_path)
     _observe_random(opt, 6)
     with caplog.at_level("WARNING", logger="spearmint_nn"):
         opt.suggest(1)
     assert "ignoring saved objective model" in caplog.text and "layout" in caplog.text
     assert opt._model.layout.warped == tuple(np.flatnonzero(continuous_columns(opt.space)))
-    saved = json.loads((tmp_path / "objective" / "gp.json").read_text())
+    saved = torch.load(tmp_path / "objective" / model_state.STATE_FILE, weights_only=True)
     assert saved["layout"]["warped"] == list(opt._model.layout.warped)  # replaced by the fresh chains
 
 
