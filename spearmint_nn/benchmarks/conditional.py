@@ -51,7 +51,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import torch
 
-from ..search.optimizer import RANDOM_SEARCH, Optimizer
+from ..search.names import RANDOM_SEARCH
+from ..search.optimizer import Optimizer
 from .runs import earlier_runs, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
 

@@ -1,42 +1,52 @@
 """The optimizer in a background thread: the daemon asks for points without waiting for a refit.
 
-``Optimizer.suggest`` can take seconds when the model is refitted, and completions keep being
+``Optimizer.propose`` can take seconds when the model is refitted, and completions keep being
 recorded meanwhile. The optimizer is touched by the proposer's thread only; results reach it
-through a queue that is drained right before each ``suggest``.
+through a queue that is drained right before each proposal. What the daemon keeps of a
+proposal comes from its :class:`~spearmint_nn.search.optimizer.Suggestion`: the events it logs,
+the job-file fields of its points, and the report file of the model's learned warpings.
 """
 from __future__ import annotations
 
+import json
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..experiment.config import ExperimentConfig, optimizer_options
+from ..experiment.config import ExperimentConfig, search_settings
 from ..errors import DaemonError
+from ..files import atomic_write_bytes
 from .reporting import Reporter
 
 if TYPE_CHECKING:  # the optimizer imports torch: only `run` pays for it, not status/report/cancel
-    from ..search.optimizer import Optimizer
+    from ..search.optimizer import Optimizer, Suggestion
 
 PROPOSER_JOIN_SECONDS = 30.0  # at exit, how long a proposal in progress may take to finish
 
 
 def make_optimizer(config: ExperimentConfig) -> "Optimizer":
-    """The config's Optimizer; raises ConfigError for options the optimizer rejects."""
+    """The config's Optimizer, keeping its models in the experiment's model folder; raises
+    ConfigError for settings the optimizer rejects."""
     from ..search.optimizer import Optimizer
+    from ..search.persistence import ModelStore
 
-    return Optimizer(config.variables, state_dir=config.paths.model, **optimizer_options(config))
+    return Optimizer(config.space, search_settings(config), state=ModelStore(config.paths.model))
 
 
 class Proposer:
-    """Runs ``Optimizer.suggest`` in a thread; one request at a time.
+    """Runs ``Optimizer.propose`` in a thread; one request at a time.
 
-    ``observe`` only queues; the queue is applied right before the next ``suggest``, so any
-    number of results arriving together cost one refit.
+    ``observe`` only queues; the queue is applied right before the next proposal, so any
+    number of results arriving together cost one refit. ``warpings_file``: where the objective
+    model's learned input warpings are written after each refit (None: nowhere).
     """
 
-    def __init__(self, optimizer: "Optimizer", reporter: Reporter, wake: threading.Event, noisy: bool = False):
+    def __init__(self, optimizer: "Optimizer", reporter: Reporter, wake: threading.Event, noisy: bool = False,
+                 warpings_file: Path | None = None):
         self._optimizer, self._reporter, self._wake = optimizer, reporter, wake
         self._noisy = noisy  # a GAUSSIAN objective: report the model's best after each proposal
+        self._warpings_file = warpings_file
         self._cond = threading.Condition()
         self._observations: list[tuple[int, dict, Any, float | None]] = []
         self._observed_ids: list[int] = []  # job id of each observation, in the optimizer's order
@@ -51,7 +61,7 @@ class Proposer:
         self.taken_fields: list[dict] = []
         self._error: BaseException | None = None
         self._busy = self._closed = False
-        self._search_start = 0  # the optimizer's search segment last reported (Optimizer.search_start)
+        self._segment_start = 0  # the optimizer's search segment last reported (Suggestion.segment_start)
         self._thread = threading.Thread(target=self._work, name="proposer", daemon=True)
         self._thread.start()
 
@@ -111,24 +121,17 @@ class Proposer:
                 budget, self._budget = self._budget, False
             try:
                 if budget is not False:
-                    self._optimizer.budget = budget
+                    self._optimizer.set_budget(budget)
                 self._apply(observations)
-                fit_before = getattr(self._optimizer, "last_fit_seconds", None)
-                start = time.perf_counter()
-                proposal = self._optimizer.suggest(n, pending=pending)
+                suggestion = self._optimizer.propose(n, pending=pending)
+                proposal = suggestion.points
                 # The job files are the daemon's list of what is in flight, passed as `pending`
                 # each time; a point the optimizer remembered would stay pending forever once
                 # its job is cancelled, fails in a way not shown to the model or is not created.
                 for params in proposal:
                     self._optimizer.forget(params)
-                fields = _proposal_fields(self._optimizer, len(proposal))
-                elapsed = time.perf_counter() - start
-                fit = getattr(self._optimizer, "last_fit_seconds", None)
-                refit = f", model refit {fit:.2f} s" if fit is not None and (fit is not fit_before) else ""
-                self._reporter.event("model", f"suggested {n} point(s) in {elapsed:.2f} s from "
-                                     f"{self._optimizer.n_observed} observations ({len(pending)} pending){refit}",
-                                     seconds=elapsed, refit_seconds=fit if refit else None)
-                self._report_restart()
+                fields = _proposal_fields(suggestion)
+                self._report(suggestion, n, len(pending))
                 model_best = self._model_best()
                 error = None
             except BaseException as exc:  # reported by the main thread through take()
@@ -153,6 +156,8 @@ class Proposer:
             observations, self._observations = self._observations, []
             self._apply(observations)
             self.model_best = self._model_best()
+            if self._noisy:  # the model's best may have refitted the objective model
+                self._write_warpings(self._optimizer.warpings)
             return self.model_best
 
     def _apply(self, observations: list[tuple[int, dict, Any, float | None]]) -> None:
@@ -171,19 +176,29 @@ class Proposer:
         return {"id": self._observed_ids[best.index], "mean": best.mean, "std": best.std, "value": best.observed,
                 "observations": self._optimizer.n_observed, "fitted": time.time()}
 
-
-    def _report_restart(self) -> None:
-        """An event when the optimizer's search segment moved (a restart, or one found on replay)."""
-        start = getattr(self._optimizer, "search_start", 0)
-        if start != self._search_start:
-            self._search_start = start
+    def _report(self, suggestion: "Suggestion", n: int, n_pending: int) -> None:
+        """Log a proposal (and a restart the optimizer found), and write the model's new warpings."""
+        refit = suggestion.refit_seconds
+        self._reporter.event("model", f"suggested {n} point(s) in {suggestion.seconds:.2f} s from "
+                             f"{suggestion.n_observed} observations ({n_pending} pending)"
+                             + ("" if refit is None else f", model refit {refit:.2f} s"),
+                             seconds=suggestion.seconds, refit_seconds=refit)
+        start = suggestion.segment_start
+        if start != self._segment_start:  # a restart, or one found on replay
+            self._segment_start = start
             self._reporter.event("restart", f"the search restarted at evaluation {start}: no improvement in "
-                                 f"{self._optimizer.restart_after} evaluations; the objective model now sees "
-                                 f"only the evaluations since", evaluation=start)
+                                 f"{self._optimizer.settings.restart_after} evaluations; the objective model now "
+                                 f"sees only the evaluations since", evaluation=start)
+        self._write_warpings(suggestion.warpings)
+
+    def _write_warpings(self, warpings: dict[str, Any] | None) -> None:
+        """Replace the report file of the objective model's learned input warpings."""
+        if warpings is not None and self._warpings_file is not None:
+            self._warpings_file.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(self._warpings_file, json.dumps(warpings).encode())
 
 
-def _proposal_fields(optimizer: "Optimizer", n: int) -> list[dict[str, Any]]:
-    """Job-file fields for each of the optimizer's last n proposals: ``predicted_duration``
-    (seconds) where EI per second predicted one, so reports can set it against the actual."""
-    predicted = list(getattr(optimizer, "last_predicted_durations", None) or [])[:n]
-    return [{} if p is None else {"predicted_duration": float(p)} for p in predicted + [None] * (n - len(predicted))]
+def _proposal_fields(suggestion: "Suggestion") -> list[dict[str, Any]]:
+    """Job-file fields for each point of a suggestion: ``predicted_duration`` (seconds) where EI
+    per second predicted one, so reports can set it against the actual."""
+    return [{} if p is None else {"predicted_duration": float(p)} for p in suggestion.predicted_durations]

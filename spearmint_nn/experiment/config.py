@@ -6,8 +6,9 @@ Spearmint's keys are read as Spearmint writes them (``language``, ``main-file``,
 ``resources`` section and the ``main-file``, ``language`` and ``resources`` of a task are
 translated into our keys (see :func:`_spearmint_implied`). Every key is declared
 once in :data:`KEYS` (default, parser, one-line description); adding a key is one line there.
-A key whose :attr:`Key.optimizer_kwarg` is set is passed to the :class:`~spearmint_nn.search.optimizer.Optimizer`
-by :func:`optimizer_options`.
+A key whose :attr:`Key.setting` is set becomes that field of the search's
+:class:`~spearmint_nn.search.settings.SearchSettings` (:func:`search_settings`). The names a
+choice accepts (models, acquisitions, kernels, ...) are :mod:`spearmint_nn.search.names`'.
 
 Every problem raises :class:`~spearmint_nn.errors.ConfigError` ``("key.path", "problem")``
 before anything is written to the experiment folder; all unknown keys of the file (top level,
@@ -24,18 +25,13 @@ from typing import Any, Callable, Mapping
 from ..errors import ConfigError, closest, did_you_mean, unknown_keys
 from .jobs import DEFAULT_IGNORED_FAILURES, FAILURE_KINDS
 from .layout import ExperimentPaths
+from ..search.arguments import Tasks, single_objective
+from ..search.names import (ACQUISITIONS, AUTO, CONSTRAINT_MODELS, DEFAULT_TASK_NAME, KERNELS, LIKELIHOODS,
+                            MODEL_CHOICES, TASK_TYPES, TRANSFORM_CHOICES)
+from ..search.settings import SearchSettings
 from ..search.space import Space, unknown_variable_keys
 
 LANGUAGES = ("PYTHON", "SHELL")
-LIKELIHOODS = ("NOISELESS", "GAUSSIAN")
-TASK_TYPES = ("OBJECTIVE", "CONSTRAINT")
-MODELS = ("auto", "dngo", "dngo-warp", "gp", "gp-nowarp", "sobol")
-ACQUISITIONS = ("ei", "pi", "lcb", "ei-per-second")
-KERNELS = ("matern52", "squared-exponential")
-# spearmint_nn.search.transforms' names (auto first), written out because that module imports
-# scipy.stats (~0.5 s), and every job reads its config through this module.
-OUTPUT_TRANSFORMS = ("auto", "least-skewed", "standardise", "log-shift", "yeo-johnson")
-DEFAULT_TASK_NAME = "main"  # Spearmint's name for the single objective when no tasks are given
 _TASK_KEYS = ("type", "likelihood", "main-file", "language", "resources")
 _RESOURCE_KEYS = ("scheduler", "max-concurrent", "max-finished-jobs")
 # Spearmint's scheduler names (any case) -> our driver names.
@@ -135,7 +131,7 @@ class Key:
     default: Any
     parse: Callable[[str, Any], Any]
     doc: str
-    optimizer_kwarg: str | None = None  # passed to Optimizer(...) under this name
+    setting: str | None = None  # the SearchSettings field it sets
 
 
 KEYS: dict[str, Key] = {
@@ -160,7 +156,7 @@ KEYS: dict[str, Key] = {
     # our keys
     "driver": Key({"name": "local"}, _object, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
     "command": Key(None, _command, "argument list run for a SHELL wrapper; the params file path is appended"),
-    "model": Key("auto", _choice(*MODELS, upper=False),
+    "model": Key(AUTO, _choice(*MODEL_CHOICES, upper=False),
                  "surrogate: auto (GP below 200 observations and 20 jobs in flight, then DNGO), dngo, "
                  "dngo-warp (with input warping), gp, gp-nowarp or sobol (no model)", "model"),
     "kernel": Key("matern52", _choice(*KERNELS, upper=False),
@@ -178,10 +174,10 @@ KEYS: dict[str, Key] = {
                          "evaluations without improvement, once ten initial designs' worth are done and while "
                          "half of max-finished-jobs remains; 0: never", "restart_after"),
     "torch-threads": Key(1, _int(1), "torch threads of the daemon (a login node is shared)", "torch_threads"),
-    "constraint-model": Key("classifier", _choice("classifier", "value", upper=False),
+    "constraint-model": Key(CONSTRAINT_MODELS[0], _choice(*CONSTRAINT_MODELS, upper=False),
                             "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",
                             "constraint_model"),
-    "output-transform": Key(OUTPUT_TRANSFORMS[0], _choice(*OUTPUT_TRANSFORMS, upper=False),
+    "output-transform": Key(AUTO, _choice(*TRANSFORM_CHOICES, upper=False),
                             "what the objective model fits: standardise, log-shift (log of the distance above "
                             "the best value, standardised), least-skewed (the less skewed of the two), "
                             "yeo-johnson (a power transform fitted by maximum likelihood) or auto "
@@ -383,9 +379,7 @@ def _parse_tasks(tasks: Any, default_likelihood: str) -> dict[str, TaskConfig]:
         ttype = _choice(*TASK_TYPES)(f"{path}.type", spec["type"])
         likelihood = _choice(*LIKELIHOODS)(f"{path}.likelihood", spec.get("likelihood", default_likelihood))
         out[name] = TaskConfig(name, ttype, likelihood)
-    objectives = [t.name for t in out.values() if t.type == "OBJECTIVE"]
-    if len(objectives) != 1:
-        raise ConfigError("tasks", f"must have exactly one OBJECTIVE task (got {len(objectives)}: {objectives})")
+    single_objective({t.name: t.type for t in out.values()})
     return out
 
 
@@ -540,9 +534,8 @@ def _parse_driver(spec: Any, override: str | None, check_driver: bool) -> tuple[
     return name, options
 
 
-def optimizer_options(config: ExperimentConfig) -> dict[str, Any]:
-    """Keyword arguments for ``Optimizer(config.variables, **optimizer_options(config))``."""
-    options = {spec.optimizer_kwarg: config.values[key] for key, spec in KEYS.items() if spec.optimizer_kwarg}
-    options["tasks"] = {t.name: t.type for t in config.tasks.values()}
-    options["likelihoods"] = {t.name: t.likelihood for t in config.tasks.values()}
-    return options
+def search_settings(config: ExperimentConfig) -> SearchSettings:
+    """The search's settings: each key's value whose :attr:`Key.setting` names a field, and the tasks."""
+    tasks = Tasks(objective=config.objective, constraints=tuple(config.constraints),
+                  likelihoods={t.name: t.likelihood for t in config.tasks.values()})
+    return SearchSettings(tasks=tasks, **{spec.setting: config.values[key] for key, spec in KEYS.items() if spec.setting})

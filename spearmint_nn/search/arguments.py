@@ -1,9 +1,10 @@
-"""The Optimizer's arguments, checked: every wrong one is a :class:`~spearmint_nn.errors.ConfigError`
+"""Checks of the search settings' values: every wrong one is a :class:`~spearmint_nn.errors.ConfigError`
 (a ValueError) whose path names it, as config.json's keys name theirs.
 
 Spearmint's ``tasks`` name one OBJECTIVE and any number of CONSTRAINTs (a value >= 0 means
 satisfied). The Optimizer takes them in either of two forms, ``{"main": "OBJECTIVE"}`` or as
-written in config.json, ``{"main": {"type": "OBJECTIVE", "likelihood": "NOISELESS"}}``.
+written in config.json, ``{"main": {"type": "OBJECTIVE", "likelihood": "NOISELESS"}}``, and
+parses them into :class:`Tasks`.
 """
 from __future__ import annotations
 
@@ -12,11 +13,9 @@ from typing import Any, Collection, Mapping
 
 import numpy as np
 
-from ..experiment.config import LIKELIHOODS, TASK_TYPES
 from ..errors import ConfigError, did_you_mean
+from .names import DEFAULT_TASK_NAME, DIRECTIONS, LIKELIHOODS, TASK_TYPES
 
-DEFAULT_TASK = "main"
-DIRECTIONS = ("minimize", "maximize")
 # Keys of a config.json task that concern how its jobs run, which the Optimizer does not do.
 _RUN_KEYS = ("main-file", "language", "resources")
 _TASK_KEYS = ("type", "likelihood", *_RUN_KEYS)
@@ -77,7 +76,7 @@ def parse_tasks(tasks: Mapping[str, Any] | None, likelihoods: Mapping[str, str] 
     likelihood) overrides the likelihood a task object gives.
     """
     if tasks is None:
-        tasks = {DEFAULT_TASK: "OBJECTIVE"}
+        tasks = {DEFAULT_TASK_NAME: "OBJECTIVE"}
     if not isinstance(tasks, Mapping) or not tasks:
         raise ConfigError("tasks", f"must be a non-empty dict mapping task names to types (got {tasks!r})")
     types: dict[str, str] = {}
@@ -97,9 +96,7 @@ def parse_tasks(tasks: Mapping[str, Any] | None, likelihoods: Mapping[str, str] 
                 given[name] = _upper_choice(f"{path}.likelihood", spec["likelihood"], LIKELIHOODS)
         else:
             types[name] = _upper_choice(path, spec, TASK_TYPES)
-    objectives = [name for name, kind in types.items() if kind == "OBJECTIVE"]
-    if len(objectives) != 1:
-        raise ConfigError("tasks", f"must have exactly one OBJECTIVE task (got {len(objectives)}: {objectives})")
+    objective = single_objective(types)
     if likelihoods is not None and not isinstance(likelihoods, Mapping):
         raise ConfigError("likelihoods", f"must be a dict mapping task names to likelihoods (got {likelihoods!r})")
     for name, value in (likelihoods or {}).items():
@@ -107,7 +104,16 @@ def parse_tasks(tasks: Mapping[str, Any] | None, likelihoods: Mapping[str, str] 
             raise ConfigError(f"likelihoods.{name}", "not a task" + did_you_mean(str(name), types))
         given[name] = _upper_choice(f"likelihoods.{name}", value, LIKELIHOODS)
     constraints = tuple(name for name, kind in types.items() if kind == "CONSTRAINT")
-    return Tasks(objective=objectives[0], constraints=constraints, likelihoods=given)
+    return Tasks(objective=objective, constraints=constraints, likelihoods=given)
+
+
+def single_objective(types: Mapping[str, str]) -> str:
+    """The name of the one OBJECTIVE among task name -> type ("OBJECTIVE" | "CONSTRAINT"); a
+    ConfigError at "tasks" unless there is exactly one (config.json's tasks are checked here too)."""
+    objectives = [name for name, kind in types.items() if kind == "OBJECTIVE"]
+    if len(objectives) != 1:
+        raise ConfigError("tasks", f"must have exactly one OBJECTIVE task (got {len(objectives)}: {objectives})")
+    return objectives[0]
 
 
 def parse_direction(direction: Any) -> float:

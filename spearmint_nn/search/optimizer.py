@@ -7,7 +7,9 @@ Usable on its own, without a daemon or files::
         params = opt.suggest(1)[0]
         opt.observe(params, f(params["x"][0]))
 
-The daemon uses exactly this class. One suggestion goes:
+The daemon uses exactly this class, built from config.json's
+:class:`~spearmint_nn.search.settings.SearchSettings`, and reads each proposal as a
+:class:`Suggestion` (:meth:`Optimizer.propose`). One suggestion goes:
 
 1. While fewer than ``initial_design`` points of the current segment (all points, unless the
    search restarted) are finished or pending, the next unused point of
@@ -26,107 +28,90 @@ The daemon uses exactly this class. One suggestion goes:
 
 A NOISELESS objective's failed points also rule out their neighbourhoods (radius
 :func:`~spearmint_nn.search.exploration.failure_radius`) for every later proposal: a deterministic job
-fails there again. What the model is told about the experiment: a NOISELESS objective gives the
-GP a fixed jitter instead of a sampled noise; a conditional space gives the GP the arc kernel
-on the value columns of the conditional variables (:func:`conditional_kernel`), while DNGO
-reads the encoding as is (relevance indicator plus neutral value). With
-``acquisition="ei-per-second"`` a :class:`~spearmint_nn.models.duration.DurationModel` of log
-job duration is fitted on the observed durations, and each proposal's predicted duration is
-kept in :attr:`Optimizer.last_predicted_durations`.
+fails there again. What the models are told about the experiment (likelihoods, a conditional
+space) is in :mod:`spearmint_nn.search.model_setup`. With ``acquisition="ei-per-second"`` a
+model of log job duration is fitted on the observed durations, and each proposal's predicted
+duration is in :attr:`Suggestion.predicted_durations`.
 
 ``model="auto"`` (the default) uses the GP while it is the better and affordable model and DNGO
-beyond, see :func:`auto_model_choice`.
+beyond, see :func:`~spearmint_nn.search.policy.auto_model_choice`.
 
-A search that has stopped improving restarts (:func:`restart_index`): the objective model is then
-fitted only to the observations from the restart on, beginning with a new initial design, while
-the constraint models and :attr:`Optimizer.incumbent` keep everything.
+A search that has stopped improving restarts (:func:`~spearmint_nn.search.policy.restart_index`):
+the objective model is then fitted only to the observations from the restart on, beginning with
+a new initial design, while the constraint models and :attr:`Optimizer.incumbent` keep everything.
 
 With ``direction="maximize"`` the objective values are negated as they are observed, so all of
 the above minimises; :attr:`Optimizer.incumbent` and :meth:`Optimizer.best_by_model` give them
 back in the user's sign.
+
+The models' states are kept across runs only through the
+:class:`~spearmint_nn.search.persistence.ModelStore` the Optimizer is given; it writes no file
+itself.
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 
-from .acquisition import ACQUISITIONS, condition_on_pending, make_acquisition
-from .arguments import choice, count, options, parse_direction, parse_tasks
+from .acquisition import condition_on_pending, make_acquisition
 from .exploration import SobolStream, exploration_point, failure_radius
-from ..experiment.layout import OBJECTIVE_MODEL_DIR
+from .maximize import KeepAway, maximize, minimize_sample_path
 from .model_best import ModelBest, model_best
-from .model_state import restore
+from .model_setup import SUCCESS, DurationFit, new_constraint_model, new_surrogate
+from .names import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, VALUE_MODEL, check_registry
 from .observations import Observations
-from .policy import DEFAULT_RESTART_AFTER, RESTART_EARLIEST_DESIGNS, restart_index
-from ..models import GP_MODELS, MODELS, make_model
-from ..models.classifier import ConstraintClassifier
-from ..models.duration import DurationModel
-from ..models.kernels import CORRELATIONS, Conditional
-from ..models.constraint_value import ConstraintValueModel
-from .maximize import KeepAway, continuous_columns, maximize, minimize_sample_path
+from .persistence import OBJECTIVE_MODEL, ModelStore, constraint_model_name
+from .policy import RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index
+from .settings import SearchSettings
 from .space import Space
-from ..files import atomic_write_bytes
-from .transforms import AUTO as TRANSFORM_AUTO
-from .transforms import OUTPUT_TRANSFORMS, TRANSFORM_CHOICES, LogShift, Standardise, YeoJohnson, default_transform
+from .transforms import OUTPUT_TRANSFORMS, LogShift, Standardise, YeoJohnson, default_transform
+from ..models import GP_MODELS, MODELS
+from ..models.classifier import ConstraintClassifier
+from ..models.constraint_value import ConstraintValueModel
+from ..models.kernels import CORRELATIONS
 
 log = logging.getLogger(__name__)
 
-RANDOM_SEARCH = "sobol"
-AUTO = "auto"
-# The auto rule's thresholds (measured: see auto_model_choice).
-AUTO_GP_MAX_OBSERVATIONS = 200
-AUTO_GP_MAX_IN_FLIGHT = 20
-AUTO_STATE_FILE = "auto.json"  # under state_dir: the switch to DNGO, kept across restarts
-DURATION_ACQUISITION = "ei-per-second"
-SUCCESS = "success"  # the implicit constraint "the job returned a finite objective"
-DEFAULT_FANTASIES = 10
-DEFAULT_THOMPSON_EVERY = 10
+# The models do not import the search, so their registries are checked against the names here.
+check_registry("spearmint_nn.models.MODELS", MODELS, SURROGATES)
+check_registry("spearmint_nn.models.kernels.CORRELATIONS", CORRELATIONS, KERNELS)
+
 # A surrogate is fitted once this many objective values are finite (standardising needs a spread).
 MIN_VALUES_TO_FIT = 2
-CONSTRAINT_MODELS = ("classifier", "value")
 
 
-def auto_model_choice(n_observed: int, n_in_flight: int) -> str:
-    """The surrogate ``model="auto"`` uses: "gp" while it is the better and affordable model, else "dngo".
+@dataclass(frozen=True)
+class Suggestion:
+    """What one :meth:`Optimizer.propose` gives: the points, and what is known about the call.
 
-    With few observations the GP is clearly the stronger model (10 seeds, RESULTS.md "GP vs DNGO vs
-    random": regret 1e-3 on Branin within 40 evaluations in 9 runs of 10 against DNGO's 1,
-    Hartmann6 in a median of 44 against 53). Its refit grows as N^3 per sampler step (a warm
-    suggestion on Hartmann6 at N = 200: 3.3 s against DNGO's 1.4 s, a cold one 25 s) and its fantasies
-    condition S x F Cholesky factors of size N + J, while DNGO's cost is nearly flat in N and
-    its fantasies are rank-J updates. So the GP is used while N < 200 finished observations and
-    at most 20 jobs are in flight (pending plus the batch being proposed); DNGO from then on.
+    Attributes
+    ----------
+    points : the n params dicts (wrapper form) to evaluate next.
+    predicted_durations : predicted run time in seconds of each point, aligned with ``points``;
+        None where no duration model exists yet, or the acquisition is not "ei-per-second".
+    seconds : how long the call took.
+    refit_seconds : how long refitting the models took in this call; None when nothing was refitted.
+    n_observed : the number of observations the points were chosen from.
+    segment_start : index of the first observation the objective model is fitted to
+        (:attr:`Optimizer.search_start`): 0 until the search restarts.
+    warpings : the objective model's learned input warpings (:attr:`Optimizer.warpings`) when it
+        was refitted since the previous proposal, else None.
     """
-    if n_observed >= AUTO_GP_MAX_OBSERVATIONS or n_in_flight > AUTO_GP_MAX_IN_FLIGHT:
-        return "dngo"
-    return "gp"
 
-
-def conditional_kernel(space: Space) -> Conditional | None:
-    """The GP's arc-kernel treatment of a conditional space, or None for a flat one.
-
-    The value columns of every conditional variable are arc inputs, active where the space's
-    relevance mask says so (:meth:`Space.active_mask`, read from the indicator columns). The
-    indicator columns themselves stay ordinary, always-active inputs: they let the model learn
-    a level that differs between branches, which the parent's columns (an INT compared with a
-    threshold) would only give through a sharp step.
-    """
-    if not space.is_conditional:
-        return None
-    dims = [col for var in space.variables if var.conditions
-            for col in range(space.dim)[space.value_columns(var.name)]]
-
-    def active(X: torch.Tensor) -> torch.Tensor:
-        return torch.as_tensor(space.active_mask(X.detach().numpy()))
-
-    return Conditional(dims=dims, active=active)
+    points: list[dict[str, Any]]
+    predicted_durations: list[float | None]
+    seconds: float
+    refit_seconds: float | None
+    n_observed: int
+    segment_start: int
+    warpings: dict[str, Any] | None
 
 
 def _torch_rows(rows: Sequence[np.ndarray] | np.ndarray, dim: int) -> torch.Tensor:
@@ -136,123 +121,65 @@ def _torch_rows(rows: Sequence[np.ndarray] | np.ndarray, dim: int) -> torch.Tens
 class Optimizer:
     """Suggest points to evaluate and learn from their results.
 
-    Parameters
-    ----------
-    variables : the ``variables`` object of a config.json (name -> spec).
-    model : "auto" (GP, then DNGO; :func:`auto_model_choice`), a surrogate name from
-        :data:`spearmint_nn.models.MODELS` ("dngo", "dngo-warp", "gp", "gp-nowarp"), or "sobol" for Sobol
-        random search without a model.
-    seed : seed of every random choice, so a run is reproducible given the same calls.
-    acquisition : name from :data:`spearmint_nn.search.acquisition.ACQUISITIONS` ("ei", "pi", "lcb",
-        "ei-per-second": EI over the predicted duration of the job).
-    acquisition_options : keyword options of the acquisition (e.g. ``{"kappa": 2.0}`` for lcb).
-    initial_design : Sobol points before the model is used (default ``Space.default_initial_design``).
-    fantasies : fantasised outcome sets of the pending jobs (default 10).
-    thompson_every : one proposal in every this many (counting every job ever proposed) that is
-        made while other jobs are pending is a Thompson sample instead of the acquisition's
-        maximiser (default 10; 0: never). Sequential runs are unaffected; see :meth:`suggest`.
-    tasks : Spearmint's tasks as name -> "OBJECTIVE" | "CONSTRAINT", or as written in config.json,
-        name -> {"type": ..., "likelihood": ...} (default: one objective "main"); see
-        :func:`spearmint_nn.search.arguments.parse_tasks`. A constraint value >= 0 means satisfied.
-    likelihoods : task name -> "NOISELESS" | "GAUSSIAN", over what ``tasks`` says; a NOISELESS
-        constraint gets the step likelihood classifier, a NOISELESS objective a GP with fixed
-        jitter instead of noise, and its failed points' neighbourhoods are not proposed again.
-        A task with neither is GAUSSIAN.
-    direction : "minimize" (default) or "maximize" the objective; constraints are unaffected.
-    state_dir : folder where models keep their weights for warm starts across restarts.
-    n_candidates : Sobol screening candidates of the acquisition optimiser (default from D).
-    torch_threads : if given, ``torch.set_num_threads`` for this process.
-    model_options : keyword options of the model factory (e.g. ``{"n_samples": 10}``).
-    kernel : the GP's correlation function, "matern52" (Spearmint's, default) or
-        "squared-exponential" (:data:`spearmint_nn.models.kernels.CORRELATIONS`); DNGO has no kernel.
-    constraint_model : "classifier" (success/failure and constraint signs) or "value" (a
-        regression on constraint values).
-    budget : evaluations the search will have in all (the config's ``max-finished-jobs``), or None
-        for no limit; a restart needs at least as many left as were spent (:func:`restart_index`).
-    restart_after : restart the search after this many observations in a row without improving
-        on its best (default 10; 0: never), once ten initial designs' worth have been observed
-        and while half the budget remains (:func:`restart_index`).
-    output_transform : what the objective model is fitted to, from
-        :data:`spearmint_nn.search.transforms.OUTPUT_TRANSFORMS`: "standardise", "log-shift" (log of the
-        distance above the best value, standardised), "least-skewed" (whichever of those two
-        leaves the values less skewed), "yeo-johnson" (a power transform of the z-scores, its
-        exponent fitted by maximum likelihood), or "auto" (default): yeo-johnson for the GP,
-        least-skewed for DNGO (:func:`spearmint_nn.search.transforms.default_transform`).
+    ``Optimizer(space, settings, state=...)``: ``space`` is a :class:`Space` or the
+    ``variables`` object of a config.json (name -> spec); ``settings`` a
+    :class:`~spearmint_nn.search.settings.SearchSettings` (its fields say what each does).
+    Instead of ``settings`` its fields may be given as keywords, ``tasks`` in either form and
+    ``likelihoods`` (task name -> "NOISELESS" | "GAUSSIAN") over what ``tasks`` says::
 
-    Every wrong argument raises :class:`~spearmint_nn.errors.ConfigError` (a ValueError) naming it.
+        Optimizer(variables, model="gp", seed=0, budget=30)
+
+    ``state`` is the :class:`~spearmint_nn.search.persistence.ModelStore` where models keep
+    their weights for warm starts across restarts, or None to keep nothing; ``state_dir``
+    (a folder) is short for ``state=ModelStore(state_dir)``.
+
+    A wrong setting raises :class:`~spearmint_nn.errors.ConfigError` (a ValueError) naming its
+    field, a wrong ``variables`` mapping one naming the variable; an unknown keyword is a TypeError.
     """
 
     def __init__(
         self,
-        variables: Mapping[str, Any],
-        model: str = AUTO,
-        seed: int | None = None,
+        space: Space | Mapping[str, Any],
+        settings: SearchSettings | None = None,
         *,
-        acquisition: str = "ei",
-        acquisition_options: Mapping[str, Any] | None = None,
-        initial_design: int | None = None,
-        fantasies: int = DEFAULT_FANTASIES,
-        thompson_every: int = DEFAULT_THOMPSON_EVERY,
-        tasks: Mapping[str, str | Mapping[str, Any]] | None = None,
-        likelihoods: Mapping[str, str] | None = None,
-        direction: str = "minimize",
+        state: ModelStore | None = None,
         state_dir: str | Path | None = None,
-        n_candidates: int | None = None,
-        torch_threads: int | None = None,
-        model_options: Mapping[str, Any] | None = None,
-        kernel: str = "matern52",
-        constraint_model: str = "classifier",
-        output_transform: str = "auto",
-        budget: int | None = None,
-        restart_after: int = DEFAULT_RESTART_AFTER,
+        likelihoods: Mapping[str, str] | None = None,
+        **keywords: Any,
     ):
-        self.space = Space.from_config(variables)
-        self.constraint_model = choice("constraint-model", constraint_model, CONSTRAINT_MODELS)
-        self.output_transform = choice("output-transform", output_transform, TRANSFORM_CHOICES)
-        self.model_name = choice("model", model, [*MODELS, AUTO, RANDOM_SEARCH])
-        self.acquisition_name = choice("acquisition", acquisition, ACQUISITIONS)
-        self.kernel = choice("kernel", kernel, CORRELATIONS)
-        self.seed = count("seed", seed, 0, optional=True)
-        self.acquisition_options = options("acquisition-options", acquisition_options)
-        self.model_options = options("model-options", model_options)
-        self.initial_design = count("initial-design", initial_design, 0, optional=True)
-        if self.initial_design is None:
-            self.initial_design = self.space.default_initial_design
-        self.fantasies = count("fantasies", fantasies, 1)
-        self.thompson_every = count("thompson-every", thompson_every, 0)
-        self.budget = count("max-finished-jobs", budget, 1, optional=True)
-        self.restart_after = count("restart-after", restart_after, 0)
-        self.n_candidates = count("n-candidates", n_candidates, 1, optional=True)
-        self._tasks = parse_tasks(tasks, likelihoods)
-        self.objective, self.constraints = self._tasks.objective, list(self._tasks.constraints)
-        self.likelihoods = dict(self._tasks.likelihoods)
-        self._sign = parse_direction(direction)  # observed objective values are multiplied by it
-        self.direction = direction.lower()
-        self.state_dir = Path(state_dir) if state_dir is not None else None
-        if count("torch-threads", torch_threads, 1, optional=True) is not None:
-            torch.set_num_threads(torch_threads)
+        self.space = space if isinstance(space, Space) else Space.from_config(space)
+        if settings is None:
+            settings = SearchSettings.from_keywords(likelihoods, **keywords)
+        elif keywords or likelihoods is not None:
+            raise TypeError("Optimizer takes settings or keyword settings, not both")
+        if state_dir is not None:
+            if state is not None:
+                raise TypeError("Optimizer takes state or state_dir, not both")
+            state = ModelStore(state_dir)
+        self.settings, self.state = settings, state
+        if settings.torch_threads is not None:
+            torch.set_num_threads(settings.torch_threads)
 
-        self._rng = np.random.default_rng(seed)
-        self._data = Observations(self.space, self._tasks, self._sign)
+        self._rng = np.random.default_rng(settings.seed)
+        self._data = Observations(self.space, settings.tasks, settings.sign)
         self._sobol = SobolStream(self.space, self._seed_draw(), self._rng)
         self._model = None
         self._classifiers: dict[str, ConstraintClassifier | ConstraintValueModel] = {}
         self._fitted_n = 0
+        self._fits = 0  # refits so far: a proposal tells whether it made one
         self._transform: Standardise | LogShift | YeoJohnson = Standardise()
-        self._duration_model: DurationModel | None = None
-        self._duration_fitted_n = 0
-        self._auto_choice = self._saved_auto_choice()
+        self._durations = DurationFit(settings.seed)
+        self._auto_choice = state.auto_choice() if state is not None else "gp"
         # After a restart, best_by_model's model of all the observations (the objective model
         # sees only the segment): the surrogate, its transform, and the count it was fitted at.
         self._whole: tuple[Any, Any, int] | None = None
         # Where the current search segment starts (restart_index); None until first computed,
-        # so that a model restored from state_dir is taken as the current segment's.
+        # so that a model restored from the state is taken as the current segment's.
         self._segment_start: int | None = None
+        self._warpings: dict[str, Any] | None = None
+        self._warpings_new = False  # the objective model was fitted since the last proposal
         self.last_fit_seconds: float | None = None
         self.last_suggest_seconds: float | None = None
-        #: Predicted run time in seconds of each point of the last ``suggest`` (None where no
-        #: duration model exists yet, or the acquisition is not "ei-per-second").
-        self.last_predicted_durations: list[float | None] = []
 
     # ------------------------------------------------------------------------------- tell
 
@@ -280,30 +207,48 @@ class Optimizer:
         (cancelled, lost). Returns whether it was pending."""
         return self._data.forget(params)
 
+    def set_budget(self, budget: int | None) -> None:
+        """Change :attr:`SearchSettings.budget` (evaluations in all, None: no limit) for the
+        proposals from now on, e.g. when the experiment's max-finished-jobs changes."""
+        self.settings = replace(self.settings, budget=budget)
+
     @property
     def n_observed(self) -> int:
         return len(self._data)
 
     @property
+    def initial_design(self) -> int:
+        """Sobol points before the model is used: the setting, or the space's default."""
+        given = self.settings.initial_design
+        return self.space.default_initial_design if given is None else given
+
+    @property
     def search_start(self) -> int:
         """Index of the first observation the objective model is fitted to: 0 until the search
-        restarts (:func:`restart_index`), then the number of observations at the last restart.
-        Random search has no model and never restarts."""
-        if self.model_name == RANDOM_SEARCH:
+        restarts (:func:`~spearmint_nn.search.policy.restart_index`), then the number of
+        observations at the last restart. Random search has no model and never restarts."""
+        if self.settings.model == RANDOM_SEARCH:
             return 0
         objective = np.where(self.feasible_mask(), np.asarray(self._data.objective, dtype=float), math.nan)
-        return restart_index(objective, self.restart_after, RESTART_EARLIEST_DESIGNS * self.initial_design,
-                             self.budget)
+        return restart_index(objective, self.settings.restart_after, RESTART_EARLIEST_DESIGNS * self.initial_design,
+                             self.settings.budget)
 
     @property
     def surrogate_name(self) -> str:
         """The model in use for the objective: ``model``, or for "auto" its current choice."""
-        return self._auto_choice if self.model_name == AUTO else self.model_name
+        return self._auto_choice if self.settings.model == AUTO else self.settings.model
+
+    @property
+    def warpings(self) -> dict[str, Any] | None:
+        """The learned input warpings of the objective model's latest fit, in the format of
+        :func:`spearmint_nn.models.warping.warping_summary` (reports draw them), or None before
+        a fit or for a model that warps no input."""
+        return self._warpings
 
     def _output_transform_name(self) -> str:
         """The configured output transform, or for "auto" the one measured best for the surrogate."""
-        if self.output_transform != TRANSFORM_AUTO:
-            return self.output_transform
+        if self.settings.output_transform != AUTO:
+            return self.settings.output_transform
         return default_transform(model_is_gp=self.surrogate_name in GP_MODELS)
 
     def feasible_mask(self) -> np.ndarray:
@@ -317,7 +262,7 @@ class Optimizer:
         best = self._data.best_feasible()
         if best is None:
             return None
-        return self.space.decode(self._data.X[best][None])[0], self._sign * float(self._data.objective[best])
+        return self.space.decode(self._data.X[best][None])[0], self.settings.sign * float(self._data.objective[best])
 
     def best_by_model(self) -> ModelBest | None:
         """The feasible observation whose objective the fitted model believes best (lowest
@@ -334,7 +279,7 @@ class Optimizer:
         feasible = np.flatnonzero(self.feasible_mask())
         objective = np.asarray(self._data.objective, dtype=float)
         finite = np.isfinite(objective)
-        if self.model_name == RANDOM_SEARCH or feasible.size == 0 or finite.sum() < MIN_VALUES_TO_FIT:
+        if self.settings.model == RANDOM_SEARCH or feasible.size == 0 or finite.sum() < MIN_VALUES_TO_FIT:
             return None
         self._follow_restarts()
         if self._segment_start == 0:
@@ -343,7 +288,7 @@ class Optimizer:
         else:
             model, transform = self._whole_data_model()
         return model_best(model, transform, _torch_rows(self._data.X, self.space.dim), feasible, objective,
-                          objective[finite], lambda row: self.space.decode(row[None])[0], self._sign)
+                          objective[finite], lambda row: self.space.decode(row[None])[0], self.settings.sign)
 
     def _whole_data_model(self) -> tuple[Any, Any]:
         """A surrogate fitted to every finite objective value and its output transform, refitted
@@ -351,7 +296,7 @@ class Optimizer:
         if self._whole is None or self._whole[2] != self.n_observed:
             objective = np.asarray(self._data.objective, dtype=float)
             finite = np.isfinite(objective)
-            model = self._whole[0] if self._whole is not None else self._new_surrogate(self.objective)
+            model = self._whole[0] if self._whole is not None else self._new_surrogate(self.settings.tasks.objective)
             transform = OUTPUT_TRANSFORMS[self._output_transform_name()].fit(objective[finite])
             X = _torch_rows(self._data.X, self.space.dim)[torch.as_tensor(finite)]
             model.fit(X, torch.as_tensor(transform(objective[finite])))
@@ -361,7 +306,12 @@ class Optimizer:
     # -------------------------------------------------------------------------------- ask
 
     def suggest(self, n: int = 1, pending: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
-        """Return n params dicts (wrapper form) to evaluate next.
+        """Return n params dicts (wrapper form) to evaluate next: the points of :meth:`propose`."""
+        return self.propose(n, pending).points
+
+    def propose(self, n: int = 1, pending: Sequence[Mapping[str, Any]] = ()) -> Suggestion:
+        """Choose n points to evaluate next; the :class:`Suggestion` holds them (params dicts in
+        wrapper form) and what is known about the call.
 
         Pending jobs are the points earlier calls handed out and that are not yet observed
         (:attr:`pending`; :meth:`forget` drops one), plus ``pending``, points running
@@ -381,18 +331,19 @@ class Optimizer:
         """
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n: expected a number of points >= 0, got {n!r}")
-        start = time.perf_counter()
+        start, fits_before = time.perf_counter(), self._fits
         running = self._data.pending_rows(pending)
-        if self.model_name == AUTO:
+        if self.settings.model == AUTO:
             self._update_auto_choice(len(running) + n)
         self._follow_restarts()
         taken = list(self._data.X) + running
         keep_away = self._keep_away()
+        thompson_every = self.settings.thompson_every
         chosen: list[np.ndarray] = []
         for _ in range(n):
             avoid = np.asarray(taken + chosen, dtype=float).reshape(-1, self.space.dim)
             n_pending = len(avoid) - self.n_observed
-            if self.model_name == RANDOM_SEARCH:
+            if self.settings.model == RANDOM_SEARCH:
                 x = self._next_sobol(avoid, keep_away)
             elif self._nothing_succeeded():
                 x = exploration_point(self.space, avoid, keep_away=keep_away, seed=self._seed_draw())
@@ -400,24 +351,34 @@ class Optimizer:
             elif len(avoid) - self._segment_start < self.initial_design:
                 x = self._next_sobol(avoid, keep_away)
             else:
-                thompson = n_pending > 0 and self.thompson_every > 0 and (len(avoid) + 1) % self.thompson_every == 0
+                thompson = n_pending > 0 and thompson_every > 0 and (len(avoid) + 1) % thompson_every == 0
                 x = self._model_proposal(avoid, n_pending, keep_away, thompson)
             chosen.append(x)
         self._data.handed_out += chosen
-        self.last_predicted_durations = [self._predicted_duration(x) for x in chosen]
+        predicted = [self._durations.predict(x) for x in chosen]
+        warpings, self._warpings_new = (self._warpings if self._warpings_new else None), False
         self.last_suggest_seconds = time.perf_counter() - start
-        return self.space.decode(np.asarray(chosen).reshape(-1, self.space.dim))
+        return Suggestion(
+            points=self.space.decode(np.asarray(chosen).reshape(-1, self.space.dim)),
+            predicted_durations=predicted,
+            seconds=self.last_suggest_seconds,
+            refit_seconds=self.last_fit_seconds if self._fits != fits_before else None,
+            n_observed=self.n_observed,
+            segment_start=self._segment_start,
+            warpings=warpings,
+        )
 
     # ----------------------------------------------------------------------------- stages
 
     def _follow_restarts(self) -> None:
-        """Set the current segment (:func:`restart_index`); when the search has just restarted,
-        replace the objective model by a fresh one, so nothing of the stuck fit carries over."""
+        """Set the current segment (:func:`~spearmint_nn.search.policy.restart_index`); when the
+        search has just restarted, replace the objective model by a fresh one, so nothing of the
+        stuck fit carries over."""
         start = self.search_start
         if self._segment_start is not None and start != self._segment_start:
             log.info("no improvement in %d evaluations: restarting the search at evaluation %d "
-                     "(the objective model now sees only what follows)", self.restart_after, start)
-            self._model = self._new_surrogate(self.objective)
+                     "(the objective model now sees only what follows)", self.settings.restart_after, start)
+            self._model = self._new_surrogate(self.settings.tasks.objective)
             self._fitted_n = -1
         self._segment_start = start
 
@@ -431,7 +392,8 @@ class Optimizer:
     def _keep_away(self) -> KeepAway | None:
         """The neighbourhoods of the failed points, for a NOISELESS objective that has failures."""
         failed = ~np.isfinite(np.asarray(self._data.objective, dtype=float))
-        if self.likelihoods.get(self.objective) != "NOISELESS" or not failed.any():
+        tasks = self.settings.tasks
+        if tasks.likelihoods.get(tasks.objective) != "NOISELESS" or not failed.any():
             return None
         return KeepAway(np.asarray(self._data.X)[failed], failure_radius(self.space))
 
@@ -451,14 +413,14 @@ class Optimizer:
         n_pending rows are pending. The objective, its best value and the anchor are the
         current segment's."""
         self._refit_if_needed()
-        start = self._segment_start
+        start, fantasies = self._segment_start, self.settings.fantasies
         objective = np.asarray(self._data.objective[start:], dtype=float)
         finite = np.isfinite(objective)
         feasible = self.feasible_mask()[start:]
         generator = torch.Generator().manual_seed(self._seed_draw())
         X_pending = _torch_rows(avoid[len(avoid) - n_pending:], self.space.dim)
         feasibility = [
-            c.fantasize(X_pending, self.fantasies, generator) if n_pending else c
+            c.fantasize(X_pending, fantasies, generator) if n_pending else c
             for c in self._classifiers.values() if not c.trivial
         ]
         model, best, anchors = None, None, None
@@ -467,13 +429,13 @@ class Optimizer:
         if fitted and feasible.any():
             best_index = np.flatnonzero(feasible)[np.argmin(objective[feasible])]
             best_value = float(self._transform(objective[best_index]))
-            model, best = condition_on_pending(self._model, best_value, X_pending, self.fantasies, generator)
+            model, best = condition_on_pending(self._model, best_value, X_pending, fantasies, generator)
             anchors = self._data.X[start + best_index][None]
         elif fitted and not feasibility:
             # No feasible point yet and nothing learned about feasibility: improve on the best
             # finite value, the only signal there is.
             best_value = float(self._transform(np.min(objective[finite])))
-            model, best = condition_on_pending(self._model, best_value, X_pending, self.fantasies, generator)
+            model, best = condition_on_pending(self._model, best_value, X_pending, fantasies, generator)
         elif not feasibility:
             return self._next_sobol(avoid, keep_away)  # fewer than two finite values and no failure model
         if thompson and anchors is not None:
@@ -481,13 +443,13 @@ class Optimizer:
                                      feasibility=feasibility, seed=self._seed_draw(), keep_away=keep_away)
             if x is not None:
                 return x
-        options = dict(self.acquisition_options)
-        if self.acquisition_name == DURATION_ACQUISITION:
-            options["duration"] = self._duration_model
-        acquisition = make_acquisition(self.acquisition_name, model, best, feasibility, **options)
+        options = dict(self.settings.acquisition_options)
+        if self.settings.acquisition == DURATION_ACQUISITION:
+            options["duration"] = self._durations.model
+        acquisition = make_acquisition(self.settings.acquisition, model, best, feasibility, **options)
         proposal = maximize(
             acquisition, self.space, avoid=avoid, anchors=anchors,
-            n_candidates=self.n_candidates, seed=self._seed_draw(), keep_away=keep_away,
+            n_candidates=self.settings.n_candidates, seed=self._seed_draw(), keep_away=keep_away,
         )
         if proposal.repeat:
             log.warning("search space exhausted: every valid point has been tried; repeating the best one")
@@ -507,104 +469,64 @@ class Optimizer:
             y = objective[in_segment]
             self._transform = OUTPUT_TRANSFORMS[self._output_transform_name()].fit(y)
             if self._model is None:
-                self._model = self._restore(OBJECTIVE_MODEL_DIR, self._new_surrogate(self.objective))
+                self._model = self._restore(OBJECTIVE_MODEL, self._new_surrogate(self.settings.tasks.objective))
             self._model.fit(X[torch.as_tensor(in_segment)], torch.as_tensor(self._transform(y)))
-            self._save(OBJECTIVE_MODEL_DIR, self._model)
+            self._save(OBJECTIVE_MODEL, self._model)
+            # A test double or another model may have no warps to report.
+            self._warpings = self._model.warpings() if hasattr(self._model, "warpings") else None
+            self._warpings_new = True
         labels = {name: np.asarray(v, dtype=float) for name, v in self._data.constraints.items()}
         if not finite.all() or SUCCESS in self._classifiers:
             labels[SUCCESS] = np.where(finite, 1.0, -1.0)
         for name, values in labels.items():
             known = np.isfinite(values)
             # A value regression (ConstraintValueModel) needs two values; a classifier one label.
-            by_value = name != SUCCESS and self.constraint_model == "value"
+            by_value = name != SUCCESS and self.settings.constraint_model == VALUE_MODEL
             if known.sum() < (2 if by_value else 1):
                 continue
             if name not in self._classifiers:
-                self._classifiers[name] = self._restore(f"constraint-{name}", self._new_constraint_model(name))
+                self._classifiers[name] = self._restore(constraint_model_name(name), self._new_constraint_model(name))
             target = values[known] if by_value else values[known] >= 0
             self._classifiers[name].fit(X[torch.as_tensor(known)], torch.as_tensor(target))
-            self._save(f"constraint-{name}", self._classifiers[name])
-        if self.acquisition_name == DURATION_ACQUISITION:
-            self._refit_duration_model(X)
+            self._save(constraint_model_name(name), self._classifiers[name])
+        if self.settings.acquisition == DURATION_ACQUISITION:
+            self._durations.refit(X, np.asarray(self._data.durations, dtype=float))
         self._fitted_n = self.n_observed
+        self._fits += 1
         self.last_fit_seconds = time.perf_counter() - start
 
-    def _new_constraint_model(self, name: str) -> ConstraintClassifier | ConstraintValueModel:
-        """The model of one constraint: the DNGO classifier (section 3.2; step likelihood for a
-        NOISELESS constraint, logistic otherwise), or with ``constraint_model="value"`` a
-        regression of an explicit constraint's value, P(c >= 0) from its predictive. "success"
-        (the job returned a finite objective) has only a sign: always the classifier."""
-        if name == SUCCESS or self.constraint_model == "classifier":
-            noiseless = self.likelihoods.get(name, "NOISELESS") == "NOISELESS"
-            return ConstraintClassifier(self.space.dim, seed=self.seed, noiseless=noiseless)
-        return ConstraintValueModel(self._new_surrogate(name), self.space.dim)
+    def _new_constraint_model(self, task: str) -> ConstraintClassifier | ConstraintValueModel:
+        return new_constraint_model(self.space, self.settings, self.surrogate_name, task)
 
     def _new_surrogate(self, task: str) -> Any:
-        """A fresh regression surrogate of a task's values, told its likelihood and the space's structure."""
-        name = self.surrogate_name
-        options = dict(self.model_options)
-        if name in GP_MODELS:
-            options.setdefault("kernel", self.kernel)
-            options.setdefault("noiseless", self.likelihoods.get(task) == "NOISELESS")
-            options.setdefault("conditional", conditional_kernel(self.space))
-        # Only value columns vary within (0, 1); a warp of a 0/1 column is the identity.
-        options.setdefault("warped_columns", continuous_columns(self.space))
-        return make_model(name, self.space.dim, seed=self.seed, **options)
-
-    def _saved_auto_choice(self) -> str:
-        """"dngo" if an earlier run of this experiment switched to it (state_dir/auto.json), else "gp"."""
-        path = self.state_dir / AUTO_STATE_FILE if self.state_dir is not None else None
-        try:
-            saved = json.loads(path.read_text())["model"] if path is not None else "gp"
-        except (OSError, ValueError, KeyError, TypeError):
-            saved = "gp"
-        return "dngo" if saved == "dngo" else "gp"
+        return new_surrogate(self.space, self.settings, self.surrogate_name, task)
 
     def _update_auto_choice(self, n_in_flight: int) -> None:
-        """Switch "auto" from the GP to DNGO once :func:`auto_model_choice` says so; never back.
+        """Switch "auto" from the GP to DNGO once :func:`~spearmint_nn.search.policy.auto_model_choice`
+        says so; never back.
 
-        The switch is one-way and recorded in state_dir/auto.json: N only grows, a large batch
-        tends to recur, and each switch costs a model trained from scratch.
+        The switch is one-way and recorded in the state (:meth:`ModelStore.record_auto_switch`):
+        N only grows, a large batch tends to recur, and each switch costs a model trained from scratch.
         """
         if self._auto_choice == "dngo" or auto_model_choice(self.n_observed, n_in_flight) == "gp":
             return
         log.info("model auto: switching from the GP to DNGO at %d observations with %d job(s) in flight",
                  self.n_observed, n_in_flight)
-        # Fresh DNGOs, not ones restored from state_dir: that holds the GPs' states.
+        # Fresh DNGOs, not ones restored from the state: that holds the GPs' states.
         self._auto_choice = "dngo"
-        self._model = self._new_surrogate(self.objective)
+        self._model = self._new_surrogate(self.settings.tasks.objective)
         self._whole = None
         for name in self._classifiers:
             if name != SUCCESS:
                 self._classifiers[name] = self._new_constraint_model(name)
         self._fitted_n = 0  # fit the new model at the next model proposal
-        if self.state_dir is not None:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(self.state_dir / AUTO_STATE_FILE, json.dumps(
-                {"model": "dngo", "observations": self.n_observed, "in_flight": n_in_flight}).encode())
-
-    def _refit_duration_model(self, X: torch.Tensor) -> None:
-        """Fit the model of log duration on the positive durations seen, if new ones arrived."""
-        durations = np.asarray(self._data.durations, dtype=float)
-        known = np.isfinite(durations) & (durations > 0)
-        if known.sum() < 2 or known.sum() == self._duration_fitted_n:
-            return
-        if self._duration_model is None:
-            self._duration_model = DurationModel(seed=self.seed)
-        self._duration_model.fit(X[torch.as_tensor(known)], torch.as_tensor(np.log(durations[known])))
-        self._duration_fitted_n = int(known.sum())
-
-    def _predicted_duration(self, x: np.ndarray) -> float | None:
-        """Predicted run time in seconds at the encoded point x (D,), or None without a duration model."""
-        if self._duration_model is None:
-            return None
-        with torch.no_grad():
-            return float(torch.exp(self._duration_model.predict(_torch_rows(x, self.space.dim)))[0])
+        if self.state is not None:
+            self.state.record_auto_switch(self.n_observed, n_in_flight)
 
     def _restore(self, name: str, fresh: Any) -> Any:
-        """The model saved under state_dir/name (:func:`~spearmint_nn.search.model_state.restore`), else ``fresh``."""
-        return fresh if self.state_dir is None else restore(self.state_dir / name, fresh, self.space.dim)
+        """The model saved in the state under name, else ``fresh``."""
+        return fresh if self.state is None else self.state.restore(name, fresh, self.space.dim)
 
     def _save(self, name: str, model: Any) -> None:
-        if self.state_dir is not None and hasattr(model, "save"):
-            model.save(self.state_dir / name)
+        if self.state is not None:
+            self.state.save(name, model)

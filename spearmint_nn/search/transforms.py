@@ -44,6 +44,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from .names import OUTPUT_TRANSFORMS as TRANSFORM_NAMES
+from .names import check_registry
+
 #: delta of :class:`LogShift` is at most this fraction of max(y) - min(y) ...
 LOG_SHIFT_FRACTION = 0.01
 #: ... and at most the gap from the best value to the k-th best, k = this share of N ...
@@ -170,13 +173,11 @@ class SymmetryChosen:
         return standardised
 
 
-#: Config name -> transform class, each with ``fit(y)`` returning a callable transform.
+#: Config name -> transform class, each with ``fit(y)`` returning a callable transform; "auto"
+#: (:data:`~spearmint_nn.search.names.AUTO`) picks one by :func:`default_transform`.
 OUTPUT_TRANSFORMS = {"least-skewed": SymmetryChosen, "standardise": Standardise, "log-shift": LogShift,
                      "yeo-johnson": YeoJohnson}
-#: The config value that picks :func:`default_transform`.
-AUTO = "auto"
-#: Every value the ``output-transform`` key accepts.
-TRANSFORM_CHOICES = (AUTO, *OUTPUT_TRANSFORMS)
+check_registry("spearmint_nn.search.transforms.OUTPUT_TRANSFORMS", OUTPUT_TRANSFORMS, TRANSFORM_NAMES)
 
 
 def default_transform(model_is_gp: bool) -> str:

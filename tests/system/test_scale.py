@@ -25,7 +25,7 @@ from spearmint_nn.daemon.reporting import Reporter
 from spearmint_nn.daemon import summaries as summaries_module
 from spearmint_nn.daemon.summaries import SummaryWriter
 from spearmint_nn.models.dngo import DNGO
-from spearmint_nn.search.optimizer import Optimizer
+from spearmint_nn.search.optimizer import Optimizer, Suggestion
 from spearmint_nn.views.progress import DaemonProgress
 
 N_FINISHED = 10_000
@@ -160,10 +160,11 @@ def test_completions_are_recorded_while_the_proposer_is_busy():
         def observe(self, params, value, duration=None):
             self.n_observed += 1
 
-        def suggest(self, n, pending=()):
+        def propose(self, n, pending=()):
             entered.set()
             release.wait(10)
-            return [{"x": [0.0]}] * n
+            return Suggestion(points=[{"x": [0.0]}] * n, predicted_durations=[None] * n, seconds=0.0,
+                              refit_seconds=None, n_observed=self.n_observed, segment_start=0, warpings=None)
 
         def forget(self, params):
             return True

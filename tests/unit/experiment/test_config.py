@@ -1,6 +1,7 @@
 """config.json validation: each mistake gives its one named message, exit code 2, and no state."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -9,7 +10,10 @@ import pytest
 
 from helpers.experiments import BRANIN_VARIABLES, cli, quick_config, write_experiment
 from spearmint_nn import cli as cli_module
-from spearmint_nn.experiment.config import KEYS, load_config, optimizer_options
+from spearmint_nn.errors import ConfigError
+from spearmint_nn.experiment.config import KEYS, load_config, search_settings
+from spearmint_nn.search.arguments import Tasks
+from spearmint_nn.search.settings import SearchSettings
 from spearmint_nn.drivers.base import available_drivers
 
 INSTALLED = ", ".join(sorted(available_drivers()))
@@ -145,11 +149,11 @@ def test_spearmint_config_with_defaults(tmp_path):
     assert config.max_concurrent == 1 and config.max_finished_jobs is None
     assert config["model"] == "auto" and config["initial-design"] == 3  # two parameters, plus one
     assert config["torch-threads"] == 1
-    options = optimizer_options(config)
-    assert options["model"] == "auto" and options["tasks"] == {"main": "OBJECTIVE"}
-    assert options["initial_design"] == 3 and options["torch_threads"] == 1
-    assert options["kernel"] == "matern52"
-    assert options["restart_after"] == 10 and options["budget"] is None  # max-finished-jobs: no limit
+    settings = search_settings(config)
+    assert settings.model == "auto" and settings.tasks == Tasks("main", (), {"main": "NOISELESS"})
+    assert settings.initial_design == 3 and settings.torch_threads == 1
+    assert settings.kernel == "matern52"
+    assert settings.restart_after == 10 and settings.budget is None  # max-finished-jobs: no limit
     assert set(KEYS) >= {"language", "main-file", "max-concurrent", "driver", "model", "seed"}
 
 
@@ -159,8 +163,17 @@ def test_the_budget_and_restart_after_reach_the_optimizer(tmp_path):
     folder = write_experiment(tmp_path / "exp", quick_config(**{"max-finished-jobs": 40, "restart-after": 0}),
                               {"wrapper.py": ""})
     config = load_config(folder)
-    opt = Optimizer(config.variables, **optimizer_options(config))
-    assert opt.budget == 40 and opt.restart_after == 0
+    opt = Optimizer(config.space, search_settings(config))
+    assert opt.settings.budget == 40 and opt.settings.restart_after == 0 and opt.space is config.space
+
+
+def test_every_key_that_sets_a_search_setting_names_a_field_and_shares_its_default():
+    fields = {f.name: f for f in dataclasses.fields(SearchSettings)}
+    for key, spec in KEYS.items():
+        if spec.setting is not None:
+            assert spec.setting in fields, key
+            if spec.default is not None and key != "torch-threads":  # the daemon keeps to one thread
+                assert fields[spec.setting].default == spec.default, key
 
 
 def test_tasks_and_driver_shorthand(tmp_path):
@@ -173,12 +186,19 @@ def test_tasks_and_driver_shorthand(tmp_path):
     assert config.values["driver"] == {"name": "local"}
 
 
-def test_output_transform_names_match_the_transforms_module():
-    from spearmint_nn.experiment.config import KEYS, OUTPUT_TRANSFORMS
-    from spearmint_nn.search.transforms import AUTO, TRANSFORM_CHOICES
+def test_the_choices_are_the_names_the_registries_implement():
+    from spearmint_nn.models import MODELS
+    from spearmint_nn.models.kernels import CORRELATIONS
+    from spearmint_nn.search import names
+    from spearmint_nn.search.acquisition import ACQUISITIONS
+    from spearmint_nn.search.transforms import OUTPUT_TRANSFORMS
 
-    assert set(OUTPUT_TRANSFORMS) == set(TRANSFORM_CHOICES)
-    assert KEYS["output-transform"].default == AUTO
+    assert tuple(MODELS) == names.SURROGATES and tuple(CORRELATIONS) == names.KERNELS
+    assert tuple(ACQUISITIONS) == names.ACQUISITIONS and tuple(OUTPUT_TRANSFORMS) == names.OUTPUT_TRANSFORMS
+    with pytest.raises(ConfigError, match=r"^model: must be one of auto, dngo, dngo-warp, gp, gp-nowarp, sobol"):
+        KEYS["model"].parse("model", "gp-warp")
+    with pytest.raises(RuntimeError, match="add the name to both"):
+        names.check_registry("a registry", ["ei"], names.ACQUISITIONS)
 
 
 # ---- Spearmint's resources and task-level keys ------------------------------------------------
@@ -252,7 +272,7 @@ def test_spearmint_resource_and_task_keys_become_ours(tmp_path):
     config = load_config(folder)
     assert config.main_file == (folder / "wrapper.py").resolve() and config.language == "PYTHON"
     assert config.driver_name == "local" and config.max_concurrent == 5 and config.max_finished_jobs == 100
-    assert optimizer_options(config)["budget"] == 100
+    assert search_settings(config).budget == 100
     assert config.tasks["branin"].likelihood == "NOISELESS" and config.constraints == ["y_at_least_x"]
 
 

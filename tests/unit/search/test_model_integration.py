@@ -4,6 +4,7 @@ the report reads, conditional spaces (arc kernel, inactive variables left alone 
 acquisition optimiser), and the ``auto`` model's switch from the GP to DNGO."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -23,8 +24,11 @@ from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.models.dngo import DNGO
 from spearmint_nn.models.gp import GP, NOISELESS_JITTER
 from spearmint_nn.search.maximize import _refine, continuous_columns, maximize
-from spearmint_nn.search.optimizer import (AUTO_GP_MAX_IN_FLIGHT, AUTO_GP_MAX_OBSERVATIONS, AUTO_STATE_FILE, Optimizer,
-                                    auto_model_choice, conditional_kernel)
+from spearmint_nn.search import model_state
+from spearmint_nn.search.model_setup import conditional_kernel
+from spearmint_nn.search.optimizer import Optimizer
+from spearmint_nn.search.persistence import AUTO_STATE_FILE
+from spearmint_nn.search.policy import AUTO_GP_MAX_IN_FLIGHT, AUTO_GP_MAX_OBSERVATIONS, auto_model_choice
 from spearmint_nn.search.space import Space
 
 torch.set_num_threads(1)
@@ -77,24 +81,22 @@ def test_ei_per_second_fits_a_duration_model_and_reports_predicted_seconds():
 
     opt = Optimizer(LINE, model="gp-nowarp", seed=0, initial_design=3, acquisition="ei-per-second",
                     model_options=QUICK_GP)
-    opt.suggest(1)
-    assert opt.last_predicted_durations == [None]  # Sobol stage: no duration model yet
+    assert opt.propose(1).predicted_durations == [None]  # Sobol stage: no duration model yet
     _observe_line(opt, [0.05, 0.2, 0.4, 0.6, 0.8, 0.95], duration=seconds)
-    (params,) = opt.suggest(1)
-    (predicted,) = opt.last_predicted_durations
+    suggestion = opt.propose(1)
+    ((params,), (predicted,)) = suggestion.points, suggestion.predicted_durations
     x = float(params["x"][0])
     assert isinstance(predicted, float) and predicted > 0
     assert abs(math.log(predicted) - math.log(seconds(x))) < math.log(1.5), (x, predicted)
     # the duration model is fitted on log seconds and orders cheap before expensive
-    low, high = opt._predicted_duration(np.array([0.1])), opt._predicted_duration(np.array([0.9]))
+    low, high = opt._durations.predict(np.array([0.1])), opt._durations.predict(np.array([0.9]))
     assert high / low > 10
 
 
 def test_plain_ei_predicts_no_durations():
     opt = Optimizer(LINE, model="gp-nowarp", seed=0, initial_design=3, model_options=QUICK_GP)
     _observe_line(opt, [0.1, 0.5, 0.9], duration=lambda x: 5.0)
-    opt.suggest(2)
-    assert opt.last_predicted_durations == [None, None] and opt._duration_model is None
+    assert opt.propose(2).predicted_durations == [None, None] and opt._durations.model is None
 
 
 def test_the_proposer_hands_predicted_durations_to_the_daemon_as_job_fields():
@@ -184,18 +186,25 @@ def test_gp_run_with_ei_per_second_records_predictions_and_reports_warpings(make
     assert width > 500 and height > 1000  # four stacked sections
 
 
-def test_the_gp_saves_its_warpings_where_the_report_reads_them(tmp_path):
+def test_the_proposer_writes_the_gps_warpings_where_the_report_reads_them(tmp_path):
     from spearmint_nn.views import plots
 
     paths = ExperimentPaths(tmp_path)
-    opt = Optimizer(BRANIN_VARIABLES, model="gp", seed=0, initial_design=3, state_dir=paths.model,
-                    model_options=QUICK_GP)
-    for x, y in [(-3, 2), (0, 10), (5, 5), (9, 1)]:
-        opt.observe({"x": [x], "y": [y]}, float(x * x + y))
-    opt.suggest(1)
+    opt = Optimizer(BRANIN_VARIABLES, model="gp", seed=0, initial_design=3, model_options=QUICK_GP)
+    assert opt.warpings is None  # no fit yet
+    wake = threading.Event()
+    proposer = Proposer(opt, Reporter(None, io.StringIO()), wake, warpings_file=paths.warpings)
+    try:
+        for i, (x, y) in enumerate([(-3, 2), (0, 10), (5, 5), (9, 1)]):
+            proposer.observe(i, {"x": [x], "y": [y]}, float(x * x + y), None)
+        proposer.request(1, [])
+        assert wake.wait(120) and len(proposer.take()) == 1
+    finally:
+        proposer.close()
     summary = plots.read_warpings(paths)
     assert summary is not None and len(summary["inputs"]) == 2
-    assert summary == opt._model.warpings()
+    assert summary == opt._model.warpings() == opt.warpings
+    assert opt.propose(1).warpings is None  # no refit since: nothing new to write
 
 
 # ---- 4. conditional spaces -----------------------------------------------------------------------
@@ -267,14 +276,14 @@ def test_auto_rule_thresholds():
 def test_auto_starts_with_the_gp_and_a_large_batch_switches_it_to_dngo_for_good(tmp_path):
     state = tmp_path / "model"
     opt = Optimizer(LINE, seed=0, initial_design=3, state_dir=state, model_options=QUICK_GP)
-    assert opt.model_name == "auto" and opt.surrogate_name == "gp"
+    assert opt.settings.model == "auto" and opt.surrogate_name == "gp"
     _observe_line(opt, [0.1, 0.5, 0.9])
     opt.suggest(1)
-    assert isinstance(opt._model, GP) and (state / "objective" / "gp.json").exists()
+    assert isinstance(opt._model, GP) and (state / "objective" / model_state.STATE_FILE).exists()
     assert not (state / AUTO_STATE_FILE).exists()
 
     pending = [{"x": [x]} for x in np.linspace(0.01, 0.99, AUTO_GP_MAX_IN_FLIGHT)]
-    opt.model_options = {"train_steps": 50, "burn_in": 2, "n_samples": 4}  # a quick DNGO
+    opt.settings = dataclasses.replace(opt.settings, model_options={"train_steps": 50, "burn_in": 2, "n_samples": 4})
     opt.suggest(1, pending=pending)  # 20 pending + 1 proposed: more than the GP's batch limit
     assert opt.surrogate_name == "dngo" and isinstance(opt._model, DNGO)
     assert json.loads((state / AUTO_STATE_FILE).read_text())["model"] == "dngo"

@@ -9,15 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from spearmint_nn.experiment import config as config_module
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.models.kernels import CORRELATIONS
-from spearmint_nn.models import MODELS
 from spearmint_nn.search.maximize import point_key
 from spearmint_nn.search import optimizer as optimizer_module
+from spearmint_nn.search.names import KERNELS
 from spearmint_nn.search.optimizer import Optimizer
 from spearmint_nn.search.policy import restart_index
-from helpers.models import ExactGP
 
 torch.set_num_threads(1)
 
@@ -27,13 +25,6 @@ MIXED = {
     "act": {"type": "ENUM", "options": ["relu", "tanh"]},
 }
 SQUARE = {"x": {"type": "FLOAT", "min": 0, "max": 1}, "y": {"type": "FLOAT", "min": 0, "max": 1}}
-
-
-@pytest.fixture
-def exact_gp(monkeypatch):
-    """Register the exact-GP test double as model "exact"."""
-    monkeypatch.setitem(MODELS, "exact", lambda n_inputs, seed=None, **kw: ExactGP(n_inputs, lengthscales=(0.2, 0.35)))
-    return "exact"
 
 
 def branin(x1: float, x2: float) -> float:
@@ -77,7 +68,7 @@ def test_unknown_names_are_config_errors():
 
 
 def test_the_kernel_reaches_the_gp_and_the_config_offers_every_kernel():
-    assert config_module.KERNELS == tuple(CORRELATIONS)  # the config's list stays torch-free
+    assert KERNELS == tuple(CORRELATIONS)  # the torch-free list the config checks against
     opt = Optimizer(SQUARE, model="gp-nowarp", seed=0, kernel="squared-exponential", model_options={"burn_in": 2})
     for params in opt.suggest(4):
         opt.observe(params, bowl(params))
@@ -161,7 +152,7 @@ def test_auto_switching_to_dngo_before_two_results_proposes_without_a_fitted_mod
 
 def twin_of(opt: Optimizer) -> Optimizer:
     """An optimizer with the same observations and seed as opt."""
-    twin = Optimizer(SQUARE, model=opt.model_name, seed=3, initial_design=opt.initial_design)
+    twin = Optimizer(SQUARE, model=opt.settings.model, seed=3, initial_design=opt.initial_design)
     for row, value in zip(opt._data.X, opt._data.objective):
         twin.observe(opt.space.decode(row[None])[0], value)
     return twin
@@ -294,5 +285,5 @@ def test_with_a_budget_a_search_restarts_only_while_half_of_it_remains(exact_gp)
         for i, value in enumerate(values):
             opt.observe({"x": [i / 30]}, value)
         assert opt.search_start == expected, budget
-    assert Optimizer(space, model=exact_gp, restart_after=0).restart_after == 0
+    assert Optimizer(space, model=exact_gp, restart_after=0).settings.restart_after == 0
 

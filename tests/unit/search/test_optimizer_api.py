@@ -10,21 +10,14 @@ import pytest
 import torch
 
 from spearmint_nn.errors import ConfigError
-from spearmint_nn.models import MODELS
+from spearmint_nn.search.arguments import Tasks
 from spearmint_nn.search.maximize import point_key
-from spearmint_nn.search.optimizer import AUTO_GP_MAX_IN_FLIGHT, Optimizer
-from helpers.models import ExactGP
+from spearmint_nn.search.optimizer import Optimizer
+from spearmint_nn.search.policy import AUTO_GP_MAX_IN_FLIGHT
 
 torch.set_num_threads(1)
 
 SQUARE = {"x": {"type": "FLOAT", "min": 0, "max": 1}, "y": {"type": "FLOAT", "min": 0, "max": 1}}
-
-
-@pytest.fixture
-def exact_gp(monkeypatch):
-    """Register the exact-GP test double as model "exact"."""
-    monkeypatch.setitem(MODELS, "exact", lambda n_inputs, seed=None, **kw: ExactGP(n_inputs, lengthscales=(0.2, 0.35)))
-    return "exact"
 
 
 def bowl(p) -> float:
@@ -116,7 +109,7 @@ def test_maximize_leaves_constraints_alone_and_accepts_spearmint_dict_values():
     opt.observe(points[2], {"f": 7.0, "c": 0.0})
     params, value = opt.incumbent
     assert value == 7.0 and keys(opt, [params]) == keys(opt, points[2:])
-    assert opt.direction == "maximize"
+    assert opt.settings.direction == "maximize"
 
 
 # ------------------------------------------------------------------------- tasks and arguments
@@ -124,13 +117,13 @@ def test_maximize_leaves_constraints_alone_and_accepts_spearmint_dict_values():
 def test_tasks_as_written_in_config_json_are_accepted_with_their_likelihoods():
     tasks = {"main": {"type": "OBJECTIVE"}, "c": {"type": "CONSTRAINT", "likelihood": "NOISELESS"}}
     opt = Optimizer(SQUARE, model="sobol", tasks=tasks)
-    assert opt.objective == "main" and opt.constraints == ["c"] and opt.likelihoods == {"c": "NOISELESS"}
+    assert opt.settings.tasks == Tasks(objective="main", constraints=("c",), likelihoods={"c": "NOISELESS"})
     # likelihoods= says otherwise for c; a task object's Spearmint run keys are accepted
     tasks["main"]["main-file"] = "wrapper.py"
     opt = Optimizer(SQUARE, model="sobol", tasks=tasks, likelihoods={"c": "gaussian", "main": "NOISELESS"})
-    assert opt.likelihoods == {"c": "GAUSSIAN", "main": "NOISELESS"}
+    assert opt.settings.tasks.likelihoods == {"c": "GAUSSIAN", "main": "NOISELESS"}
     mixed = Optimizer(SQUARE, model="sobol", tasks={"f": "objective", "c": {"type": "constraint"}})
-    assert mixed.objective == "f" and mixed.constraints == ["c"]
+    assert mixed.settings.tasks.objective == "f" and mixed.settings.tasks.constraints == ("c",)
 
 
 @pytest.mark.parametrize("kwargs, path", [
@@ -150,10 +143,10 @@ def test_tasks_as_written_in_config_json_are_accepted_with_their_likelihoods():
     ({"direction": -1}, "direction"),
     ({"model": ["gp"]}, "model"),
     ({"fantasies": "3"}, "fantasies"),
-    ({"initial_design": -1}, "initial-design"),
+    ({"initial_design": -1}, "initial_design"),
     ({"seed": 1.5}, "seed"),
-    ({"budget": 0}, "max-finished-jobs"),
-    ({"model_options": "fast"}, "model-options"),
+    ({"budget": 0}, "budget"),
+    ({"model_options": "fast"}, "model_options"),
 ])
 def test_every_wrong_argument_is_a_config_error_naming_it(kwargs, path):
     with pytest.raises(ConfigError) as error:

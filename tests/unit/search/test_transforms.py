@@ -110,7 +110,7 @@ def test_the_optimizer_fits_its_model_to_the_configured_transform():
     from spearmint_nn.errors import ConfigError
 
     variables = {"x": {"type": "FLOAT", "min": 0.0, "max": 1.0}}
-    with pytest.raises(ConfigError, match="output-transform"):
+    with pytest.raises(ConfigError, match="output_transform"):
         Optimizer(variables, model="gp", output_transform="box-cox")
     values = [5.0, 0.5, 80.0, 1.0]
     for model, name, cls in [("gp", "standardise", Standardise), ("gp", "log-shift", LogShift),
