@@ -55,7 +55,7 @@ def run_batches(seed: int, evals: int, batch: int, model: str = "auto", problem_
             value = problem(params)
             opt.observe(params, value)
             values.append(value)
-    return {"seed": seed, "batch": batch, "model": model, "thompson_every": opt.thompson_every,
+    return {"seed": seed, "batch": batch, "model": model, "thompson_every": opt.settings.thompson_every,
             "evals": len(values), "values": values,
             "wall_s": time.perf_counter() - start, "cpu_s": time.process_time() - cpu}
 

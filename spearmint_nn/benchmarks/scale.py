@@ -63,7 +63,7 @@ def measure_point(model: str, n: int, n_pending: int, seed: int = 0) -> dict[str
     opt.suggest(1, pending=pending)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     fit = opt.last_fit_seconds or 0.0
-    return {"model": model, "n": n, "pending": n_pending, "fantasies": opt.fantasies,
+    return {"model": model, "n": n, "pending": n_pending, "fantasies": opt.settings.fantasies,
             "suggest_s": seconds, "suggest_cpu_s": cpu, "fit_s": fit, "acquisition_s": seconds - fit, "cold_suggest_s": cold,
             "rss_before_mib": rss_before, "peak_rss_mib": _peak_rss_mib()}
 
