@@ -23,7 +23,8 @@ import torch
 from torch import Tensor
 
 from .base import State, Surrogate, check_kind
-from .gp_hyperparameters import LENGTHSCALE_PRIORS, NOISELESS_JITTER, HyperLayout, Hypers, log_prior
+from .gp_hyperparameters import LENGTHSCALE_PRIORS, HyperLayout, Hypers, log_prior
+from .gp_hyperparameters import NOISELESS_JITTER  # noqa: F401  (the noise of GP(noiseless=True), named here too)
 from .kernels import CORRELATIONS, Conditional, covariance, embed, squared_distances
 from .sampling import slice_sweep
 from .warping import warp, warped_column_indices, warping_summary
