@@ -130,3 +130,11 @@ def test_the_model_store_saves_and_restores_a_model_by_name(tmp_path):
     assert torch.equal(restored.chains, gp.chains)
     fresh = GP(n_inputs=2, n_samples=2)
     assert store.restore("constraint-c", fresh, 2) is fresh and fresh.chains is None  # nothing saved
+
+
+def test_the_warpings_report_lies_in_the_objective_models_folder(tmp_path):
+    from spearmint_nn.experiment.layout import ExperimentPaths
+    from spearmint_nn.search.persistence import OBJECTIVE_MODEL
+
+    paths = ExperimentPaths(tmp_path)
+    assert paths.warpings.parent == paths.model / OBJECTIVE_MODEL
