@@ -126,7 +126,8 @@ class Daemon:
         if self._on_start is not None:
             self._on_start(self.reporter, self.store)
         noisy = self.config.tasks[self.config.objective].likelihood == "GAUSSIAN"
-        self._proposer = Proposer(self.optimizer, self.reporter, self._wake, noisy=noisy)
+        self._proposer = Proposer(self.optimizer, self.reporter, self._wake, noisy=noisy,
+                                  warpings_file=self.paths.warpings)
         observer = None
         previous_handlers = {}
         try:
