@@ -31,6 +31,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.files import atomic_write_bytes
+from spearmint_nn.text import CONTROL
 
 from .base import Driver, JobSpec, JobStatus, PollError, SchedulerError, SchedulerState, SubmitError
 
@@ -51,14 +52,13 @@ SHARED_OPTIONS: Mapping[str, str] = {
 _MEMORY = re.compile(r"^[0-9]+[KMGT]?$", re.IGNORECASE)
 _NAME = re.compile(r"^[A-Za-z0-9_.-]*$")
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 # ---- option checks -----------------------------------------------------------------------------
 
 def check_string(path: str, value: Any, pattern: re.Pattern[str] | None = None, hint: str = "") -> str:
     """A one-line string (no control characters); optionally matching ``pattern``."""
-    if not isinstance(value, str) or not value or _CONTROL.search(value):
+    if not isinstance(value, str) or not value or CONTROL.search(value):
         raise ConfigError(path, f"must be a non-empty one-line string (got {value!r})")
     if pattern is not None and not pattern.match(value):
         raise ConfigError(path, f"{hint} (got {value!r})")
@@ -146,7 +146,7 @@ def render_job_script(spec: JobSpec, setup: Sequence[str], submit_argv: Sequence
     lines = [
         "#!/bin/bash",
         f"# spearmint-nn job {spec.job_id}, submitted with:",
-        "#   " + _CONTROL.sub("?", shlex.join(submit_argv)),
+        "#   " + CONTROL.sub("?", shlex.join(submit_argv)),
         "",
     ]
     if setup:

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import difflib
-import re
 from typing import Iterable, Sequence
+
+from .text import escaped
 
 
 class ConfigError(ValueError):
@@ -17,16 +18,9 @@ class ConfigError(ValueError):
     """
 
     def __init__(self, path: str, problem: str):
-        self.path = _escaped(path)
-        self.problem = _escaped(problem)
+        self.path = escaped(path)
+        self.problem = escaped(problem)
         super().__init__(f"{self.path}: {self.problem}")
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _escaped(text: str) -> str:
-    return _CONTROL.sub(lambda match: repr(match.group())[1:-1], text)
 
 
 def closest(word: str, choices: Iterable[str]) -> str:

@@ -54,6 +54,29 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None
     fsync_dir(path.parent)
 
 
+def create_json_once(path: Path, obj: Any) -> bool:
+    """Create ``path`` holding ``obj`` as JSON unless it exists; whether this call created it.
+
+    The whole file is written and fsynced under a temporary name and then hard-linked into
+    place: a link fails if the name exists, so of several processes racing for the same path
+    exactly one wins, and a reader never sees a half-written file.
+    """
+    path = Path(path)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}{TMP_SUFFIX}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(obj, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+    return True
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
     """Write ``obj`` as strict JSON (no NaN/Infinity) atomically."""
     atomic_write_bytes(path, (json.dumps(obj, indent=1, allow_nan=False) + "\n").encode("utf-8"))

@@ -31,7 +31,8 @@ from ..drivers.base import JobSpec, PollError, SubmitError
 from ..experiment.claims import read_claim
 from ..runner import command_for
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
-from .reporting import CONTROL_CHARS, Reporter, plain
+from ..text import CONTROL_IN_LINES, plain
+from .reporting import Reporter
 from ..experiment.jobs import SCHEDULER_FAILURES, BadValues, Job, JobState, best_job, check_values
 from ..experiment.lock import acquire_lock
 from ..experiment.store import Store
@@ -65,7 +66,7 @@ def output_tail(path: Path) -> str:
     except OSError:
         return ""
     lines = data.decode("utf-8", errors="replace").splitlines()[-STDERR_TAIL_LINES:]
-    return "\n".join(CONTROL_CHARS.sub("?", line) for line in lines)
+    return "\n".join(CONTROL_IN_LINES.sub("?", line) for line in lines)
 
 
 def _params_problem(config: ExperimentConfig, params: Any) -> str | None:

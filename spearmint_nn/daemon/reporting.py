@@ -2,17 +2,11 @@
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
-CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def plain(text: Any) -> str:
-    """One line without control characters (safe for a log file and a terminal)."""
-    return CONTROL_CHARS.sub("?", " ".join(str(text).splitlines()))
+from ..text import plain
 
 
 class _ConsoleHandler(logging.Handler):

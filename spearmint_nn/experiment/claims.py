@@ -13,7 +13,6 @@ Schema in :mod:`spearmint_nn.experiment.layout`.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -23,7 +22,7 @@ from typing import Any
 
 from ..drivers.local import _proc_stat
 from .layout import ExperimentPaths
-from ..files import fsync_dir, read_json
+from ..files import create_json_once, read_json
 
 # Environment variables through which schedulers tell a job its own id (SLURM_JOB_ID, JOB_ID
 # of Grid Engine, PBS_JOBID, LSB_JOBID, FLUX_JOB_ID, ...).
@@ -44,20 +43,10 @@ def take_claim(paths: ExperimentPaths, job_id: int) -> dict[str, Any] | None:
     claim (``{}`` if it cannot be read)."""
     path = paths.claim_file(job_id)
     path.parent.mkdir(exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(my_claim(), handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        holder = read_json(path)
-        return holder if isinstance(holder, dict) else {}
-    finally:
-        tmp.unlink(missing_ok=True)
-    fsync_dir(path.parent)
-    return None
+    if create_json_once(path, my_claim()):
+        return None
+    holder = read_json(path)
+    return holder if isinstance(holder, dict) else {}
 
 
 def read_claim(paths: ExperimentPaths, job_id: int) -> dict[str, Any] | None:

@@ -24,7 +24,6 @@ from torch import Tensor
 
 from .base import State, Surrogate, check_kind
 from .gp_hyperparameters import LENGTHSCALE_PRIORS, HyperLayout, Hypers, log_prior
-from .gp_hyperparameters import NOISELESS_JITTER  # noqa: F401  (the noise of GP(noiseless=True), named here too)
 from .kernels import CORRELATIONS, Conditional, covariance, embed, squared_distances
 from .sampling import slice_sweep
 from .warping import warp, warped_column_indices, warping_summary
@@ -155,7 +154,7 @@ class GP(Surrogate):
     warped_columns : which inputs to warp, as column indices or a boolean mask of length D;
         None (default) warps every input. The others enter the kernel unwarped and have no
         warp shapes to sample.
-    noiseless : fixed tiny noise (``NOISELESS_JITTER``) instead of a sampled noise variance.
+    noiseless : fixed tiny noise (``gp_hyperparameters.NOISELESS_JITTER``) instead of a sampled noise variance.
     n_samples : S, the number of slice-sampling chains run side by side; each contributes its
         current state as one posterior sample.
     burn_in : sweeps on the first fit (and after the input dimension changes).

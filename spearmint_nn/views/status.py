@@ -9,7 +9,6 @@ daemon running. :func:`status_summary` is ``status --json`` (schema in the READM
 """
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from ..experiment.lock import daemon_state
 from ..experiment.store import Store
 from ..files import read_json
 from ..search.space import Space
+from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES
 
 RECENT_FAILURES = 5
 # Failure groups in ``status --json``: the largest ones, enough for any real run; thousands of
@@ -38,9 +38,6 @@ JSON_FAILURE_GROUPS = 50
 STATUS_FAILURE_GROUPS = 8
 STATUS_TAILED_GROUPS = 3
 STATUS_TAIL_LINES = 5
-# Terminal control sequences (colours, cursor moves) and the other control characters that a
-# job's output may hold; printed as they are, they would garble the status view.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def read_model_best(paths: ExperimentPaths, store: Store) -> dict[str, Any] | None:
@@ -339,6 +336,7 @@ def printable_tail(text: str, max_lines: int) -> list[str]:
     """The last ``max_lines`` non-empty lines of a job's output, as a terminal showed them: a
     line redrawn with carriage returns (a progress bar) keeps its last drawing, and control
     sequences are dropped."""
-    lines = [_ESCAPES.sub("", line.rstrip("\r").rsplit("\r", 1)[-1]).rstrip() for line in text.split("\n")]
+    lines = [CONTROL_IN_LINES.sub("", TERMINAL_SEQUENCES.sub("", line.rstrip("\r").rsplit("\r", 1)[-1])).rstrip()
+             for line in text.split("\n")]
     return [line for line in lines if line.strip()][-max_lines:] if max_lines > 0 else []
 

@@ -22,7 +22,8 @@ from spearmint_nn.daemon.proposer import Proposer
 from spearmint_nn.daemon.reporting import Reporter
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.models.dngo import DNGO
-from spearmint_nn.models.gp import GP, NOISELESS_JITTER
+from spearmint_nn.models.gp import GP
+from spearmint_nn.models.gp_hyperparameters import NOISELESS_JITTER
 from spearmint_nn.search.maximize import _refine, continuous_columns, maximize
 from spearmint_nn.search import model_state
 from spearmint_nn.search.model_setup import conditional_kernel
