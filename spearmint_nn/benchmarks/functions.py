@@ -108,6 +108,21 @@ def log4(x: Sequence[float]) -> float:
     return float(np.sum((u - LOG4_CENTRE) ** 2))
 
 
+def ackley(x: Sequence[float]) -> float:
+    """Ackley's function (a = 20, b = 0.2, c = 2 pi): many local minima around one global
+    minimum 0 at the origin; any dimension."""
+    x = np.asarray(x, dtype=float)
+    return float(-20.0 * math.exp(-0.2 * math.sqrt(np.mean(x * x))) - math.exp(np.mean(np.cos(2 * math.pi * x)))
+                 + 20.0 + math.e)
+
+
+def levy(x: Sequence[float]) -> float:
+    """Levy's function: a rugged valley with minimum 0 at (1, ..., 1); any dimension."""
+    w = 1.0 + (np.asarray(x, dtype=float) - 1.0) / 4.0
+    body = np.sum((w[:-1] - 1) ** 2 * (1 + 10 * np.sin(math.pi * w[:-1] + 1) ** 2))
+    return float(math.sin(math.pi * w[0]) ** 2 + body + (w[-1] - 1) ** 2 * (1 + math.sin(2 * math.pi * w[-1]) ** 2))
+
+
 FUNCTIONS: dict[str, TestFunction] = {
     f.name: f
     for f in [
@@ -119,5 +134,9 @@ FUNCTIONS: dict[str, TestFunction] = {
         TestFunction("camel", six_hump_camel, ((-3.0, 3.0), (-2.0, 2.0)), -1.0316284534898774, (0.0898, -0.7126)),
         TestFunction("goldstein_price", goldstein_price, ((-2.0, 2.0), (-2.0, 2.0)), 3.0, (0.0, -1.0)),
         TestFunction("log4", log4, ((1e-4, 1.0),) * 4, 0.0, tuple(10.0 ** (4 * (LOG4_CENTRE - 1)))),
+        # The parallel benchmark's higher dimensions; off-centre boxes, so the optimum is not the
+        # centre that a space-filling design samples first.
+        TestFunction("ackley10", ackley, ((-5.0, 10.0),) * 10, 0.0, (0.0,) * 10),
+        TestFunction("levy20", levy, ((-10.0, 10.0),) * 20, 0.0, (1.0,) * 20),
     ]
 }

@@ -1,0 +1,213 @@
+"""The parallel regime: many jobs in flight, in synchronous batches and on an asynchronous cluster.
+
+Every method of a run (:mod:`spearmint_nn.benchmarks.parallel_methods`) starts from the same
+scrambled-Sobol points, one per worker, and is then asked through its public API.
+
+``--mode batch``: q workers, rounds of q proposals; each round is evaluated and observed before
+the next (what ``Optimizer.suggest(q)`` in a loop does).
+
+``--mode async`` (how the daemon really runs): W workers on a simulated clock. Each evaluation
+takes a duration drawn from a lognormal of median ``--job-seconds`` (sigma 0.5), the same
+draws for every method of a seed. Whenever jobs finish, all that have finished are observed and
+one proposal is made for every free worker, with the other running jobs pending. The proposal's
+measured wall time advances the clock, as one proposer thread would see it: workers that
+finished while it ran wait. The idle share is the worker-time spent waiting for proposals over
+all worker-time.
+
+Reported per (problem, method): the median and spread over seeds of the best value after given
+numbers of evaluations and, for async runs, at given simulated times; seconds per proposal
+call; the idle share. Each run is its own process (``--workers`` at once); ``--json`` is
+rewritten as each run ends.
+
+    python -m spearmint_nn.benchmarks.parallel --mode async --problems hartmann6 --methods ours,sobol
+        [--workers-in-flight 50] [--evals 500] [--job-seconds 60] [--seeds 0-7] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import os
+import platform
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from .functions import FUNCTIONS
+from .runs import run_in_processes, seed_list
+
+DURATION_SIGMA = 0.5  # of log duration: the slowest of 50 jobs takes about 3x the median
+
+
+def _setup(problem_name: str, method_name: str, seed: int, budget: int, initial: int) -> tuple[Any, Any, list]:
+    import torch
+
+    from ..search.space import Space
+    from .parallel_methods import make_method
+
+    torch.set_num_threads(1)
+    problem = FUNCTIONS[problem_name]
+    space = Space.from_config(problem.variables)
+    method = make_method(method_name, space, seed, budget, initial)
+    return problem, method, space.decode(space.sobol(initial, seed=seed))
+
+
+def run_batches(problem_name: str, method_name: str, seed: int, q: int, evals: int,
+                timer: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
+    """One synchronous run: the shared q Sobol points, then rounds of ``propose(q)``."""
+    problem, method, batch = _setup(problem_name, method_name, seed, evals, q)
+    values: list[float] = []
+    seconds: list[float] = []
+    while True:
+        for params in batch:
+            value = problem(params)
+            method.observe(params, value)
+            values.append(value)
+        if len(values) >= evals:
+            break
+        started = timer()
+        batch = method.propose(min(q, evals - len(values)), [])
+        seconds.append(timer() - started)
+    return {"problem": problem_name, "method": method_name, "seed": seed, "mode": "batch", "workers": q,
+            "values": values, "propose_seconds": seconds}
+
+
+def run_async(problem_name: str, method_name: str, seed: int, workers: int, evals: int, job_seconds: float,
+              timer: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
+    """One asynchronous run on the simulated clock (see the module docstring).
+
+    Returns the values and simulated finish times (seconds) in the order the jobs finished, the
+    wall seconds of each proposal call with how many points it made, and the idle share.
+    """
+    problem, method, first = _setup(problem_name, method_name, seed, evals, workers)
+    durations = iter(np.random.default_rng(seed).lognormal(np.log(job_seconds), DURATION_SIGMA, evals))
+    running: list[tuple[float, int, dict]] = []  # heap of (finish time, start order, params)
+    started = 0
+
+    def start(points: list[dict], now: float) -> None:
+        nonlocal started
+        for params in points:
+            heapq.heappush(running, (now + next(durations), started, params))
+            started += 1
+
+    start(first, 0.0)
+    clock = idle = 0.0
+    values: list[float] = []
+    times: list[float] = []
+    calls: list[tuple[float, int]] = []
+    while running:
+        clock = max(clock, running[0][0])
+        freed = []
+        while running and running[0][0] <= clock:  # everything that finished while proposing
+            finished_at, _, params = heapq.heappop(running)
+            value = problem(params)
+            method.observe(params, value)
+            values.append(value)
+            times.append(finished_at)
+            freed.append(finished_at)
+        n = min(len(freed), evals - started)
+        if n <= 0:
+            continue
+        before = timer()
+        points = method.propose(n, [params for _, _, params in running])
+        spent = timer() - before
+        calls.append((spent, n))
+        clock += spent
+        idle += sum(clock - t for t in freed[:n])  # these workers waited for the proposal
+        start(points, clock)
+    total = workers * clock
+    return {"problem": problem_name, "method": method_name, "seed": seed, "mode": "async", "workers": workers,
+            "job_seconds": job_seconds, "values": values, "finish_times": times,
+            "propose_seconds": [s for s, _ in calls], "proposed": [n for _, n in calls],
+            "idle_share": idle / total if total > 0 else 0.0, "elapsed_s": clock}
+
+
+# ---- summaries ---------------------------------------------------------------------------------
+
+def best_after(values: list[float], n: int) -> float:
+    return float(np.min(values[:n]))
+
+
+def best_at_time(values: list[float], times: list[float], t: float) -> float:
+    """The best value among the jobs finished by simulated time ``t`` (inf if none)."""
+    done = [v for v, when in zip(values, times) if when <= t]
+    return float(np.min(done)) if done else float("inf")
+
+
+def summarise(runs: list[dict[str, Any]], checkpoints: list[int], time_points: list[float]) -> list[dict[str, Any]]:
+    """One row per (problem, method): medians and ranges over seeds."""
+    rows = []
+    for key in sorted({(r["problem"], r["method"]) for r in runs}):
+        group = [r for r in runs if (r["problem"], r["method"]) == key]
+        row: dict[str, Any] = {"problem": key[0], "method": key[1], "seeds": len(group)}
+        for n in checkpoints:
+            bests = [best_after(r["values"], n) for r in group if len(r["values"]) >= n]
+            if bests:
+                row[f"best@{n}"] = (float(np.median(bests)), float(np.min(bests)), float(np.max(bests)))
+        for t in time_points:
+            bests = [best_at_time(r["values"], r["finish_times"], t) for r in group if "finish_times" in r]
+            if bests:
+                row[f"best@{t:g}s"] = (float(np.median(bests)), float(np.min(bests)), float(np.max(bests)))
+        seconds = [s for r in group for s in r["propose_seconds"]]
+        row["s_per_call"] = float(np.mean(seconds)) if seconds else 0.0
+        if all("idle_share" in r for r in group):
+            row["idle_share"] = float(np.median([r["idle_share"] for r in group]))
+        rows.append(row)
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    columns = [c for c in rows[0] if c.startswith("best@")] if rows else []
+    head = ["problem", "method", "seeds", *columns, "s/call", "idle"]
+    lines = [" | ".join(head), " | ".join("---" for _ in head)]
+    for row in rows:
+        cells = [row["problem"], row["method"], str(row["seeds"])]
+        cells += [f"{row[c][0]:.4g} [{row[c][1]:.3g}, {row[c][2]:.3g}]" if c in row else "-" for c in columns]
+        cells += [f"{row['s_per_call']:.2f}", f"{100 * row['idle_share']:.1f}%" if "idle_share" in row else "-"]
+        lines.append(" | ".join(cells))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=("batch", "async"), default="async")
+    parser.add_argument("--problems", default="hartmann6", help=f"comma-separated, from {', '.join(FUNCTIONS)}")
+    parser.add_argument("--methods", default="ours,sobol", help="comma-separated (see parallel_methods)")
+    parser.add_argument("--workers-in-flight", type=int, default=50, help="q of a batch, or W workers")
+    parser.add_argument("--evals", type=int, default=500)
+    parser.add_argument("--job-seconds", type=float, default=60.0, help="median job duration (async)")
+    parser.add_argument("--seeds", type=seed_list, default="0-7")
+    parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
+    parser.add_argument("--json", help="write results here (rewritten as each run ends)")
+    args = parser.parse_args(argv)
+    q, evals = args.workers_in_flight, args.evals
+    checkpoints = sorted({min(evals, c) for c in (q, 2 * q, evals // 2, evals)})
+    time_points = [args.job_seconds * k for k in (2, 5, 10)] if args.mode == "async" else []
+    if args.mode == "batch":
+        jobs = [(p, m, s, q, evals) for p in args.problems.split(",") for m in args.methods.split(",") for s in args.seeds]
+        function = run_batches
+    else:
+        jobs = [(p, m, s, q, evals, args.job_seconds)
+                for p in args.problems.split(",") for m in args.methods.split(",") for s in args.seeds]
+        function = run_async
+    load_before, start, runs = os.getloadavg(), time.time(), []
+    for _, run in run_in_processes(function, jobs, args.workers):
+        runs.append(run)
+        print(f"{run['problem']} {run['method']} seed {run['seed']}: best {min(run['values']):.4f}", file=sys.stderr,
+              flush=True)
+        if args.json:
+            machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average_before": load_before,
+                       "elapsed_s": time.time() - start}
+            with open(args.json, "w") as handle:
+                json.dump({"machine": machine, "arguments": vars(args),
+                           "summary": summarise(runs, checkpoints, time_points), "runs": runs}, handle, indent=1)
+    print(table(summarise(runs, checkpoints, time_points)))
+    print(f"mode {args.mode}, {q} in flight, {evals} evaluations; {os.cpu_count()} CPUs, load "
+          f"{load_before[0]:.1f} before, {time.time() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

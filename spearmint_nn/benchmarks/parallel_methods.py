@@ -1,0 +1,195 @@
+"""The methods of the parallel benchmark, each behind one small interface.
+
+A method proposes params (config.json form, which the harness evaluates) for ``n`` free workers
+while ``running`` jobs are still out, and is told every result; it never sees the clock. Ours is
+the :class:`~spearmint_nn.search.optimizer.Optimizer` through its public API; the references are
+what a user would pick instead, each in the loop its documentation teaches:
+
+- ``sobol``: random search on the scrambled Sobol sequence;
+- ``botorch-qlognei``: BoTorch's ``SingleTaskGP`` with ``qLogNoisyExpectedImprovement``, the
+  running jobs as ``X_pending``, ``optimize_acqf`` sequential greedy over the q points;
+- ``botorch-ts``: BoTorch's Thompson sampling, ``MaxPosteriorSampling`` on 2000 Sobol candidates;
+- ``optuna-gp``: Optuna's ``GPSampler``, each ask made while the earlier asks still run;
+- ``optuna-tpe``: Optuna's TPE with the constant liar.
+
+The references are optional (``pip install -e '.[reference]'``); a missing one raises
+ImportError naming the extra.
+"""
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+
+from ..search.space import Space
+
+Params = dict[str, Any]
+CANDIDATES = 2000
+RAW_SAMPLES, RESTARTS = 512, 10
+
+
+class Method(Protocol):
+    def propose(self, n: int, running: Sequence[Params]) -> list[Params]:
+        """``n`` new points; ``running`` holds every job still out (this method's and others)."""
+
+    def observe(self, params: Params, value: float) -> None:
+        """One finished evaluation (of a proposed point or of the shared initial design)."""
+
+
+class Ours:
+    """The Optimizer with the given settings (keywords of :class:`SearchSettings`)."""
+
+    def __init__(self, space: Space, seed: int, budget: int, **settings: Any):
+        from ..search.optimizer import Optimizer
+
+        self.optimizer = Optimizer(space, seed=seed, budget=budget, **settings)
+        self._mine: set[int] = set()  # ids of the params objects this optimizer handed out
+
+    def propose(self, n: int, running: Sequence[Params]) -> list[Params]:
+        foreign = [p for p in running if id(p) not in self._mine]  # e.g. the shared initial design
+        points = self.optimizer.suggest(n, pending=foreign)
+        self._mine.update(id(p) for p in points)
+        return points
+
+    def observe(self, params: Params, value: float) -> None:
+        self._mine.discard(id(params))
+        self.optimizer.observe(params, value)
+
+
+class Sobol:
+    """Random search: the scrambled Sobol sequence after the shared initial design."""
+
+    def __init__(self, space: Space, seed: int, skip: int):
+        self._points = space.decode(space.sobol(skip + 100_000, seed=seed + 1)[skip:])
+        self._next = 0
+
+    def propose(self, n: int, running: Sequence[Params]) -> list[Params]:
+        points = self._points[self._next:self._next + n]
+        self._next += n
+        return points
+
+    def observe(self, params: Params, value: float) -> None:
+        pass
+
+
+class BoTorchMethod:
+    """A BoTorch GP loop on the unit cube: ``qlognei`` or Thompson sampling (``ts``)."""
+
+    def __init__(self, space: Space, seed: int, kind: str):
+        if importlib.util.find_spec("botorch") is None:
+            raise ImportError("the botorch methods need BoTorch: pip install -e '.[reference]'")
+        import torch
+
+        self.space, self.kind = space, kind
+        self._X: list[np.ndarray] = []
+        self._y: list[float] = []
+        torch.manual_seed(seed)
+
+    def observe(self, params: Params, value: float) -> None:
+        self._X.append(self.space.encode([params])[0])
+        self._y.append(value)
+
+    def propose(self, n: int, running: Sequence[Params]) -> list[Params]:
+        import torch
+        from botorch.fit import fit_gpytorch_mll
+        from botorch.models import SingleTaskGP
+        from botorch.models.transforms import Standardize
+        from gpytorch.mlls import ExactMarginalLogLikelihood
+
+        X = torch.as_tensor(np.array(self._X), dtype=torch.float64)
+        Y = -torch.tensor(self._y, dtype=torch.float64)[:, None]  # BoTorch maximises
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gp = SingleTaskGP(X, Y, outcome_transform=Standardize(1))
+            fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
+            chosen = self._thompson(gp, n) if self.kind == "ts" else self._qlognei(gp, X, n, running)
+        return self.space.decode(chosen.detach().numpy())
+
+    def _qlognei(self, gp: Any, X: Any, n: int, running: Sequence[Params]) -> Any:
+        import torch
+        from botorch.acquisition import qLogNoisyExpectedImprovement
+        from botorch.optim import optimize_acqf
+
+        pending = torch.as_tensor(self.space.encode(list(running)), dtype=torch.float64) if running else None
+        acquisition = qLogNoisyExpectedImprovement(gp, X_baseline=X, X_pending=pending, prune_baseline=True)
+        bounds = torch.stack([torch.zeros(self.space.dim), torch.ones(self.space.dim)]).to(torch.float64)
+        candidates, _ = optimize_acqf(acquisition, bounds, q=n, num_restarts=RESTARTS, raw_samples=RAW_SAMPLES,
+                                      sequential=True)
+        return candidates
+
+    def _thompson(self, gp: Any, n: int) -> Any:
+        import torch
+        from botorch.generation import MaxPosteriorSampling
+
+        candidates = torch.as_tensor(self.space.sobol(CANDIDATES, seed=int(torch.randint(0, 2**31, ()))),
+                                     dtype=torch.float64)
+        with torch.no_grad():
+            return MaxPosteriorSampling(model=gp, replacement=False)(candidates, num_samples=n)
+
+
+class OptunaMethod:
+    """An Optuna study on the unit cube, asked while earlier asks still run."""
+
+    def __init__(self, space: Space, seed: int, kind: str):
+        try:
+            import optuna
+        except ImportError as error:
+            raise ImportError("the optuna methods need Optuna: pip install -e '.[reference]'") from error
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        sampler = (optuna.samplers.GPSampler(seed=seed) if kind == "gp"
+                   else optuna.samplers.TPESampler(seed=seed, constant_liar=True))
+        self._optuna, self.space = optuna, space
+        self.study = optuna.create_study(sampler=sampler)
+        self._names = [f"u{i}" for i in range(space.dim)]
+        self._distributions = {name: optuna.distributions.FloatDistribution(0.0, 1.0) for name in self._names}
+        self._trials: dict[int, Any] = {}  # id(params) -> the running trial that proposed them
+
+    def propose(self, n: int, running: Sequence[Params]) -> list[Params]:
+        points = []
+        for _ in range(n):
+            trial = self.study.ask(self._distributions)
+            unit = np.array([[trial.params[name] for name in self._names]])
+            params = self.space.decode(unit)[0]
+            self._trials[id(params)] = trial
+            points.append(params)
+        return points
+
+    def observe(self, params: Params, value: float) -> None:
+        trial = self._trials.pop(id(params), None)
+        if trial is not None:
+            self.study.tell(trial, value)
+            return
+        unit = self.space.encode([params])[0]  # the shared initial design: a finished trial
+        self.study.add_trial(self._optuna.trial.create_trial(
+            params={name: float(np.clip(u, 0.0, 1.0)) for name, u in zip(self._names, unit)},
+            distributions=self._distributions, value=value))
+
+
+def make_method(name: str, space: Space, seed: int, budget: int, initial: int) -> Method:
+    """The method called ``name``: "ours" (the default settings), "ours:KEY=VALUE,..." (settings
+    such as ``model=dngo`` or ``restart_after=0``), or a reference named in the module docstring."""
+    if name == "ours" or name.startswith("ours:"):
+        settings = dict(item.split("=", 1) for item in name[5:].split(",") if item)
+        return Ours(space, seed, budget, **{k: _setting(v) for k, v in settings.items()})
+    factories: dict[str, Callable[[], Method]] = {
+        "sobol": lambda: Sobol(space, seed, initial),
+        "botorch-qlognei": lambda: BoTorchMethod(space, seed, "qlognei"),
+        "botorch-ts": lambda: BoTorchMethod(space, seed, "ts"),
+        "optuna-gp": lambda: OptunaMethod(space, seed, "gp"),
+        "optuna-tpe": lambda: OptunaMethod(space, seed, "tpe"),
+    }
+    if name not in factories:
+        raise ValueError(f"unknown method {name!r}; known: ours, ours:KEY=VALUE,..., {', '.join(factories)}")
+    return factories[name]()
+
+
+def _setting(text: str) -> Any:
+    """A setting's value from the command line: an int, a float, else the string."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

@@ -1,0 +1,54 @@
+"""The parallel benchmark's bookkeeping: the simulated clock, the idle share, shared starts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spearmint_nn.benchmarks.functions import FUNCTIONS
+from spearmint_nn.benchmarks.parallel import DURATION_SIGMA, run_async, run_batches, summarise, table
+
+
+class _Timer:
+    """A timer under which every proposal call takes ``seconds`` (it is read before and after)."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.reads = seconds, 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return (self.reads // 2) * self.seconds  # read before and after each call: +seconds per call
+
+
+def test_one_worker_waits_exactly_for_each_proposal():
+    durations = np.random.default_rng(3).lognormal(np.log(10.0), DURATION_SIGMA, 3)
+    run = run_async("branin", "sobol", 3, workers=1, evals=3, job_seconds=10.0, timer=_Timer(2.0))
+    assert run["propose_seconds"] == [2.0, 2.0] and run["proposed"] == [1, 1]
+    assert run["finish_times"] == pytest.approx([durations[0], durations[:2].sum() + 2.0, durations.sum() + 4.0])
+    assert run["elapsed_s"] == pytest.approx(durations.sum() + 4.0)
+    assert run["idle_share"] == pytest.approx(4.0 / (durations.sum() + 4.0))
+
+
+def test_many_workers_share_durations_and_starts_across_methods():
+    slow = run_async("hartmann6", "sobol", 1, workers=8, evals=30, job_seconds=5.0, timer=_Timer(1.0))
+    free = run_async("hartmann6", "sobol", 1, workers=8, evals=30, job_seconds=5.0, timer=_Timer(0.0))
+    for run in (slow, free):
+        assert len(run["values"]) == 30 and sum(run["proposed"]) == 30 - 8
+        assert run["finish_times"] == sorted(run["finish_times"])
+    assert free["idle_share"] == 0.0 and slow["idle_share"] > 0.05
+    assert slow["elapsed_s"] > free["elapsed_s"] + 1.0
+    # the first job to finish is a shared initial point with the same drawn duration in both
+    assert slow["finish_times"][0] == free["finish_times"][0] and slow["values"][0] == free["values"][0]
+    # when several completions wait for one proposal, one call proposes for all of them
+    assert max(slow["proposed"]) > 1 and len(slow["proposed"]) < len(free["proposed"])
+
+
+def test_batches_start_from_the_same_sobol_points_and_summaries_read_them():
+    ours = run_batches("branin", "ours:model=gp", 0, q=4, evals=8)
+    sobol = run_batches("branin", "sobol", 0, q=4, evals=8)
+    assert len(ours["values"]) == len(sobol["values"]) == 8 and len(ours["propose_seconds"]) == 1
+    assert ours["values"][:4] == sobol["values"][:4]
+    assert min(ours["values"]) >= FUNCTIONS["branin"].minimum
+    rows = summarise([ours, sobol], [4, 8], [])
+    assert [r["method"] for r in rows] == ["ours:model=gp", "sobol"]
+    assert rows[0]["best@4"][0] == min(ours["values"][:4]) and "idle_share" not in rows[0]
+    assert "ours:model=gp" in table(rows)
