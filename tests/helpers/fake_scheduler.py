@@ -120,6 +120,7 @@ def run_daemon(folder: Path, driver: Any = None, timeout_s: float = 120.0, **dae
 # and the fault switches:
 #   sbatch_failures  N: the next N sbatch calls fail with a transient message
 #   squeue_mode      "fail" (exit 1, controller unreachable) or "hang" (sleep past any timeout)
+#   squeue_failures  N: the next N squeue or sacct calls fail as "fail" does
 #   forget           job ids (one per line) that squeue and sacct no longer know (killed if running)
 _FAKE_SLURM = r'''
 import json, os, signal, subprocess, sys, time
@@ -189,7 +190,10 @@ elif command in ("squeue", "sacct"):
     mode = switch("squeue_mode")
     if mode == "hang":
         time.sleep(3600)
-    if mode == "fail":
+    failures = int(switch("squeue_failures", "0"))  # the next calls that fail, as sbatch_failures
+    if failures:
+        (state / "squeue_failures").write_text(str(failures - 1))
+    if mode == "fail" or failures:
         print("slurm_load_jobs error: Unable to contact slurm controller (connect failure)", file=sys.stderr)
         sys.exit(1)
     forgotten = set(switch("forget").split())

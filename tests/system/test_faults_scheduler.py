@@ -165,11 +165,7 @@ def test_daemon_on_fake_slurm_survives_outages_and_declares_forgotten_jobs_lost(
                          **{"max-finished-jobs": 4, "max-concurrent": 1})
     (fake_slurm / "sbatch_failures").write_text("4")  # job 1's first four submissions fail
     (fake_slurm / "forget").write_text("102")         # the third scheduler job vanishes with its node
-    (fake_slurm / "squeue_mode").write_text("fail")
-
-    def recover():
-        (fake_slurm / "squeue_mode").write_text("")
-    threading.Timer(6.0, recover).start()  # after job 1 is submitted (0.2 + 0.4 + 0.8 + 1 s of retries)
+    (fake_slurm / "squeue_failures").write_text("2")  # the controller is away for job 1's first polls
     code, log = run_daemon(folder, timeout_s=180)
     assert code == 0
     jobs = _jobs(folder)
