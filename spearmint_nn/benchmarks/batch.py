@@ -4,8 +4,8 @@ Hartmann6 (minimum -3.32237), ``--evals`` evaluations per run, for each batch si
 ``--batches``: ``evals / b`` rounds, each round one ``suggest(b)`` (the b points chosen one
 after another, each fantasising the earlier ones as pending), then all b evaluated and observed.
 b = 1 is the sequential run. ``--model`` is the surrogate (default "auto", the users' default:
-the GP while fewer than 200 observations are finished and at most 20 jobs are in flight, so
-batches of 10 use the GP and batches of 50 DNGO; "dngo" runs DNGO throughout). Reported per
+the GP while fewer than 200 observations are finished and at most 50 jobs are in flight, so
+batches of 10 and 50 use the GP and batches of 100 DNGO; "dngo" runs DNGO throughout). Reported per
 batch size: the median over seeds of the best value after the whole budget and after each
 quarter of it, and the difference to the sequential median (the target for b = 10 is within
 0.05 at 200 evaluations).

@@ -36,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .functions import FUNCTIONS
+from .parallel_methods import split_methods
 from .runs import run_in_processes, seed_list
 
 DURATION_SIGMA = 0.5  # of log duration: the slowest of 50 jobs takes about 3x the median
@@ -186,11 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     checkpoints = sorted({min(evals, c) for c in (q, 2 * q, evals // 2, evals)})
     time_points = [args.job_seconds * k for k in (2, 5, 10)] if args.mode == "async" else []
     if args.mode == "batch":
-        jobs = [(p, m, s, q, evals) for p in args.problems.split(",") for m in args.methods.split(",") for s in args.seeds]
+        jobs = [(p, m, s, q, evals)
+                for p in args.problems.split(",") for m in split_methods(args.methods) for s in args.seeds]
         function = run_batches
     else:
         jobs = [(p, m, s, q, evals, args.job_seconds)
-                for p in args.problems.split(",") for m in args.methods.split(",") for s in args.seeds]
+                for p in args.problems.split(",") for m in split_methods(args.methods) for s in args.seeds]
         function = run_async
     load_before, start, runs = os.getloadavg(), time.time(), []
     for _, run in run_in_processes(function, jobs, args.workers):

@@ -185,6 +185,18 @@ def make_method(name: str, space: Space, seed: int, budget: int, initial: int) -
     return factories[name]()
 
 
+def split_methods(text: str) -> list[str]:
+    """The method names of a comma-separated list, where "ours:KEY=VALUE,KEY=VALUE" is one name:
+    an item with "=" and no ":" continues the name before it."""
+    names: list[str] = []
+    for item in text.split(","):
+        if names and "=" in item and ":" not in item:
+            names[-1] += "," + item
+        else:
+            names.append(item)
+    return names
+
+
 def _setting(text: str) -> Any:
     """A setting's value from the command line: an int, a float, else the string."""
     for kind in (int, float):

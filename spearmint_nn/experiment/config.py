@@ -157,7 +157,7 @@ KEYS: dict[str, Key] = {
     "driver": Key({"name": "local"}, _object, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
     "command": Key(None, _command, "argument list run for a SHELL wrapper; the params file path is appended"),
     "model": Key(AUTO, _choice(*MODEL_CHOICES, upper=False),
-                 "surrogate: auto (GP below 200 observations and 20 jobs in flight, then DNGO), dngo, "
+                 "surrogate: auto (GP below 200 observations and 50 jobs in flight, then DNGO), dngo, "
                  "dngo-warp (with input warping), gp, gp-nowarp or sobol (no model)", "model"),
     "kernel": Key("matern52", _choice(*KERNELS, upper=False),
                   "the GP's covariance: matern52 (Spearmint's) or squared-exponential (for very smooth "
@@ -171,8 +171,8 @@ KEYS: dict[str, Key] = {
     "thompson-every": Key(10, _int(0), "one proposal in every this many made while other jobs are pending is a "
                           "Thompson sample (an exploratory batch member); 0: never", "thompson_every"),
     "restart-after": Key(10, _int(0), "restart the search (a fresh objective model on new points) after this many "
-                         "evaluations without improvement, once ten initial designs' worth are done and while "
-                         "half of max-finished-jobs remains; 0: never", "restart_after"),
+                         "evaluations without improvement (in rounds of the jobs in flight), once ten initial designs' "
+                         "worth are done and while half of max-finished-jobs remains; 0: never", "restart_after"),
     "torch-threads": Key(1, _int(1), "torch threads of the daemon (a login node is shared)", "torch_threads"),
     "constraint-model": Key(CONSTRAINT_MODELS[0], _choice(*CONSTRAINT_MODELS, upper=False),
                             "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",

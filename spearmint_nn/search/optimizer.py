@@ -178,6 +178,9 @@ class Optimizer:
         self._segment_start: int | None = None
         self._warpings: dict[str, Any] | None = None
         self._warpings_new = False  # the objective model was fitted since the last proposal
+        # The most jobs in flight at once (pending plus those being proposed) in any proposal so
+        # far: the round size restarts count in (search_start).
+        self._most_in_flight = 1
         self.last_fit_seconds: float | None = None
         self.last_suggest_seconds: float | None = None
 
@@ -226,12 +229,19 @@ class Optimizer:
     def search_start(self) -> int:
         """Index of the first observation the objective model is fitted to: 0 until the search
         restarts (:func:`~spearmint_nn.search.policy.restart_index`), then the number of
-        observations at the last restart. Random search has no model and never restarts."""
+        observations at the last restart. Random search has no model and never restarts.
+
+        Stalls are counted in rounds of the most jobs this optimizer has had in flight at once
+        (the daemon's max-concurrent once its slots are full): with 50 jobs in flight, ten rounds
+        of 50 results without improvement are what ten results are to a sequential search. A
+        segment never moves back: when more jobs than before are in flight, the larger rounds
+        would place fewer restarts, but one that happened stays."""
         if self.settings.model == RANDOM_SEARCH:
             return 0
         objective = np.where(self.feasible_mask(), np.asarray(self._data.objective, dtype=float), math.nan)
-        return restart_index(objective, self.settings.restart_after, RESTART_EARLIEST_DESIGNS * self.initial_design,
-                             self.settings.budget)
+        start = restart_index(objective, self.settings.restart_after, RESTART_EARLIEST_DESIGNS * self.initial_design,
+                              self.settings.budget, round_size=self._most_in_flight)
+        return max(start, self._segment_start or 0)
 
     @property
     def surrogate_name(self) -> str:
@@ -333,6 +343,7 @@ class Optimizer:
             raise ValueError(f"n: expected a number of points >= 0, got {n!r}")
         start, fits_before = time.perf_counter(), self._fits
         running = self._data.pending_rows(pending)
+        self._most_in_flight = max(self._most_in_flight, len(running) + n)
         if self.settings.model == AUTO:
             self._update_auto_choice(len(running) + n)
         self._follow_restarts()

@@ -8,7 +8,7 @@ from typing import Sequence
 
 # The auto rule's thresholds (measured: see auto_model_choice).
 AUTO_GP_MAX_OBSERVATIONS = 200
-AUTO_GP_MAX_IN_FLIGHT = 20
+AUTO_GP_MAX_IN_FLIGHT = 50
 DEFAULT_RESTART_AFTER = 10
 # No restart before this many initial designs' worth of evaluations (see restart_index).
 RESTART_EARLIEST_DESIGNS = 10
@@ -23,26 +23,35 @@ def auto_model_choice(n_observed: int, n_in_flight: int) -> str:
     suggestion on Hartmann6 at N = 200: 3.3 s against DNGO's 1.4 s, a cold one 25 s) and its fantasies
     condition S x F Cholesky factors of size N + J, while DNGO's cost is nearly flat in N and
     its fantasies are rank-J updates. So the GP is used while N < 200 finished observations and
-    at most 20 jobs are in flight (pending plus the batch being proposed); DNGO from then on.
+    at most 50 jobs are in flight (pending plus the batch being proposed); DNGO from then on.
+    With 50 in flight the GP is still the better model and affordable (batches of 50 on
+    Hartmann6, RESULTS.md "`benchmarks.parallel`": -3.311 against DNGO's -3.266 at 200
+    evaluations, -2.83 against -2.23 at 100; 31 s against 23 s a call of 50).
     """
     if n_observed >= AUTO_GP_MAX_OBSERVATIONS or n_in_flight > AUTO_GP_MAX_IN_FLIGHT:
         return "dngo"
     return "gp"
 
 
-def restart_index(objective: Sequence[float], restart_after: int, earliest: int, budget: int | None) -> int:
+def restart_index(objective: Sequence[float], restart_after: int, earliest: int, budget: int | None,
+                  round_size: int = 1) -> int:
     """Index of the first observation of the current search segment: 0, or where the search last restarted.
 
     ``objective`` (N,) holds the objective of each observation in the order observed, NaN where
-    the job failed or was infeasible. At each count i of observations (0 <= i <= N) the search
-    restarts, starting a segment at i, when all of these hold:
+    the job failed or was infeasible. ``round_size`` is how many jobs the search runs at once: a
+    round of that many results is what one result is to a sequential search (each proposal of a
+    round saw the same results), so the counts below are in rounds. At each count i of
+    observations (0 <= i <= N) the search restarts, starting a segment at i, when all of these hold:
 
-    - none of the segment's last ``restart_after`` observations improved on the segment's best
-      value (``restart_after`` = 0: never restart);
-    - the segment has had ``earliest`` observations (i - its start >= earliest): a search, first
-      or restarted, that is still converging is not interrupted;
-    - ``budget`` is None (no limit) or at least as many evaluations remain as were spent
-      (budget - i >= i): a fresh search then has as much as the stuck one had.
+    - none of the segment's last ``restart_after`` rounds of observations improved on the
+      segment's best value (``restart_after`` = 0: never restart);
+    - the segment has had ``earliest`` rounds of observations: a search, first or restarted,
+      that is still converging is not interrupted;
+    - with a ``budget``, at least as many evaluations remain as were spent (budget - i >= i): a
+      fresh search then has as much as the stuck one had. Without one, the segment has gone
+      longer without improving than it took to find its best (i - last improvement >
+      last improvement - start): a basin that still yields improvements at the pace it did is
+      being refined, not stuck, and with no budget there is time to let it finish.
 
     Why: a model sure of the basin it sits in keeps EI there, however long the search goes on
     (DNGO and the GP alike on Hartmann6, whose second-best basin holds -3.20 against the global
@@ -52,10 +61,11 @@ def restart_index(objective: Sequence[float], restart_after: int, earliest: int,
     """
     if restart_after <= 0:
         return 0
+    stall, earliest = restart_after * round_size, earliest * round_size
     start, best, last_improvement = 0, math.inf, 0
     for i in range(len(objective) + 1):
-        if (i - last_improvement >= restart_after and i - start >= earliest
-                and (budget is None or budget - i >= i)):
+        time_left = (budget - i >= i) if budget is not None else (i - last_improvement > last_improvement - start)
+        if i - last_improvement >= stall and i - start >= earliest and time_left:
             start, best, last_improvement = i, math.inf, i
         if i < len(objective) and objective[i] < best:  # False for NaN
             best, last_improvement = objective[i], i

@@ -64,7 +64,9 @@ class SearchSettings:
         least as many left as were spent (:func:`~spearmint_nn.search.policy.restart_index`).
     restart_after : restart the search after this many observations in a row without improving
         on its best (default 10; 0: never), once ten initial designs' worth have been observed
-        and while half the budget remains.
+        and while half the budget remains (without a budget: once it has gone as long without
+        improving as it took to find its best); with many jobs in flight, counted in rounds of
+        that many observations (:attr:`Optimizer.search_start`).
     torch_threads : if given, ``torch.set_num_threads`` for this process.
     """
 

@@ -6,6 +6,7 @@ import pytest
 
 from spearmint_nn.benchmarks.functions import FUNCTIONS
 from spearmint_nn.benchmarks.parallel import DURATION_SIGMA, run_async, run_batches, summarise, table
+from spearmint_nn.benchmarks.parallel_methods import split_methods
 
 
 class _Timer:
@@ -52,3 +53,8 @@ def test_batches_start_from_the_same_sobol_points_and_summaries_read_them():
     assert [r["method"] for r in rows] == ["ours:model=gp", "sobol"]
     assert rows[0]["best@4"][0] == min(ours["values"][:4]) and "idle_share" not in rows[0]
     assert "ours:model=gp" in table(rows)
+
+
+def test_a_method_list_keeps_our_settings_together():
+    assert split_methods("ours,ours:model=gp,restart_after=0,sobol,ours:fantasies=20") == [
+        "ours", "ours:model=gp,restart_after=0", "sobol", "ours:fantasies=20"]

@@ -142,12 +142,12 @@ def test_every_tenth_proposal_made_beside_pending_jobs_is_a_thompson_sample(exac
 
 
 def test_auto_switching_to_dngo_before_two_results_proposes_without_a_fitted_model():
-    opt = Optimizer(SQUARE, seed=0)  # "auto"; 30 in flight at the start: DNGO before any result
-    batch = opt.suggest(30)
-    assert opt.surrogate_name == "dngo" and len({(p["x"][0], p["y"][0]) for p in batch}) == 30
+    opt = Optimizer(SQUARE, seed=0)  # "auto"; 60 in flight at the start: DNGO before any result
+    batch = opt.suggest(60)
+    assert opt.surrogate_name == "dngo" and len({(p["x"][0], p["y"][0]) for p in batch}) == 60
     opt.observe(batch[0], bowl(batch[0]))  # one value: still nothing to fit
     more = opt.suggest(2, pending=batch[1:])
-    assert len({(p["x"][0], p["y"][0]) for p in batch + more}) == 32
+    assert len({(p["x"][0], p["y"][0]) for p in batch + more}) == 62
 
 
 def twin_of(opt: Optimizer) -> Optimizer:
@@ -257,6 +257,48 @@ def test_a_restart_needs_half_the_budget_left_and_measures_improvement_within_it
     assert restart_index(values, 10, earliest=0, budget=None) == 23
 
 
+def test_restarts_count_in_rounds_of_the_jobs_in_flight():
+    # A batch of 50 that does not improve is one round, not fifty sequential stalls: the same
+    # history restarts after 10 rounds and 10 rounds' worth of `earliest`, not inside a batch.
+    values = [5.0, 4.0, 3.0] + [3.5] * 600
+    assert restart_index(values[:13], 10, earliest=1, budget=None) == 12
+    assert restart_index(values[:500], 10, earliest=1, budget=None, round_size=50) == 0
+    assert restart_index(values, 10, earliest=1, budget=None, round_size=50) == 502  # 2 + 10 x 50
+    assert restart_index(values, 10, earliest=11, budget=None, round_size=50) == 550  # 11 rounds
+    assert restart_index(values, 10, earliest=1, budget=None, round_size=1) == restart_index(values, 10, 1, None)
+
+
+def test_without_a_budget_a_basin_still_improving_at_its_pace_is_not_restarted():
+    # Improvements every 15 evaluations up to 120: the stall of 14 between them never reaches
+    # what it took to find the best, so the basin is refined; once it has gone 120 without
+    # improving, the search restarts.
+    values, best = [], 10.0
+    for i in range(121):
+        best = best - 0.1 if i % 15 == 0 else best
+        values.append(best if i % 15 == 0 else best + 1.0)
+    assert restart_index(values, 10, earliest=20, budget=None) == 0
+    assert restart_index(values + [99.0] * 119, 10, earliest=20, budget=None) == 0
+    assert restart_index(values + [99.0] * 120, 10, earliest=20, budget=None) == 241  # 121 > 120
+    # With a budget the pace does not matter, only what is left of it: the first 10 without
+    # improving after `earliest` (15 to 25) restart.
+    assert restart_index(values[:26], 10, earliest=20, budget=400) == 25
+
+
+def test_the_optimizer_counts_stalls_in_rounds_of_the_most_jobs_it_had_in_flight(exact_gp):
+    space = {"x": {"type": "FLOAT", "min": 0, "max": 1}}  # earliest restart 20 sequentially
+    opt = Optimizer(space, model=exact_gp, seed=0, initial_design=2)
+    for i in range(30):
+        opt.observe({"x": [i / 30]}, 1.0 if i else 0.0)
+    assert opt.search_start == 20
+    batch = Optimizer(space, model=exact_gp, seed=0, initial_design=2)
+    batch.suggest(5)  # 5 in flight: rounds of 5, so the first restart comes at 10 x 5 = 50
+    for p in batch.pending:
+        batch.forget(p)
+    for i in range(30):
+        batch.observe({"x": [i / 30 + 0.001]}, 1.0 if i else 0.0)
+    assert batch.search_start == 0
+
+
 def test_a_stuck_search_restarts_with_a_fresh_model_fitted_only_to_what_follows(exact_gp):
     space = {"x": {"type": "FLOAT", "min": 0, "max": 1}}  # D = 1: initial design 2, earliest restart 20
     opt = Optimizer(space, model=exact_gp, seed=0, initial_design=2)
@@ -265,7 +307,7 @@ def test_a_stuck_search_restarts_with_a_fresh_model_fitted_only_to_what_follows(
     opt.suggest(1)
     stuck_model = opt._model
     assert opt.search_start == 0 and stuck_model.X.shape[0] == 19
-    opt.observe({"x": [0.975]}, 1.0)
+    opt.observe(opt.pending[0], 1.0)
     assert opt.search_start == 20
     opt.suggest(1)
     assert opt._model is not stuck_model and opt._model.X.shape[0] == 0  # fresh, not fitted yet
