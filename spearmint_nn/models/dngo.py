@@ -178,7 +178,7 @@ class SufficientStatistics:
 
 class DNGOPosterior:
     """The predictive distribution of a fitted DNGO, possibly conditioned on fantasies: the
-    state behind a DNGO's ``posterior``, ``fantasize`` and ``sample_f``, not a model.
+    state behind a DNGO's ``posterior``, ``fantasize``, ``sample_f`` and ``sample_paths``, not a model.
 
     Rows of every returned tensor are (hyperparameter sample, fantasy) pairs, sample-major:
     row s * F + f. A plain fit has F = 1. The basis network is the DNGO's (not copied), so a
@@ -234,13 +234,25 @@ class DNGOPosterior:
         values = targets + self.prior_mean(X_pending)[:, None, :]
         return DNGOPosterior(self.net, self.hypers, blr, values.reshape(S * F * n, -1))
 
-    @torch.no_grad()
     def sample_f(self, X: Tensor, generator: torch.Generator) -> Tensor:
         """phi(X) w + eta(X) for one draw w ~ N(m, K^{-1}) of a random row; shape (M,)."""
-        weights = self.blr.sample_weights(1, generator)  # (S, F, 1, D)
-        S, F = weights.shape[:2]
-        s, f = divmod(int(torch.randint(S * F, (1,), generator=generator)), F)
-        return self.features(X) @ weights[s, f, 0] + self.prior_mean(X)[s]
+        return self.sample_paths(X, 1, generator)[0]
+
+    @torch.no_grad()
+    def sample_paths(self, X: Tensor, n: int, generator: torch.Generator) -> Tensor:
+        """n joint draws of f = phi(X) w + eta(X) at X (M, D), shape (n, M), for one basis pass.
+
+        Draw j uses row (r + j) mod R of the R = S * F (sample, fantasy) rows, r random: one
+        draw is a Thompson sample of a random row, and n >= R draws cover the rows evenly (the
+        mixture over hyperparameter samples, with less spread than rows drawn at random).
+        """
+        S, F, D = self.blr.mean.shape
+        R = S * F
+        first = int(torch.randint(R, (1,), generator=generator))
+        rows = (first + torch.arange(n)) % R
+        copies = torch.arange(n) // R  # distinct (row, copy) pairs
+        weights = self.blr.sample_weights(-(-n // R), generator).reshape(R, -1, D)[rows, copies]  # (n, D)
+        return weights @ self.features(X).T + self.prior_mean(X)[rows // F]
 
 
 class DNGO(Surrogate):
@@ -329,6 +341,19 @@ class DNGO(Surrogate):
         """Train the basis (warm-started when possible), then resample the hyperparameters."""
         X, y = self._check(X, y)
         self._fit_basis(X, y)
+        self._fit_regression(X, y)
+
+    def condition(self, X: Tensor, y: Tensor) -> None:
+        """Refit the Bayesian linear regression and resample its hyperparameters on X, y with
+        the basis as it is: new results enter the posterior exactly, for a fraction of a fit's
+        cost (no network training). A model whose basis was never trained is fitted instead."""
+        X, y = self._check(X, y)
+        if not self._trained:
+            self._fit_basis(X, y)
+        self._fit_regression(X, y)
+
+    def _fit_regression(self, X: Tensor, y: Tensor) -> None:
+        """The output layer: hyperparameter chains advanced on the current basis, and the posterior."""
         with torch.no_grad():
             features = torch.cat([self.net.features(X), X.new_ones(len(X), 1)], dim=1)
             stats = SufficientStatistics.of(features, quadratic_features(X), y)
@@ -507,6 +532,10 @@ class DNGO(Surrogate):
     def sample_f(self, X: Tensor, generator: torch.Generator) -> Tensor:
         """See ``DNGOPosterior.sample_f``."""
         return self._fitted().sample_f(X, generator)
+
+    def sample_paths(self, X: Tensor, n: int, generator: torch.Generator) -> Tensor:
+        """See ``DNGOPosterior.sample_paths``."""
+        return self._fitted().sample_paths(X, n, generator)
 
     def warpings(self, grid_size: int = 51) -> dict | None:
         """JSON-able learned warp of the warped columns (``warping.warping_summary`` with one

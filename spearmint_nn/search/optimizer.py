@@ -62,7 +62,8 @@ import torch
 
 from .acquisition import condition_on_pending, make_acquisition
 from .exploration import SobolStream, exploration_point, failure_radius
-from .maximize import KeepAway, maximize, minimize_sample_path
+from .batch_draws import choose_batch
+from .maximize import KeepAway, default_n_candidates, maximize, minimize_sample_path
 from .model_best import ModelBest, model_best
 from .model_setup import SUCCESS, DurationFit, new_constraint_model, new_surrogate
 from .names import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, VALUE_MODEL, check_registry
@@ -85,6 +86,8 @@ check_registry("spearmint_nn.models.kernels.CORRELATIONS", CORRELATIONS, KERNELS
 
 # A surrogate is fitted once this many objective values are finite (standardising needs a spread).
 MIN_VALUES_TO_FIT = 2
+# A batch chosen on joint draws screens the neighbourhoods of this many best observations.
+BATCH_ANCHORS = 5
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,7 @@ class Optimizer:
         # The most jobs in flight at once (pending plus those being proposed) in any proposal so
         # far: the round size restarts count in (search_start).
         self._most_in_flight = 1
+        self._trained_on = 0  # observations the objective model was last fully fitted to
         self.last_fit_seconds: float | None = None
         self.last_suggest_seconds: float | None = None
 
@@ -351,7 +355,7 @@ class Optimizer:
         keep_away = self._keep_away()
         thompson_every = self.settings.thompson_every
         chosen: list[np.ndarray] = []
-        for _ in range(n):
+        while len(chosen) < n:
             avoid = np.asarray(taken + chosen, dtype=float).reshape(-1, self.space.dim)
             n_pending = len(avoid) - self.n_observed
             if self.settings.model == RANDOM_SEARCH:
@@ -364,6 +368,10 @@ class Optimizer:
             else:
                 thompson = n_pending > 0 and thompson_every > 0 and (len(avoid) + 1) % thompson_every == 0
                 x = self._model_proposal(avoid, n_pending, keep_away, thompson)
+                # A model that draws paths cheaply chooses the rest of the batch around this one at once.
+                chosen += [x, *self._batch_from_draws(np.vstack([avoid, x]), n_pending + 1, n - len(chosen) - 1,
+                                                      keep_away)]
+                continue
             chosen.append(x)
         self._data.handed_out += chosen
         predicted = [self._durations.predict(x) for x in chosen]
@@ -390,7 +398,7 @@ class Optimizer:
             log.info("no improvement in %d evaluations: restarting the search at evaluation %d "
                      "(the objective model now sees only what follows)", self.settings.restart_after, start)
             self._model = self._new_surrogate(self.settings.tasks.objective)
-            self._fitted_n = -1
+            self._fitted_n, self._trained_on = -1, 0
         self._segment_start = start
 
     def _seed_draw(self) -> int:
@@ -466,6 +474,34 @@ class Optimizer:
             log.warning("search space exhausted: every valid point has been tried; repeating the best one")
         return proposal.x
 
+    def _batch_from_draws(self, avoid: np.ndarray, n_pending: int, n: int, keep_away: KeepAway | None) -> np.ndarray:
+        """The next n points chosen together on joint posterior draws
+        (:func:`~spearmint_nn.search.batch_draws.choose_batch`), or none (shape (0, dim)) where
+        that does not apply: it needs a fitted model that draws paths cheaply (DNGO; the GP's
+        joint draws cost M^3, so it fantasises point by point), expected improvement as the
+        acquisition, and a feasible observation. ``avoid``'s last n_pending rows are pending.
+
+        The batch's first point, chosen before by maximising EI with gradient refinement, gives
+        it the precision that screening alone lacks near the incumbent; the draws spread the
+        rest (measured in RESULTS.md, "`benchmarks.parallel`")."""
+        none = np.zeros((0, self.space.dim))
+        if n < 1 or self.settings.acquisition != "ei" or not hasattr(self._model, "sample_paths"):
+            return none
+        start = self._segment_start
+        objective = np.asarray(self._data.objective[start:], dtype=float)
+        feasible = np.flatnonzero(self.feasible_mask()[start:])
+        if np.isfinite(objective).sum() < MIN_VALUES_TO_FIT or not len(feasible):
+            return none
+        ranked = feasible[np.argsort(objective[feasible])]
+        every = self.settings.thompson_every  # the rhythm of :meth:`propose`, by position among all jobs
+        thompson = [j for j in range(n) if every and (len(avoid) + j + 1) % every == 0]
+        return choose_batch(
+            self._model, self.space, n, best=float(self._transform(objective[ranked[0]])), avoid=avoid,
+            pending=avoid[len(avoid) - n_pending:], anchors=np.asarray(self._data.X)[start + ranked[:BATCH_ANCHORS]],
+            feasibility=[c for c in self._classifiers.values() if not c.trivial],
+            n_candidates=self.settings.n_candidates or default_n_candidates(self.space.dim),
+            thompson_steps=thompson, seed=self._seed_draw(), keep_away=keep_away)
+
     def _refit_if_needed(self) -> None:
         """Refit the surrogate (on the current segment) and the classifiers (on everything) once
         if observations arrived since the last fit."""
@@ -481,7 +517,16 @@ class Optimizer:
             self._transform = OUTPUT_TRANSFORMS[self._output_transform_name()].fit(y)
             if self._model is None:
                 self._model = self._restore(OBJECTIVE_MODEL, self._new_surrogate(self.settings.tasks.objective))
-            self._model.fit(X[torch.as_tensor(in_segment)], torch.as_tensor(self._transform(y)))
+            X_fit, y_fit = X[torch.as_tensor(in_segment)], torch.as_tensor(self._transform(y))
+            # DNGO absorbs new results into its output layer without training its network. It
+            # trains once per round of results (the most jobs in flight: each result when
+            # sequential, each batch when synchronous), so that on an asynchronous cluster
+            # proposals keep pace with completions.
+            if hasattr(self._model, "condition") and len(y) - self._trained_on < self._most_in_flight:
+                self._model.condition(X_fit, y_fit)
+            else:
+                self._model.fit(X_fit, y_fit)
+                self._trained_on = len(y)
             self._save(OBJECTIVE_MODEL, self._model)
             # A test double or another model may have no warps to report.
             self._warpings = self._model.warpings() if hasattr(self._model, "warpings") else None
@@ -530,7 +575,7 @@ class Optimizer:
         for name in self._classifiers:
             if name != SUCCESS:
                 self._classifiers[name] = self._new_constraint_model(name)
-        self._fitted_n = 0  # fit the new model at the next model proposal
+        self._fitted_n, self._trained_on = 0, 0  # fit the new model at the next model proposal
         if self.state is not None:
             self.state.record_auto_switch(self.n_observed, n_in_flight)
 

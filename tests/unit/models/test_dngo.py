@@ -347,3 +347,35 @@ def test_a_model_saved_with_other_fourier_length_scales_does_not_load():
     with pytest.raises(ValueError, match=r"fourier_length_scales.*\[0\.4\].*\[0\.2, 0\.4\]"):
         DNGO(n_inputs=2, seed=0, n_samples=4).load_state_dict(model.state_dict())
     DNGO(n_inputs=2, seed=1, n_samples=4, fourier_length_scales=[0.4]).load_state_dict(model.state_dict())
+
+
+def test_many_paths_are_joint_draws_spread_evenly_over_the_rows(branin_model):
+    model, _, _, _, _ = branin_model
+    points = torch.tensor([[0.2, 0.7], [0.2001, 0.7], [0.9, 0.1]], dtype=DT)
+    paths = model.sample_paths(points, 4000, torch.Generator().manual_seed(6))
+    assert paths.shape == (4000, 3)
+    mean, var = model.posterior(points, observation_noise=False)
+    # 400 draws of each of the 10 rows: the mixture's mean and variance, to sampling error
+    mixture_mean = mean.mean(0)
+    mixture_var = (var + mean**2).mean(0) - mixture_mean**2
+    z = (paths.mean(0) - mixture_mean) / (mixture_var.sqrt() / math.sqrt(4000))
+    assert z.abs().max() < 4.5
+    torch.testing.assert_close(paths.var(0) / mixture_var, torch.ones(3, dtype=DT), rtol=0, atol=0.12)
+    # each path is one function: next-door points move together, with no noise between them
+    assert (paths[:, 0] - paths[:, 1]).std() < 0.05 * (1.0 / model.state.blr.beta).sqrt().min()
+
+
+def test_conditioning_adds_results_to_the_regression_without_training_the_network():
+    X, y, _, _ = standardised_data(branin, 60, 2, seed=4)
+    model = DNGO(n_inputs=2, seed=0, n_samples=4)
+    model.fit(X[:40], y[:40])
+    weights = {k: v.clone() for k, v in model.net.state_dict().items()}
+    before = model.posterior(X[40:])[0].mean(0)
+    model.condition(X, y)
+    assert all(torch.equal(v, model.net.state_dict()[k]) for k, v in weights.items())  # the same basis
+    after = model.posterior(X[40:])[0].mean(0)
+    # the 20 new results pull the mean to themselves
+    assert (after - y[40:]).abs().mean() < 0.5 * (before - y[40:]).abs().mean()
+    fresh = DNGO(n_inputs=2, seed=0, n_samples=4)
+    fresh.condition(X, y)  # nothing trained yet: a fit
+    assert fresh._trained and fresh.posterior(X)[0].shape == (4, 60)

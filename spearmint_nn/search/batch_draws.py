@@ -1,0 +1,131 @@
+"""Many points at once from joint posterior draws: greedy Monte Carlo q-EI on a candidate set.
+
+With hundreds of jobs in flight, choosing point by point (fantasise the pending jobs, maximise
+EI, repeat) costs one model conditioning and one acquisition maximisation per point. A model
+that draws f jointly at thousands of points for the cost of one pass over them (DNGO: one basis
+pass, then one output-weight draw per path, exact for its Bayesian linear regression; its
+``sample_paths``) lets the whole batch be chosen on one set of draws:
+
+    P joint draws f_1 .. f_P of f at the candidates C and at the pending points;
+    under draw m the incumbent is b_m = min(best observed value, min over pending of f_m);
+    the next point is the x in C with the largest mean_m max(0, b_m - f_m(x)) * P(feasible at x),
+    the gain in Monte Carlo q-EI of adding x to the batch (the sequential greedy q-EI of
+    Ginsbourger et al. 2010 and BoTorch, on a fixed candidate set); then b_m = min(b_m, f_m(x)),
+    and so on.
+
+Each step is one pass over the (P, M) draws, so a batch of 100 costs about as much as scoring
+the candidates once. Pending jobs enter through the same joint draws as the candidates, so a
+point next to a pending job gains little under every draw: the batch spreads where the model
+is unsure and piles up where it is sure, as q-EI does. Candidates are a scrambled Sobol set plus
+perturbations of the best observations (:func:`~spearmint_nn.search.maximize.screening_set`),
+not refined by gradient: the resolution near good points comes from those perturbations.
+"""
+from __future__ import annotations
+
+import math
+from typing import Protocol, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .acquisition import FeasibilityModel, log_probability_of_feasibility
+from .maximize import KeepAway, point_keys, screening_set
+from .space import Space
+
+#: Joint draws of f a batch is chosen on: enough that a gain of 1% of the spread is resolved.
+DEFAULT_PATHS = 256
+
+
+class PathSampler(Protocol):
+    """A model that draws f jointly at many points cheaply (``DNGO.sample_paths``)."""
+
+    def sample_paths(self, X: Tensor, n: int, generator: torch.Generator) -> Tensor:
+        """n joint draws of f at X (M, D), shape (n, M)."""
+
+
+def greedy_q_ei(paths: Tensor, incumbent: Tensor, q: int, log_feasibility: Tensor | None = None,
+                thompson_steps: Sequence[int] = ()) -> list[int]:
+    """Indices of q distinct candidates chosen greedily by their gain in Monte Carlo q-EI.
+
+    Parameters
+    ----------
+    paths : (P, M) joint draws of f at the M candidates (standardised units, minimised).
+    incumbent : (P,) the best value under each draw before the batch (observed and pending).
+    q : how many to choose, at most M.
+    log_feasibility : (M,) log P(every constraint satisfied) per candidate, or None.
+    thompson_steps : the steps (0-based) whose point is instead the lowest free candidate of
+        draw ``step mod P``, a Thompson sample (with constraints, among the candidates at least
+        as likely feasible as not, where there are any): q-EI piles a batch into the basin the
+        model is sure of, a Thompson sample explores in proportion to the chance that a region
+        holds the minimum (the optimizer's ``thompson_every``).
+
+    Where no candidate gains under any draw (a search sure of its optimum), the one whose draws
+    lie least above the incumbent on average is taken, so the batch still sits where f is lowest.
+    """
+    best = incumbent.clone()
+    taken = torch.zeros(paths.shape[1], dtype=torch.bool)
+    weight = torch.zeros(paths.shape[1], dtype=paths.dtype) if log_feasibility is None else log_feasibility
+    likely = weight >= math.log(0.5)
+    chosen: list[int] = []
+    for step in range(min(q, paths.shape[1])):
+        if step in thompson_steps:
+            excluded = taken | ~likely if (likely & ~taken).any() else taken
+            index = int(torch.argmin(paths[step % len(paths)].masked_fill(excluded, torch.inf)))
+            chosen.append(index)
+            taken[index] = True
+            best = torch.minimum(best, paths[:, index])
+            continue
+        shortfall = best[:, None] - paths  # (P, M), > 0 where the candidate improves under a draw
+        gain = shortfall.clamp_min(0.0).mean(0) * weight.exp()
+        score = gain if (gain[~taken] > 0).any() else shortfall.mean(0) + weight
+        score = score.masked_fill(taken, -torch.inf)
+        index = int(torch.argmax(score))
+        chosen.append(index)
+        taken[index] = True
+        best = torch.minimum(best, paths[:, index])
+    return chosen
+
+
+def choose_batch(
+    model: PathSampler,
+    space: Space,
+    q: int,
+    *,
+    best: float,
+    avoid: np.ndarray,
+    pending: np.ndarray,
+    anchors: np.ndarray,
+    feasibility: Sequence[FeasibilityModel] = (),
+    n_candidates: int,
+    n_paths: int = DEFAULT_PATHS,
+    thompson_steps: Sequence[int] = (),
+    seed: int,
+    keep_away: KeepAway | None = None,
+) -> np.ndarray:
+    """Up to q free valid points (encoded rows, (k, dim), k <= q; fewer only when fewer free
+    candidates exist) chosen by :func:`greedy_q_ei` on ``n_paths`` joint draws of the model.
+
+    ``best`` is the observed incumbent in the model's units; ``avoid`` (K, dim) the taken points
+    (finished, failed, pending); ``pending`` (J, dim) the jobs in flight, whose draws set each
+    draw's incumbent; ``anchors`` (A, dim) the points whose neighbourhoods are screened too;
+    ``thompson_steps`` as in :func:`greedy_q_ei`.
+    """
+    rng = np.random.default_rng(seed)
+    candidates, free, _ = screening_set(space, set(point_keys(avoid)), anchors, n_candidates, rng, keep_away)
+    candidates = candidates[free]
+    if not len(candidates):
+        return candidates
+    X = torch.as_tensor(np.concatenate([candidates, pending.reshape(-1, space.dim)]), dtype=torch.float64)
+    generator = torch.Generator().manual_seed(int(rng.integers(2**31)))
+    paths = model.sample_paths(X, n_paths, generator)
+    at_candidates, at_pending = paths[:, :len(candidates)], paths[:, len(candidates):]
+    incumbent = torch.full((n_paths,), float(best), dtype=torch.float64)
+    if at_pending.shape[1] and not feasibility:
+        # With constraints a pending job may turn out infeasible: it does not lower the incumbent.
+        incumbent = torch.minimum(incumbent, at_pending.min(1).values)
+    log_feasibility = None
+    if feasibility:
+        with torch.no_grad():
+            log_feasibility = log_probability_of_feasibility(feasibility, X[:len(candidates)])
+    return candidates[greedy_q_ei(at_candidates, incumbent, q, log_feasibility, thompson_steps)]
