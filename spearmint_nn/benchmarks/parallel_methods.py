@@ -9,7 +9,8 @@ what a user would pick instead, each in the loop its documentation teaches:
 - ``botorch-qlognei``: BoTorch's ``SingleTaskGP`` with ``qLogNoisyExpectedImprovement``, the
   running jobs as ``X_pending``, ``optimize_acqf`` sequential greedy over the q points;
 - ``botorch-ts``: BoTorch's Thompson sampling, ``MaxPosteriorSampling`` on 2000 Sobol candidates;
-- ``optuna-gp``: Optuna's ``GPSampler``, each ask made while the earlier asks still run;
+- ``optuna-gp``: Optuna's ``GPSampler``, each ask made while the earlier asks (and the running
+  jobs it did not propose, as RUNNING trials) still run;
 - ``optuna-tpe``: Optuna's TPE with the constant liar.
 
 The references are optional (``pip install -e '.[reference]'``); a missing one raises
@@ -144,9 +145,15 @@ class OptunaMethod:
         self.study = optuna.create_study(sampler=sampler)
         self._names = [f"u{i}" for i in range(space.dim)]
         self._distributions = {name: optuna.distributions.FloatDistribution(0.0, 1.0) for name in self._names}
-        self._trials: dict[int, Any] = {}  # id(params) -> the running trial that proposed them
+        self._trials: dict[int, Any] = {}  # id(params) -> its running trial (or that trial's number)
 
     def propose(self, n: int, running: Sequence[Params]) -> list[Params]:
+        for params in running:  # jobs it did not propose (the shared initial design) run too
+            if id(params) not in self._trials:
+                self.study.add_trial(self._optuna.trial.create_trial(
+                    params=self._unit_params(params), distributions=self._distributions,
+                    state=self._optuna.trial.TrialState.RUNNING))
+                self._trials[id(params)] = self.study.trials[-1].number
         points = []
         for _ in range(n):
             trial = self.study.ask(self._distributions)
@@ -161,10 +168,13 @@ class OptunaMethod:
         if trial is not None:
             self.study.tell(trial, value)
             return
-        unit = self.space.encode([params])[0]  # the shared initial design: a finished trial
+        # the shared initial design, never seen running: a finished trial
         self.study.add_trial(self._optuna.trial.create_trial(
-            params={name: float(np.clip(u, 0.0, 1.0)) for name, u in zip(self._names, unit)},
-            distributions=self._distributions, value=value))
+            params=self._unit_params(params), distributions=self._distributions, value=value))
+
+    def _unit_params(self, params: Params) -> dict[str, float]:
+        unit = self.space.encode([params])[0]
+        return {name: float(np.clip(u, 0.0, 1.0)) for name, u in zip(self._names, unit)}
 
 
 def make_method(name: str, space: Space, seed: int, budget: int, initial: int) -> Method:

@@ -4,17 +4,21 @@ Each (model, N, J) point runs in a fresh Python process, so that its peak reside
 (``ru_maxrss``) belongs to that point alone. In the process: N uniformly random points of
 Hartmann6 (D = 6) are observed, a first ``suggest`` fits the model from scratch (the cold fit,
 reported but not the measured quantity), one more observation arrives, and the measured call
-is the next ``suggest(1, pending=J points)``: a warm-started refit plus the acquisition with F
-fantasies (the optimizer's default) of the J pending outcomes. That is the daemon's steady
-state: every completion is one more observation and one such call.
+is the next ``suggest(B, pending=J points)`` (B = ``--batch``, 1 by default): a warm refit plus
+the acquisition with the J pending outcomes. That is the daemon's steady state: every completion
+is one more observation and one such call. With J + B jobs in flight, one more observation is
+less than a round of them, so DNGO conditions its output layer on it without training its
+network (``Optimizer``, "once per round of results").
 
-The GP baseline runs the same points where it finishes within ``--gp-timeout`` seconds (a
-larger N is skipped once a smaller one timed out); its time and memory are shown as ratios to
-DNGO's.
+The GP baseline, and the reference methods ``optuna-gp`` and ``botorch-qlognei`` of the parallel
+benchmark (the `reference` extra; the same steps through their own loops, the J jobs running as
+Optuna RUNNING trials or BoTorch's X_pending), run the same points where they finish within
+``--gp-timeout`` seconds (a larger N is skipped once a smaller one timed out); their time and
+memory are shown as ratios to DNGO's.
 
     python -m spearmint_nn.benchmarks.scale [--sizes 500,2000,5000,10000] [--pending 0,100,800]
-        [--models dngo,gp] [--gp-sizes 500,2000] [--gp-pending 0,100,800] [--gp-timeout 300]
-        [--json out.json]
+        [--models dngo,gp,optuna-gp,botorch-qlognei] [--gp-sizes 500,2000] [--gp-pending 0,100,800]
+        [--gp-timeout 300] [--batch 1] [--json out.json]
 
 Times are given as wall clock and as the process's CPU time: torch runs one thread, so on a
 shared machine the CPU time is what the same call takes on an idle core.
@@ -38,10 +42,13 @@ from .functions import FUNCTIONS
 DEFAULT_SIZES = (500, 2000, 5000, 10000)
 DEFAULT_PENDING = (0, 100, 800)
 PROBLEM = "hartmann6"
+# Reference methods a point can be measured for (from the `reference` extra), like the GP.
+REFERENCES = ("optuna-gp", "botorch-qlognei")
 
 
-def measure_point(model: str, n: int, n_pending: int, seed: int = 0) -> dict[str, Any]:
-    """Run one point in this process (call it in a fresh one); seconds and MiB."""
+def measure_point(model: str, n: int, n_pending: int, batch: int = 1, seed: int = 0) -> dict[str, Any]:
+    """Run one point in this process (call it in a fresh one): the measured call proposes ``batch``
+    points; seconds and MiB."""
     import torch
 
     from ..search.optimizer import Optimizer
@@ -50,6 +57,8 @@ def measure_point(model: str, n: int, n_pending: int, seed: int = 0) -> dict[str
     problem = FUNCTIONS[PROBLEM]
     rng = np.random.default_rng(seed)
     X = rng.random((n + 1 + n_pending, problem.dim))
+    if model in REFERENCES:
+        return measure_reference(model, X, n, batch, seed)
     opt = Optimizer(problem.variables, model=model, seed=seed, restart_after=0)  # fit on all n
     for x in X[:n]:
         opt.observe({"x": x}, problem({"x": x}))
@@ -60,12 +69,37 @@ def measure_point(model: str, n: int, n_pending: int, seed: int = 0) -> dict[str
     pending = [{"x": x} for x in X[n + 1:]]
     rss_before = _current_rss_mib()
     start, cpu = time.perf_counter(), time.process_time()
-    opt.suggest(1, pending=pending)
+    opt.suggest(batch, pending=pending)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     fit = opt.last_fit_seconds or 0.0
-    return {"model": model, "n": n, "pending": n_pending, "fantasies": opt.settings.fantasies,
+    return {"model": model, "n": n, "pending": n_pending, "batch": batch, "fantasies": opt.settings.fantasies,
             "suggest_s": seconds, "suggest_cpu_s": cpu, "fit_s": fit, "acquisition_s": seconds - fit, "cold_suggest_s": cold,
             "rss_before_mib": rss_before, "peak_rss_mib": _peak_rss_mib()}
+
+
+def measure_reference(name: str, X: np.ndarray, n: int, batch: int, seed: int) -> dict[str, Any]:
+    """:func:`measure_point` for a reference method of the parallel benchmark, through the same
+    interface (:mod:`spearmint_nn.benchmarks.parallel_methods`) and the same steps: the first N
+    rows of X observed, a cold proposal, one more observation, then the measured proposal of
+    ``batch`` points with the remaining rows running (Optuna: RUNNING trials; BoTorch: X_pending)."""
+    from ..search.space import Space
+    from .parallel_methods import make_method
+
+    problem = FUNCTIONS[PROBLEM]
+    method = make_method(name, Space.from_config(problem.variables), seed, len(X) + 1, 0)
+    for x in X[:n]:
+        method.observe({"x": x}, problem({"x": x}))
+    start = time.perf_counter()
+    method.propose(1, [])
+    cold = time.perf_counter() - start
+    method.observe({"x": X[n]}, problem({"x": X[n]}))
+    running = [{"x": x} for x in X[n + 1:]]
+    rss_before = _current_rss_mib()
+    start, cpu = time.perf_counter(), time.process_time()
+    method.propose(batch, running)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {"model": name, "n": n, "pending": len(running), "batch": batch, "suggest_s": seconds, "suggest_cpu_s": cpu,
+            "cold_suggest_s": cold, "rss_before_mib": rss_before, "peak_rss_mib": _peak_rss_mib()}
 
 
 def _peak_rss_mib() -> float:
@@ -77,21 +111,22 @@ def _current_rss_mib() -> float:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def run_point(model: str, n: int, n_pending: int, timeout: float) -> dict[str, Any]:
+def run_point(model: str, n: int, n_pending: int, batch: int, timeout: float) -> dict[str, Any]:
     """:func:`measure_point` in a fresh process; ``{"timeout": True}`` if it did not finish."""
-    command = [sys.executable, "-m", "spearmint_nn.benchmarks.scale", "--point", model, str(n), str(n_pending)]
+    command = [sys.executable, "-m", "spearmint_nn.benchmarks.scale", "--point", model, str(n), str(n_pending),
+               str(batch)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
-        return {"model": model, "n": n, "pending": n_pending, "timeout": True, "limit_s": timeout}
+        return {"model": model, "n": n, "pending": n_pending, "batch": batch, "timeout": True, "limit_s": timeout}
     if done.returncode != 0:
         raise RuntimeError(f"point {model} N={n} J={n_pending} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def run(models: list[str], sizes: list[int], pendings: list[int], gp_sizes: list[int], gp_pendings: list[int],
-        gp_timeout: float, dngo_timeout: float) -> list[dict[str, Any]]:
+        gp_timeout: float, dngo_timeout: float, batch: int = 1) -> list[dict[str, Any]]:
     results = []
     for model in models:
         limit = dngo_timeout if model == "dngo" else gp_timeout
@@ -99,10 +134,10 @@ def run(models: list[str], sizes: list[int], pendings: list[int], gp_sizes: list
             timed_out = False
             for n in sorted(sizes if model == "dngo" else gp_sizes):
                 if timed_out:  # a larger N cannot finish where a smaller one did not
-                    results.append({"model": model, "n": n, "pending": n_pending, "timeout": True,
+                    results.append({"model": model, "n": n, "pending": n_pending, "batch": batch, "timeout": True,
                                     "skipped": True, "limit_s": limit})
                     continue
-                point = run_point(model, n, n_pending, limit)
+                point = run_point(model, n, n_pending, batch, limit)
                 timed_out = bool(point.get("timeout"))
                 results.append(point)
                 print(_point_line(point), file=sys.stderr, flush=True)
@@ -110,21 +145,22 @@ def run(models: list[str], sizes: list[int], pendings: list[int], gp_sizes: list
 
 
 def _point_line(p: dict[str, Any]) -> str:
-    head = f"{p['model']:>5} N={p['n']:>6} J={p['pending']:>4}"
+    head = f"{p['model']:>15} N={p['n']:>6} J={p['pending']:>4}"
     if p.get("timeout"):
         return f"{head}  did not finish within {p['limit_s']:g} s" + (" (skipped)" if p.get("skipped") else "")
-    return (f"{head}  suggest {p['suggest_s']:7.2f} s ({p['suggest_cpu_s']:.2f} s CPU; fit {p['fit_s']:.2f}, acquisition {p['acquisition_s']:.2f})"
+    parts = f"; fit {p['fit_s']:.2f}, acquisition {p['acquisition_s']:.2f}" if "fit_s" in p else ""
+    return (f"{head}  suggest {p['suggest_s']:7.2f} s ({p['suggest_cpu_s']:.2f} s CPU{parts})"
             f"  peak {p['peak_rss_mib']:7.0f} MiB  (cold first suggest {p['cold_suggest_s']:.1f} s)")
 
 
 def table(results: list[dict[str, Any]]) -> str:
     """Markdown table: one row per (N, J), DNGO's numbers and the GP's as ratios to them."""
     by_key = {(r["model"], r["n"], r["pending"]): r for r in results}
-    has_gp = any(r["model"] != "dngo" for r in results)
+    others = list(dict.fromkeys(r["model"] for r in results if r["model"] != "dngo"))
     head = "| N | J | suggest, wall (s) | suggest, CPU (s) | refit, wall (s) | acquisition, wall (s) | peak RSS (MiB) |"
     rule = "|---|---|---|---|---|---|---|"
-    if has_gp:
-        head += " GP / DNGO time | GP / DNGO memory |"
+    for other in others:
+        head += f" {other} / DNGO time | {other} / DNGO memory |"
         rule += "---|---|"
     lines = [head, rule]
     for (model, n, n_pending), r in sorted(by_key.items(), key=lambda kv: (kv[0][2], kv[0][1])):
@@ -133,15 +169,15 @@ def table(results: list[dict[str, Any]]) -> str:
         cells = ([f"{r['suggest_s']:.2f}", f"{r['suggest_cpu_s']:.2f}", f"{r['fit_s']:.2f}", f"{r['acquisition_s']:.2f}", f"{r['peak_rss_mib']:.0f}"]
                  if not r.get("timeout") else ["> " + f"{r['limit_s']:g}", "", "", "", ""])
         row = f"| {n} | {n_pending} | " + " | ".join(cells) + " |"
-        if has_gp:
-            gp = next((v for (m, nn, jj), v in by_key.items() if m != "dngo" and nn == n and jj == n_pending), None)
-            if gp is None:
+        for other in others:
+            o = by_key.get((other, n, n_pending))
+            if o is None or (r.get("timeout") and not o.get("timeout")):
                 row += " | |"
-            elif gp.get("timeout") or r.get("timeout"):
-                row += f" did not finish in {gp['limit_s']:g} s | |" if gp.get("timeout") else " | |"
+            elif o.get("timeout"):
+                row += f" did not finish in {o['limit_s']:g} s | |"
             else:
-                row += (f" {gp['suggest_cpu_s'] / r['suggest_cpu_s']:.1f} (CPU) |"
-                        f" {gp['peak_rss_mib'] / r['peak_rss_mib']:.2f} |")
+                row += (f" {o['suggest_cpu_s'] / r['suggest_cpu_s']:.1f} (CPU) |"
+                        f" {o['peak_rss_mib'] / r['peak_rss_mib']:.2f} |")
         lines.append(row)
     return "\n".join(lines)
 
@@ -171,17 +207,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gp-timeout", type=float, default=300.0, help="seconds per GP point before giving up")
     parser.add_argument("--dngo-timeout", type=float, default=600.0, help="seconds per DNGO point before giving up")
     parser.add_argument("--json", help="write the raw results here")
-    parser.add_argument("--point", nargs=3, metavar=("MODEL", "N", "J"), help=argparse.SUPPRESS)
+    parser.add_argument("--batch", type=int, default=1, help="points the measured call proposes")
+    parser.add_argument("--point", nargs=4, metavar=("MODEL", "N", "J", "BATCH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.point:
-        model, n, n_pending = args.point
-        print(json.dumps(measure_point(model, int(n), int(n_pending))))
+        model, n, n_pending, batch = args.point
+        print(json.dumps(measure_point(model, int(n), int(n_pending), int(batch))))
         return 0
     load_before = os.getloadavg()
     start = time.time()
     results = run(args.models.split(","), [int(v) for v in args.sizes.split(",")],
                   [int(v) for v in args.pending.split(",")], [int(v) for v in args.gp_sizes.split(",")],
-                  [int(v) for v in args.gp_pending.split(",")], args.gp_timeout, args.dngo_timeout)
+                  [int(v) for v in args.gp_pending.split(",")], args.gp_timeout, args.dngo_timeout, args.batch)
     machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "processor": platform.processor(),
                "load_average_before": load_before, "load_average_after": os.getloadavg(),
                "wall_s": time.time() - start, "torch_threads": 1}

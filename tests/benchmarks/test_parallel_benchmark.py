@@ -1,6 +1,8 @@
 """The parallel benchmark's bookkeeping: the simulated clock, the idle share, shared starts."""
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -58,3 +60,25 @@ def test_batches_start_from_the_same_sobol_points_and_summaries_read_them():
 def test_a_method_list_keeps_our_settings_together():
     assert split_methods("ours,ours:model=gp,restart_after=0,sobol,ours:fantasies=20") == [
         "ours", "ours:model=gp,restart_after=0", "sobol", "ours:fantasies=20"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("optuna") is None,
+                    reason="needs the optional reference extra: pip install -e '.[reference]'")
+def test_optuna_sees_the_jobs_it_did_not_propose_as_running_until_they_finish():
+    import optuna
+
+    from spearmint_nn.benchmarks.parallel_methods import make_method
+    from spearmint_nn.search.space import Space
+
+    problem = FUNCTIONS["hartmann6"]
+    space = Space.from_config(problem.variables)
+    method = make_method("optuna-tpe", space, 0, 100, 10)
+    design = space.decode(space.sobol(20, seed=0))
+    for params in design[:10]:
+        method.observe(params, problem(params))
+    proposed = method.propose(2, design[10:])
+    running = optuna.trial.TrialState.RUNNING
+    assert len(method.study.get_trials(states=(running,))) == 12  # 10 foreign, 2 asked
+    for params in design[10:] + proposed:
+        method.observe(params, problem(params))
+    assert not method.study.get_trials(states=(running,)) and len(method.study.trials) == 22

@@ -1,0 +1,30 @@
+"""The scale benchmark's reference points: measured through the parallel benchmark's methods, with
+the same steps as ours, and shown as ratios to DNGO."""
+import importlib.util
+
+import pytest
+
+from spearmint_nn.benchmarks.scale import measure_point, table
+
+HAVE_OPTUNA = importlib.util.find_spec("optuna") is not None
+
+
+def point(model, n, j, cpu, rss=400.0):
+    return {"model": model, "n": n, "pending": j, "suggest_s": cpu, "suggest_cpu_s": cpu, "fit_s": 0.5 * cpu,
+            "acquisition_s": 0.5 * cpu, "peak_rss_mib": rss, "cold_suggest_s": 2 * cpu}
+
+
+def test_every_other_method_gets_its_own_ratio_columns():
+    results = [point("dngo", 2000, 100, 1.5), point("optuna-gp", 2000, 100, 30.0, 800.0),
+               {"model": "botorch-qlognei", "n": 2000, "pending": 100, "timeout": True, "limit_s": 300}]
+    text = table(results)
+    assert "optuna-gp / DNGO time" in text and "botorch-qlognei / DNGO time" in text
+    row = text.splitlines()[2]
+    assert "20.0 (CPU)" in row and "2.00" in row and "did not finish in 300 s" in row
+
+
+@pytest.mark.skipif(not HAVE_OPTUNA, reason="needs the optional reference extra: pip install -e '.[reference]'")
+def test_a_reference_point_runs_the_same_steps_with_its_jobs_running():
+    measured = measure_point("optuna-gp", 20, 4)
+    assert measured["model"] == "optuna-gp" and measured["n"] == 20 and measured["pending"] == 4
+    assert measured["suggest_s"] > 0 and measured["peak_rss_mib"] > 0
