@@ -48,10 +48,14 @@ SUBMIT_RETRY_S = 2.0           # wait before the first resubmission after a tran
 SUBMIT_RETRY_MAX_S = 600.0     # the wait doubles per failed attempt up to this
 MAX_SUBMIT_ATTEMPTS = 10       # transient submit failures of one job before it fails
 MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the daemon gives up
-# Points asked of the optimizer at once. A model proposes them one after another (~1 s each), so
+# Points asked of the optimizer at once. The GP proposes them one after another (~1 s each), so
 # 800 free slots asked in one call would start no job for minutes; in chunks the first jobs start
-# after a few seconds, and each later chunk treats the earlier ones as pending all the same.
+# after a few seconds, and each later chunk treats the earlier ones as pending all the same. DNGO
+# chooses a batch at once (~0.01 s a point): asked 10 at a time it would fall behind a large
+# cluster's completions. So a chunk is as many points as the last proposal's pace fits into
+# PROPOSAL_SECONDS, and at least PROPOSAL_CHUNK.
 PROPOSAL_CHUNK = 10
+PROPOSAL_SECONDS = 5.0
 
 
 # ---- shared by the daemon and the CLI --------------------------------------------------------
@@ -352,7 +356,9 @@ class Daemon:
         proposer = self._proposer
         if proposer.busy or self._stop_signal is not None:
             return
-        n = min(self._free_slots(), PROPOSAL_CHUNK)
+        pace = proposer.seconds_per_point
+        chunk = PROPOSAL_CHUNK if pace is None else max(PROPOSAL_CHUNK, int(PROPOSAL_SECONDS / max(pace, 1e-3)))
+        n = min(self._free_slots(), chunk)
         if n > 0:
             in_flight = [job.params for job in self.store.jobs((JobState.PENDING, JobState.RUNNING))]
             proposer.request(n, in_flight)

@@ -62,6 +62,8 @@ class Proposer:
         self._error: BaseException | None = None
         self._busy = self._closed = False
         self._segment_start = 0  # the optimizer's search segment last reported (Suggestion.segment_start)
+        #: Seconds the last proposal took per point, refit excluded (None before the first).
+        self.seconds_per_point: float | None = None
         self._thread = threading.Thread(target=self._work, name="proposer", daemon=True)
         self._thread.start()
 
@@ -132,6 +134,7 @@ class Proposer:
                     self._optimizer.forget(params)
                 fields = _proposal_fields(suggestion)
                 self._report(suggestion, n, len(pending))
+                self.seconds_per_point = (suggestion.seconds - (suggestion.refit_seconds or 0.0)) / max(1, n)
                 model_best = self._model_best()
                 error = None
             except BaseException as exc:  # reported by the main thread through take()
@@ -187,8 +190,8 @@ class Proposer:
         if start != self._segment_start:  # a restart, or one found on replay
             self._segment_start = start
             self._reporter.event("restart", f"the search restarted at evaluation {start}: no improvement in "
-                                 f"{self._optimizer.settings.restart_after} evaluations; the objective model now "
-                                 f"sees only the evaluations since", evaluation=start)
+                                 f"{self._optimizer.settings.restart_after} evaluations (rounds of the jobs in "
+                                 f"flight); the objective model now sees only the evaluations since", evaluation=start)
         self._write_warpings(suggestion.warpings)
 
     def _write_warpings(self, warpings: dict[str, Any] | None) -> None:

@@ -88,6 +88,18 @@ def test_branin_two_concurrent_jobs_to_twenty(make_experiment):
     assert f"(job {best['id']})" in human and "20 complete" in human
 
 
+def test_a_fast_optimizer_fills_every_free_slot_in_one_proposal(make_experiment):
+    # The first proposal asks for 10 (the pace is not known yet); Sobol takes far less than 5 s
+    # for 30 points, so the next asks for every free slot at once instead of 10 at a time.
+    folder = make_experiment(quick_config(**{"max-finished-jobs": 40, "max-concurrent": 40}))
+    result = cli("run", folder, timeout=600)
+    assert result.returncode == 0, result.stderr
+    sizes = [int(line.split("suggested ")[1].split()[0])
+             for line in (folder / ".spearmint" / "daemon.log").read_text().splitlines() if " suggested " in line]
+    assert sizes == [10, 30]
+    assert len(all_jobs(folder)) == 40
+
+
 SLOW_COUNTING_WRAPPER = """
 import math
 import time
