@@ -523,8 +523,10 @@ class Optimizer:
             # DNGO absorbs new results into its output layer without training its network. It
             # trains once per round of results (the most jobs in flight: each result when
             # sequential, each batch when synchronous), so that on an asynchronous cluster
-            # proposals keep pace with completions.
-            if hasattr(self._model, "condition") and len(y) - self._trained_on < self._most_in_flight:
+            # proposals keep pace with completions; and whenever the data have doubled, so that
+            # a basis trained on the first few results of 800 is not kept for the next 800.
+            since = len(y) - self._trained_on
+            if hasattr(self._model, "condition") and since < min(self._most_in_flight, max(1, self._trained_on)):
                 self._model.condition(X_fit, y_fit)
             else:
                 self._model.fit(X_fit, y_fit)

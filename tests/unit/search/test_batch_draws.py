@@ -111,3 +111,14 @@ def test_dngo_trains_its_network_once_per_round_of_results_and_conditions_in_bet
         sequential.observe(p, bowl(p))
     sequential.suggest(1)
     assert trainings == [20, 21, 22]  # one at a time: every result is a round
+    trainings.clear()
+    wide = Optimizer(space, model="dngo", seed=0, model_options={"n_samples": 2, "train_steps": 100,
+                                                                 "lbfgs_steps": 50, "lbfgs_warm_steps": 20})
+    for x, y in rng.random((10, 2)):
+        wide.observe({"x": [x], "y": [y]}, (x - 0.3) ** 2 + (y - 0.6) ** 2)
+    running = wide.suggest(40)  # rounds of 40, but the data double first: trained at 10, then 20
+    for count in (5, 5):
+        for p in running[:count]:
+            wide.observe(p, bowl(p))
+        running = running[count:] + wide.suggest(count)
+    assert trainings == [10, 20]
