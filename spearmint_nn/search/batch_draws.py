@@ -99,7 +99,7 @@ def choose_batch(
     feasibility: Sequence[FeasibilityModel] = (),
     n_candidates: int,
     n_paths: int = DEFAULT_PATHS,
-    thompson_steps: Sequence[int] = (),
+    thompson_every: int = 0,
     seed: int,
     keep_away: KeepAway | None = None,
 ) -> np.ndarray:
@@ -108,8 +108,9 @@ def choose_batch(
 
     ``best`` is the observed incumbent in the model's units; ``avoid`` (K, dim) the taken points
     (finished, failed, pending); ``pending`` (J, dim) the jobs in flight, whose draws set each
-    draw's incumbent; ``anchors`` (A, dim) the points whose neighbourhoods are screened too;
-    ``thompson_steps`` as in :func:`greedy_q_ei`.
+    draw's incumbent; ``anchors`` (A, dim) the points whose neighbourhoods are screened too.
+    Every ``thompson_every``-th job (by position among all jobs, the taken ones first, as in
+    ``Optimizer.propose``; 0: none) is a Thompson sample (:func:`greedy_q_ei`).
     """
     rng = np.random.default_rng(seed)
     candidates, free, _ = screening_set(space, set(point_keys(avoid)), anchors, n_candidates, rng, keep_away)
@@ -128,4 +129,5 @@ def choose_batch(
     if feasibility:
         with torch.no_grad():
             log_feasibility = log_probability_of_feasibility(feasibility, X[:len(candidates)])
+    thompson_steps = [j for j in range(q) if thompson_every and (len(avoid) + j + 1) % thompson_every == 0]
     return candidates[greedy_q_ei(at_candidates, incumbent, q, log_feasibility, thompson_steps)]

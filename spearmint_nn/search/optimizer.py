@@ -495,14 +495,12 @@ class Optimizer:
         if np.isfinite(objective).sum() < MIN_VALUES_TO_FIT or not len(feasible):
             return none
         ranked = feasible[np.argsort(objective[feasible])]
-        every = self.settings.thompson_every  # the rhythm of :meth:`propose`, by position among all jobs
-        thompson = [j for j in range(n) if every and (len(avoid) + j + 1) % every == 0]
         return choose_batch(
             self._model, self.space, n, best=float(self._transform(objective[ranked[0]])), avoid=avoid,
             pending=avoid[len(avoid) - n_pending:], anchors=np.asarray(self._data.X)[start + ranked[:BATCH_ANCHORS]],
             feasibility=[c for c in self._classifiers.values() if not c.trivial],
             n_candidates=self.settings.n_candidates or default_n_candidates(self.space.dim),
-            thompson_steps=thompson, seed=self._seed_draw(), keep_away=keep_away)
+            thompson_every=self.settings.thompson_every, seed=self._seed_draw(), keep_away=keep_away)
 
     def _refit_if_needed(self) -> None:
         """Refit the surrogate (on the current segment) and the classifiers (on everything) once
