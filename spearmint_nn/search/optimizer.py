@@ -186,7 +186,7 @@ class Optimizer:
         # The most jobs in flight at once (pending plus those being proposed) in any proposal so
         # far: the round size restarts count in (search_start).
         self._most_in_flight = 1
-        self._trained_on = 0  # observations the objective model was last fully fitted to
+        self._trained_on = 0  # observations (failures too) in the segment when its network was last trained
         self.last_fit_seconds: float | None = None
         self.last_suggest_seconds: float | None = None
 
@@ -523,12 +523,15 @@ class Optimizer:
             # sequential, each batch when synchronous), so that on an asynchronous cluster
             # proposals keep pace with completions; and whenever the data have doubled, so that
             # a basis trained on the first few results of 800 is not kept for the next 800.
-            since = len(y) - self._trained_on
+            # Failed jobs count as results: a sequential run that conditions after a crash keeps
+            # its basis and proposes beside the crash again (measured on crash_region).
+            n_segment = len(objective) - self._segment_start
+            since = n_segment - self._trained_on
             if hasattr(self._model, "condition") and since < min(self._most_in_flight, max(1, self._trained_on)):
                 self._model.condition(X_fit, y_fit)
             else:
                 self._model.fit(X_fit, y_fit)
-                self._trained_on = len(y)
+                self._trained_on = n_segment
             self._save(OBJECTIVE_MODEL, self._model)
             # A test double or another model may have no warps to report.
             self._warpings = self._model.warpings() if hasattr(self._model, "warpings") else None

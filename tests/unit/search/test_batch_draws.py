@@ -109,8 +109,9 @@ def test_dngo_trains_its_network_once_per_round_of_results_and_conditions_in_bet
     for _ in range(2):
         p = sequential.suggest(1)[0]
         sequential.observe(p, bowl(p))
+    sequential.observe(sequential.suggest(1)[0], float("nan"))  # a crash is a result of the round too
     sequential.suggest(1)
-    assert trainings == [20, 21, 22]  # one at a time: every result is a round
+    assert trainings == [20, 21, 22, 22]  # one at a time: every result is a round, the crash included
     trainings.clear()
     wide = Optimizer(space, model="dngo", seed=0, model_options={"n_samples": 2, "train_steps": 100,
                                                                  "lbfgs_steps": 50, "lbfgs_warm_steps": 20})
