@@ -10,6 +10,8 @@ stacks the sections into one image and the HTML report embeds them one by one:
   its predicted mean +- std, beside the best observed value, which is then the luckiest draw;
 * ``parameters``: the objective against each parameter, one small panel per element (log axis
   for ``"scale": "log"``, one category per option for ENUM; failed jobs as ticks on the axis);
+* ``coordinates`` and ``landing``: every job across all parameters at once, in parallel
+  coordinates and a scatter matrix (:mod:`.job_plots`);
 * ``warpings``: the learned input warpings (of the columns the model warps: the FLOAT and INT
   values, never ENUM options or relevance indicators), where the model saved them in
   ``model/objective/warpings.json`` (the format of
@@ -25,7 +27,6 @@ it are drawn as triangles on the upper edge.
 from __future__ import annotations
 
 import io
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +36,12 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..experiment.layout import ExperimentPaths
-from ..experiment.jobs import JobState
+from . import job_plots
+from .plot_parts import (BEST, FAILED, FEASIBLE, INFEASIBLE, MODEL_BEST, RASTERIZE_ABOVE, Outcomes, axis_unit,
+                         best_so_far, duration_pairs, element, encoded_column_labels, format_parameter_axis,
+                         outcomes, parameter_columns, parameter_positions, read_warpings, value_limits,
+                         warped_columns)
 from .status import Snapshot
-from ..search.space import Space
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure, SubFigure
@@ -48,12 +52,6 @@ MAX_PARAMETER_PANELS = 24  # a vector variable of size 100 would make unreadable
 MAX_WARPING_PANELS = 12
 FIGURE_WIDTH_IN = 10.0
 PNG_DPI = 110
-
-FEASIBLE = dict(color="#1f77b4", marker="o")
-INFEASIBLE = dict(color="#ff7f0e", marker="x")
-FAILED = dict(color="#d62728", marker="v")
-BEST = dict(color="#2ca02c", marker="*")
-MODEL_BEST = dict(color="#9467bd", marker="D")
 
 
 class PlotsUnavailable(RuntimeError):
@@ -68,116 +66,6 @@ def require_matplotlib() -> None:
     except ImportError as exc:
         raise PlotsUnavailable(f"plots need matplotlib, which is not installed ({exc}); "
                                f"install it with: {PLOT_EXTRA_HINT}") from None
-
-
-# ---- what is plotted ----------------------------------------------------------------------
-
-@dataclass
-class Outcomes:
-    """Finished jobs in completion order, as arrays of length n.
-
-    jobs : the job dicts; order : 1-based completion rank; values : objective (NaN when none);
-    feasible / infeasible / failed : boolean masks partitioning the jobs (failed: no value).
-    """
-
-    jobs: list[dict[str, Any]]
-    order: np.ndarray
-    values: np.ndarray
-    feasible: np.ndarray
-    infeasible: np.ndarray
-    failed: np.ndarray
-
-
-def outcomes(snap: Snapshot) -> Outcomes:
-    """The snapshot's finished jobs sorted into feasible, infeasible and failed."""
-    jobs = snap.finished
-    values = np.array([job.objective_value(snap.objective) for job in jobs], dtype=float).reshape(-1)
-    feasible = np.array([snap.is_feasible(job) for job in jobs], dtype=bool).reshape(-1)
-    has_value = np.isfinite(values)
-    complete = np.array([job.state is JobState.COMPLETE for job in jobs], dtype=bool).reshape(-1)
-    infeasible = complete & has_value & ~feasible
-    return Outcomes(jobs=jobs, order=np.arange(1, len(jobs) + 1), values=values, feasible=feasible, infeasible=infeasible, failed=~(feasible | infeasible))
-
-
-def best_so_far(values: np.ndarray, feasible: np.ndarray) -> np.ndarray:
-    """Running minimum over feasible values (NaN until the first feasible job); shape of values."""
-    masked = np.where(feasible, values, np.inf)
-    running = np.minimum.accumulate(masked) if masked.size else masked
-    return np.where(np.isfinite(running), running, np.nan)
-
-
-def value_limits(values: np.ndarray) -> tuple[float, float] | None:
-    """(low, high) of the value axis: all finite values, unless a few lie far above the rest.
-
-    With at least 10 values and the maximum more than 3 times the 10%-90% spread above the 90th
-    percentile, the axis ends half that spread above the 90th percentile.
-    """
-    v = values[np.isfinite(values)]
-    if v.size == 0:
-        return None
-    lo, hi = float(v.min()), float(v.max())
-    if v.size >= 10:
-        p10, p90 = np.percentile(v, [10, 90])
-        spread = float(p90 - p10)
-        if spread > 0 and hi > p90 + 3 * spread:
-            hi = float(p90 + 0.5 * spread)
-    pad = 0.05 * (hi - lo) if hi > lo else max(abs(lo) * 0.05, 0.5)
-    return lo - pad, hi + pad
-
-
-def parameter_columns(snap: Snapshot) -> list[tuple[Any, int, str]]:
-    """(variable, element index, label) for every plotted parameter element, in config order."""
-    if snap.space is None:
-        return []
-    columns = []
-    for var in snap.space.variables:
-        for i in range(var.size):
-            columns.append((var, i, var.name if var.size == 1 else f"{var.name}[{i}]"))
-    return columns
-
-
-def encoded_column_labels(space: Space) -> list[str]:
-    """A label per encoded column of the space: ``lr``, ``w[1]``, ``act=relu``, ``opt active``."""
-    labels = [""] * space.dim
-    for var in space.variables:
-        cols = range(space.dim)[space.value_columns(var.name)]
-        for k, col in enumerate(cols):
-            element, option = divmod(k, var.width)
-            name = var.name if var.size == 1 else f"{var.name}[{element}]"
-            labels[col] = f"{name}={var.options[option]}" if var.type == "ENUM" else name
-    for col, label in enumerate(labels):
-        if not label:
-            labels[col] = next((f"{v.name} active" for v in space.variables
-                                if v.conditions and col == space.value_columns(v.name).stop), f"input {col}")
-    return labels
-
-
-def read_warpings(paths: ExperimentPaths) -> dict[str, Any] | None:
-    """The model's saved warping summary (``model/objective/warpings.json``), or None when absent or malformed."""
-    try:
-        summary = json.loads(paths.warpings.read_text())
-        grid = np.asarray(summary["grid"], dtype=float)
-        for entry in summary["inputs"]:
-            if np.asarray(entry["mean"], dtype=float).shape != grid.shape:
-                return None
-        if len(warped_columns(summary)) != len(summary["inputs"]):
-            return None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return summary if summary["inputs"] else None
-
-
-def duration_pairs(snap: Snapshot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(predicted, actual, failed mask) in seconds for finished jobs that record both."""
-    pred, actual, failed = [], [], []
-    for job in snap.finished:
-        p, a = job.fields.get("predicted_duration"), job.fields.get("duration")
-        if all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
-               for x in (p, a)):
-            pred.append(float(p))
-            actual.append(float(a))
-            failed.append(job.state is JobState.FAILED)
-    return np.array(pred), np.array(actual), np.array(failed, dtype=bool)
 
 
 # ---- drawing ------------------------------------------------------------------------------
@@ -201,11 +89,12 @@ def draw_convergence(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     out = outcomes(snap)
     limits = value_limits(out.values[out.feasible | out.infeasible])
     size = 28 if len(out.jobs) <= 200 else 10
+    many = len(out.jobs) > RASTERIZE_ABOVE
     for mask, style, label in ((out.feasible, FEASIBLE, "feasible job"),
                                (out.infeasible, INFEASIBLE, "constraint violated")):
         if mask.any():
             above = _mark_above(ax, out.order[mask], out.values[mask], limits, style)
-            ax.scatter(out.order[mask][~above], out.values[mask][~above], s=size, alpha=0.75,
+            ax.scatter(out.order[mask][~above], out.values[mask][~above], s=size, alpha=0.75, rasterized=many,
                        label=f"{label} ({int(mask.sum())})", zorder=2, **style)
     if out.failed.any():
         ax.scatter(out.order[out.failed], np.full(out.failed.sum(), 0.015), transform=ax.get_xaxis_transform(),
@@ -248,12 +137,6 @@ def _draw_model_best(ax, out: Outcomes, by_model: dict[str, Any]) -> None:
                 label=f"best by the model's posterior mean: job {by_model['id']}, {mean:.6g}{spread}")
 
 
-def _element(params: Any, name: str, i: int) -> Any:
-    """Element i of variable ``name`` in params (JSON form), or None."""
-    value = params.get(name) if isinstance(params, dict) else None
-    return value[i] if isinstance(value, list) and i < len(value) else None
-
-
 def draw_parameters(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     """The objective against each parameter element (at most MAX_PARAMETER_PANELS panels)."""
     columns = parameter_columns(snap)
@@ -264,26 +147,16 @@ def draw_parameters(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     limits = value_limits(out.values[out.feasible | out.infeasible])
     best, by_model = snap.best, snap.model_best
     jitter = np.random.default_rng(0).uniform(-0.18, 0.18, len(out.jobs))
+    many = len(out.jobs) > RASTERIZE_ABOVE
     for k, (ax, (var, i, label)) in enumerate(zip(axes, shown)):
-        raw = [_element(job.params, var.name, i) for job in out.jobs]
-        present = np.array([v is not None for v in raw], dtype=bool).reshape(-1)
-        if var.type == "ENUM":
-            x = np.array([var.options.index(v) if v in var.options else np.nan for v in raw], dtype=float).reshape(-1) + jitter
-            present &= np.isfinite(x)
-            ax.set_xticks(range(len(var.options)), var.options, rotation=30 if len(var.options) > 3 else 0,
-                          fontsize="small")
-            ax.set_xlim(-0.5, len(var.options) - 0.5)
-        else:
-            x = np.array([v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in raw],
-                         dtype=float).reshape(-1)
-            present &= np.isfinite(x)
-            if var.scale == "log":
-                ax.set_xscale("log")
-            ax.set_xlim(*_padded(var.min, var.max, var.scale == "log"))
+        raw = [element(job.params, var.name, i) for job in out.jobs]
+        x = parameter_positions(var, raw, jitter)
+        present = np.isfinite(x)
+        format_parameter_axis(ax, var)
         for mask, style in ((out.feasible, FEASIBLE), (out.infeasible, INFEASIBLE)):
             m = mask & present
             above = _mark_above(ax, x[m], out.values[m], limits, style)
-            ax.scatter(x[m][~above], out.values[m][~above], s=12, alpha=0.7, **style)
+            ax.scatter(x[m][~above], out.values[m][~above], s=12, alpha=0.7, rasterized=many, **style)
         m = out.failed & present
         if m.any():
             ax.scatter(x[m], np.full(m.sum(), 0.02), transform=ax.get_xaxis_transform(), marker="|", s=60,
@@ -292,12 +165,11 @@ def draw_parameters(snap: Snapshot, fig: "Figure | SubFigure") -> None:
         if by_model is not None:
             marks.append((by_model["params"], by_model["mean"], MODEL_BEST, 60))
         for params, y, style, size in marks:
-            bx = _element(params, var.name, i)
+            bx = element(params, var.name, i)
             if bx is not None and (var.type != "ENUM" or bx in var.options):
                 bx = var.options.index(bx) if var.type == "ENUM" else bx
                 ax.scatter([bx], [y], s=size, edgecolor="black", linewidth=0.6, zorder=5, **style)
-        unit = " (log scale)" if var.scale == "log" else (" (integer)" if var.type == "INT" else "")
-        ax.set_xlabel(label + unit, fontsize="small")
+        ax.set_xlabel(label + axis_unit(var), fontsize="small")
         ax.tick_params(labelsize="small")
         ax.grid(True, alpha=0.3)
         if k % ncols == 0:
@@ -314,20 +186,6 @@ def draw_parameters(snap: Snapshot, fig: "Figure | SubFigure") -> None:
              else "; star = best job")
     fig.suptitle(f"{snap.name}: {snap.objective} against each parameter{note}{marks}, red ticks = failed jobs",
                  fontweight="bold")
-
-
-def _padded(lo: float, hi: float, log: bool) -> tuple[float, float]:
-    if log:
-        span = math.log10(hi / lo) * 0.04
-        return lo / 10 ** span, hi * 10 ** span
-    pad = (hi - lo) * 0.04
-    return lo - pad, hi + pad
-
-
-def warped_columns(summary: dict[str, Any]) -> list[int]:
-    """The encoded column of each entry of a warping summary's "inputs" (older summaries, without
-    "columns", warped every column in order)."""
-    return [int(col) for col in summary.get("columns", range(len(summary["inputs"])))]
 
 
 def draw_warpings(snap: Snapshot, fig: "Figure | SubFigure", summary: dict[str, Any]) -> None:
@@ -401,6 +259,11 @@ def sections(snap: Snapshot) -> list[Section]:
         rows = math.ceil(n_params / min(4, n_params))
         out.append(Section("parameters", "Objective against each parameter", 0.7 + 2.3 * rows,
                            lambda fig: draw_parameters(snap, fig)))
+        out.append(Section("coordinates", "Parallel coordinates", 4.6, lambda fig: job_plots.draw_coordinates(snap, fig)))
+    n_matrix = min(len(parameter_columns(snap)), job_plots.MAX_MATRIX_PARAMETERS)
+    if n_matrix >= 2 and snap.finished:
+        out.append(Section("landing", "Where the jobs landed", 1.0 + 1.15 * n_matrix,
+                           lambda fig: job_plots.draw_landing(snap, fig)))
     warpings = read_warpings(ExperimentPaths(snap.experiment))
     if warpings is not None:
         rows = math.ceil(min(len(warpings["inputs"]), MAX_WARPING_PANELS) / 4)

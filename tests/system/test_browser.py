@@ -139,7 +139,9 @@ def test_report_loads_cleanly_sorts_on_click_and_renders(browser, tmp_path):
     browser.click("#failures details summary")
     assert browser.script("return document.querySelector('#failures details').open") is True
     assert "ValueError: <b>bad</b>" in browser.script("return document.querySelector('#failures pre').textContent")
-    assert browser.script("return document.querySelectorAll('#plots img').length") >= 2
+    shown = browser.script("return Array.prototype.map.call(document.querySelectorAll('#plots figure'),"
+                           " function (f) { return f.id; })")
+    assert shown == ["plot-convergence", "plot-parameters", "plot-coordinates", "plot-landing"]
     assert all(browser.script("return Array.prototype.map.call(document.images, function (i) {"
                               " return i.complete && i.naturalWidth > 500; })"))
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from spearmint_nn.views import plots
+from spearmint_nn.views import plot_parts, plots
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.models.warping import warping_summary
@@ -29,9 +29,9 @@ def test_png_and_svg_render_for_every_size(tmp_path, n_jobs, failures, constrain
     png = plots.save_plot(snap, tmp_path / "out" / "conv.png")
     width, height = png_size(png.read_bytes())
     assert width == int(plots.FIGURE_WIDTH_IN * plots.PNG_DPI)
-    expected_sections = 1 if n_jobs == 0 else 2
+    expected_sections = 1 if n_jobs == 0 else 4  # convergence, parameters, coordinates, landing
     assert len(plots.sections(snap)) == expected_sections
-    assert 400 <= height <= 2000
+    assert 400 <= height <= 3000
     assert 20_000 < png.stat().st_size < 3_000_000
 
     svg = plots.save_plot(snap, tmp_path / "out" / "conv", svg=True)
@@ -57,11 +57,11 @@ def test_default_path_and_format_rules(tmp_path):
 
 def test_convergence_shows_every_job_the_best_so_far_and_marks_failures(tmp_path):
     snap = take_snapshot(write_experiment(tmp_path, 40, failures=True, constraint=True))
-    out = plots.outcomes(snap)
+    out = plot_parts.outcomes(snap)
     assert out.failed.sum() == snap.counts["failed"] == 5
     assert out.feasible.sum() + out.infeasible.sum() == snap.counts["complete"]
     assert (out.feasible & out.infeasible).sum() == 0
-    running = plots.best_so_far(out.values, out.feasible)
+    running = plot_parts.best_so_far(out.values, out.feasible)
     assert np.nanmin(running) == pytest.approx(snap.best.value)
     assert all(np.diff(running[np.isfinite(running)]) <= 0)
 
@@ -88,12 +88,12 @@ def test_parameter_panels_use_log_axes_and_categories(tmp_path):
 
 def test_outliers_do_not_squash_the_value_axis():
     values = np.r_[np.linspace(0.0, 1.0, 30), 1e6]
-    lo, hi = plots.value_limits(values)
+    lo, hi = plot_parts.value_limits(values)
     assert lo < 0.0 and 1.0 < hi < 2.0
-    lo, hi = plots.value_limits(np.linspace(0.0, 1.0, 30))
+    lo, hi = plot_parts.value_limits(np.linspace(0.0, 1.0, 30))
     assert hi == pytest.approx(1.05)
-    assert plots.value_limits(np.array([np.nan])) is None
-    assert plots.value_limits(np.array([3.0])) == (2.5, 3.5)
+    assert plot_parts.value_limits(np.array([np.nan])) is None
+    assert plot_parts.value_limits(np.array([3.0])) == (2.5, 3.5)
 
 
 def test_many_parameters_are_capped_with_a_note(tmp_path):
@@ -102,7 +102,7 @@ def test_many_parameters_are_capped_with_a_note(tmp_path):
     config["variables"]["w"]["size"] = 40
     (exp / "config.json").write_text(json.dumps(config))
     snap = take_snapshot(exp)
-    assert len(plots.parameter_columns(snap)) == 43
+    assert len(plot_parts.parameter_columns(snap)) == 43
     fig = plots.section_figure(next(s for s in plots.sections(snap) if s.key == "parameters"))
     assert sum(ax.get_visible() for ax in fig.axes) == plots.MAX_PARAMETER_PANELS
     assert "first 24 of 43 parameters" in fig.get_suptitle()
@@ -111,7 +111,7 @@ def test_many_parameters_are_capped_with_a_note(tmp_path):
 def test_warpings_and_durations_appear_when_the_data_exists(tmp_path):
     exp = write_experiment(tmp_path, 12)
     snap = take_snapshot(exp)
-    assert [s.key for s in plots.sections(snap)] == ["convergence", "parameters"]
+    assert [s.key for s in plots.sections(snap)] == ["convergence", "parameters", "coordinates", "landing"]
 
     paths = ExperimentPaths(exp)
     paths.warpings.parent.mkdir(parents=True, exist_ok=True)
@@ -125,11 +125,12 @@ def test_warpings_and_durations_appear_when_the_data_exists(tmp_path):
             job["predicted_duration"] = job["duration"] * 1.3
             file.write_text(json.dumps(job))
     snap = take_snapshot(exp)
-    assert [s.key for s in plots.sections(snap)] == ["convergence", "parameters", "warpings", "durations"]
-    warp_fig = plots.section_figure(plots.sections(snap)[2])
+    keys = [s.key for s in plots.sections(snap)]
+    assert keys == ["convergence", "parameters", "coordinates", "landing", "warpings", "durations"]
+    warp_fig = plots.section_figure(plots.sections(snap)[4])
     titles = [ax.get_title() for ax in warp_fig.axes if ax.get_visible()]
     assert titles[:6] == ["lr", "layers", "act=relu", "act=tanh", "act=gelu", "w[0]"]
-    dur_fig = plots.section_figure(plots.sections(snap)[3])
+    dur_fig = plots.section_figure(plots.sections(snap)[5])
     ax = dur_fig.axes[0]
     assert ax.get_xscale() == ax.get_yscale() == "log" and "seconds" in ax.get_xlabel()
     assert len(ax.collections[0].get_offsets()) == 12
@@ -137,9 +138,9 @@ def test_warpings_and_durations_appear_when_the_data_exists(tmp_path):
     assert height > 1000
 
     paths.warpings.write_text('{"grid": [0, 1], "inputs": [{"mean": [0]}]}')
-    assert plots.read_warpings(paths) is None  # malformed: left out, not a crash
+    assert plot_parts.read_warpings(paths) is None  # malformed: left out, not a crash
     paths.warpings.write_text('{"grid": [0, 1], "columns": [0, 1], "inputs": [{"mean": [0, 1]}]}')
-    assert plots.read_warpings(paths) is None  # a column named for a missing entry
+    assert plot_parts.read_warpings(paths) is None  # a column named for a missing entry
 
 
 def test_the_warping_panels_show_the_warped_columns_under_their_names(tmp_path):
@@ -147,7 +148,7 @@ def test_the_warping_panels_show_the_warped_columns_under_their_names(tmp_path):
     column indices; each panel is titled with the name of its column."""
     exp = write_experiment(tmp_path, 12)
     snap = take_snapshot(exp)
-    labels = plots.encoded_column_labels(snap.space)
+    labels = plot_parts.encoded_column_labels(snap.space)
     columns = [col for col, label in enumerate(labels) if not label.startswith("act=")]
     assert len(columns) < snap.space.dim
     paths = ExperimentPaths(exp)

@@ -1,0 +1,185 @@
+"""The parts every plot of a search shares: the finished jobs sorted by outcome, the parameter
+columns with each job's position on them, the value axis's limits and the marker of each outcome.
+
+Pure data and small axis helpers; the sections themselves are drawn by :mod:`.plots` (one
+quantity per panel) and :mod:`.job_plots` (where the jobs landed, all parameters at once).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..experiment.jobs import JobState
+from ..experiment.layout import ExperimentPaths
+from ..search.space import Space
+from .status import Snapshot
+
+FEASIBLE = dict(color="#1f77b4", marker="o")
+INFEASIBLE = dict(color="#ff7f0e", marker="x")
+FAILED = dict(color="#d62728", marker="v")
+BEST = dict(color="#2ca02c", marker="*")
+MODEL_BEST = dict(color="#9467bd", marker="D")
+# Beyond this many jobs, points and lines are rasterised inside an SVG: one path per point would
+# make a report of 10,000 jobs tens of megabytes.
+RASTERIZE_ABOVE = 500
+
+
+@dataclass
+class Outcomes:
+    """Finished jobs in completion order, as arrays of length n.
+
+    jobs : the job dicts; order : 1-based completion rank; values : objective (NaN when none);
+    feasible / infeasible / failed : boolean masks partitioning the jobs (failed: no value).
+    """
+
+    jobs: list[dict[str, Any]]
+    order: np.ndarray
+    values: np.ndarray
+    feasible: np.ndarray
+    infeasible: np.ndarray
+    failed: np.ndarray
+
+
+def outcomes(snap: Snapshot) -> Outcomes:
+    """The snapshot's finished jobs sorted into feasible, infeasible and failed."""
+    jobs = snap.finished
+    values = np.array([job.objective_value(snap.objective) for job in jobs], dtype=float).reshape(-1)
+    feasible = np.array([snap.is_feasible(job) for job in jobs], dtype=bool).reshape(-1)
+    has_value = np.isfinite(values)
+    complete = np.array([job.state is JobState.COMPLETE for job in jobs], dtype=bool).reshape(-1)
+    infeasible = complete & has_value & ~feasible
+    return Outcomes(jobs=jobs, order=np.arange(1, len(jobs) + 1), values=values, feasible=feasible, infeasible=infeasible, failed=~(feasible | infeasible))
+
+
+def best_so_far(values: np.ndarray, feasible: np.ndarray) -> np.ndarray:
+    """Running minimum over feasible values (NaN until the first feasible job); shape of values."""
+    masked = np.where(feasible, values, np.inf)
+    running = np.minimum.accumulate(masked) if masked.size else masked
+    return np.where(np.isfinite(running), running, np.nan)
+
+
+def value_limits(values: np.ndarray) -> tuple[float, float] | None:
+    """(low, high) of the value axis: all finite values, unless a few lie far above the rest.
+
+    With at least 10 values and the maximum more than 3 times the 10%-90% spread above the 90th
+    percentile, the axis ends half that spread above the 90th percentile.
+    """
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return None
+    lo, hi = float(v.min()), float(v.max())
+    if v.size >= 10:
+        p10, p90 = np.percentile(v, [10, 90])
+        spread = float(p90 - p10)
+        if spread > 0 and hi > p90 + 3 * spread:
+            hi = float(p90 + 0.5 * spread)
+    pad = 0.05 * (hi - lo) if hi > lo else max(abs(lo) * 0.05, 0.5)
+    return lo - pad, hi + pad
+
+
+def parameter_columns(snap: Snapshot) -> list[tuple[Any, int, str]]:
+    """(variable, element index, label) for every plotted parameter element, in config order."""
+    if snap.space is None:
+        return []
+    columns = []
+    for var in snap.space.variables:
+        for i in range(var.size):
+            columns.append((var, i, var.name if var.size == 1 else f"{var.name}[{i}]"))
+    return columns
+
+
+def encoded_column_labels(space: Space) -> list[str]:
+    """A label per encoded column of the space: ``lr``, ``w[1]``, ``act=relu``, ``opt active``."""
+    labels = [""] * space.dim
+    for var in space.variables:
+        cols = range(space.dim)[space.value_columns(var.name)]
+        for k, col in enumerate(cols):
+            element, option = divmod(k, var.width)
+            name = var.name if var.size == 1 else f"{var.name}[{element}]"
+            labels[col] = f"{name}={var.options[option]}" if var.type == "ENUM" else name
+    for col, label in enumerate(labels):
+        if not label:
+            labels[col] = next((f"{v.name} active" for v in space.variables
+                                if v.conditions and col == space.value_columns(v.name).stop), f"input {col}")
+    return labels
+
+
+def read_warpings(paths: ExperimentPaths) -> dict[str, Any] | None:
+    """The model's saved warping summary (``model/objective/warpings.json``), or None when absent or malformed."""
+    try:
+        summary = json.loads(paths.warpings.read_text())
+        grid = np.asarray(summary["grid"], dtype=float)
+        for entry in summary["inputs"]:
+            if np.asarray(entry["mean"], dtype=float).shape != grid.shape:
+                return None
+        if len(warped_columns(summary)) != len(summary["inputs"]):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return summary if summary["inputs"] else None
+
+
+def duration_pairs(snap: Snapshot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(predicted, actual, failed mask) in seconds for finished jobs that record both."""
+    pred, actual, failed = [], [], []
+    for job in snap.finished:
+        p, a = job.fields.get("predicted_duration"), job.fields.get("duration")
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+               for x in (p, a)):
+            pred.append(float(p))
+            actual.append(float(a))
+            failed.append(job.state is JobState.FAILED)
+    return np.array(pred), np.array(actual), np.array(failed, dtype=bool)
+
+
+def element(params: Any, name: str, i: int) -> Any:
+    """Element i of variable ``name`` in params (JSON form), or None."""
+    value = params.get(name) if isinstance(params, dict) else None
+    return value[i] if isinstance(value, list) and i < len(value) else None
+
+
+def padded_range(lo: float, hi: float, log: bool) -> tuple[float, float]:
+    if log:
+        span = math.log10(hi / lo) * 0.04
+        return lo / 10 ** span, hi * 10 ** span
+    pad = (hi - lo) * 0.04
+    return lo - pad, hi + pad
+
+
+def warped_columns(summary: dict[str, Any]) -> list[int]:
+    """The encoded column of each entry of a warping summary's "inputs" (older summaries, without
+    "columns", warped every column in order)."""
+    return [int(col) for col in summary.get("columns", range(len(summary["inputs"])))]
+
+
+def parameter_positions(var: Any, raw: list[Any], jitter: np.ndarray | None = None) -> np.ndarray:
+    """Each job's value of one parameter element on its axis, shape (n,): the number itself
+    (FLOAT, INT), the option's index plus ``jitter`` (ENUM), NaN where the job has none (an
+    inactive conditional parameter) or it is not a valid value."""
+    if var.type == "ENUM":
+        index = np.array([var.options.index(v) if v in var.options else np.nan for v in raw], dtype=float).reshape(-1)
+        return index if jitter is None else index + jitter
+    return np.array([v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in raw],
+                    dtype=float).reshape(-1)
+
+
+def format_parameter_axis(ax: Any, var: Any, which: str = "x") -> None:
+    """Limits, scale and ticks of one parameter's axis (``which``: "x" or "y"): log for
+    ``"scale": "log"``, one tick per option for ENUM."""
+    if var.type == "ENUM":
+        rotate = 30 if len(var.options) > 3 and which == "x" else 0
+        getattr(ax, f"set_{which}ticks")(range(len(var.options)), var.options, rotation=rotate, fontsize="small")
+        getattr(ax, f"set_{which}lim")(-0.5, len(var.options) - 0.5)
+    else:
+        if var.scale == "log":
+            getattr(ax, f"set_{which}scale")("log")
+        getattr(ax, f"set_{which}lim")(*padded_range(var.min, var.max, var.scale == "log"))
+
+
+def axis_unit(var: Any) -> str:
+    """What a parameter's axis label adds to its name."""
+    return " (log scale)" if var.scale == "log" else (" (integer)" if var.type == "INT" else "")
