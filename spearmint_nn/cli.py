@@ -69,12 +69,16 @@ def cmd_status(args: argparse.Namespace) -> int:
 # ---- report -----------------------------------------------------------------------------------
 
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.optimum is not None and args.plot is None and not args.svg and not args.html:
+        print("spearmint-nn: --optimum draws regret in the plots: give it with --plot or --html", file=sys.stderr)
+        return 2
     if args.plot is not None or args.svg or args.html:
         from .views.html_report import write_reports
         from .views.plots import PlotsUnavailable
 
         try:
-            for path in write_reports(args.experiment, plot=args.plot, svg=args.svg, html=args.html):
+            for path in write_reports(args.experiment, plot=args.plot, svg=args.svg, html=args.html,
+                                      optimum=args.optimum):
                 print(f"wrote {path}")
         except PlotsUnavailable as exc:
             print(f"spearmint-nn: {exc}", file=sys.stderr)
@@ -210,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the plots to PATH (default .spearmint/report.png; needs spearmint-nn[plot])")
     p.add_argument("--svg", action="store_true", help="write the plots as SVG instead of PNG")
     p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report to PATH")
+    p.add_argument("--optimum", type=float, metavar="VALUE",
+                   help="the objective's known minimum: the plots show the regret over it on a log scale")
     p.add_argument("--failures", action="store_true",
                    help="instead of the CSV, print the failed jobs grouped by kind, reason and place, "
                    "each group with the last lines of its output")

@@ -202,6 +202,12 @@ class Proposer:
 
 
 def _proposal_fields(suggestion: "Suggestion") -> list[dict[str, Any]]:
-    """Job-file fields for each point of a suggestion: ``predicted_duration`` (seconds) where EI
-    per second predicted one, so reports can set it against the actual."""
-    return [{} if p is None else {"predicted_duration": float(p)} for p in suggestion.predicted_durations]
+    """Job-file fields for each point of a suggestion, for the reports: ``chosen_by`` (what chose
+    it: "sobol", "exploration", "gp", "dngo"), ``search_start`` (the first evaluation the
+    objective model saw: it moves at a restart) and ``predicted_duration`` (seconds) where EI
+    per second predicted one, to set against the actual."""
+    fields = []
+    for chosen_by, predicted in zip(suggestion.chosen_by, suggestion.predicted_durations):
+        point = {"chosen_by": chosen_by, "search_start": suggestion.segment_start}
+        fields.append(point if predicted is None else {**point, "predicted_duration": float(predicted)})
+    return fields

@@ -48,6 +48,9 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
     started, ended, host  from the runner's result file, when there is one
     duration      seconds the wrapper ran (ended - started), when known
     predicted_duration  seconds the duration model predicted when EI per second proposed the job
+    chosen_by     what proposed the job (source "optimizer"): "sobol", "exploration", "gp", "dngo"
+    search_start  the first evaluation (0-based, completion order) the objective model saw then;
+                  it moves forward at each restart
     values        {task name: float} (complete)
     value         the objective's value (complete)
     reason        one line saying why (failed); failure: a short kind such as "exception",

@@ -108,6 +108,8 @@ class Suggestion:
         (:attr:`Optimizer.search_start`): 0 until the search restarts.
     warpings : the objective model's learned input warpings (:attr:`Optimizer.warpings`) when it
         was refitted since the previous proposal, else None.
+    chosen_by : what chose each point, aligned with ``points``: "sobol" (the initial design or
+        random search), "exploration" (nothing succeeded yet) or the surrogate's name.
     """
 
     points: list[dict[str, Any]]
@@ -117,6 +119,7 @@ class Suggestion:
     n_observed: int
     segment_start: int
     warpings: dict[str, Any] | None
+    chosen_by: list[str]
 
 
 def _torch_rows(rows: Sequence[np.ndarray] | np.ndarray, dim: int) -> torch.Tensor:
@@ -357,14 +360,16 @@ class Optimizer:
         keep_away = self._keep_away()
         thompson_every = self.settings.thompson_every
         chosen: list[np.ndarray] = []
+        chosen_by: list[str] = []
         while len(chosen) < n:
             avoid = np.asarray(taken + chosen, dtype=float).reshape(-1, self.space.dim)
             n_pending = len(avoid) - self.n_observed
+            source = "sobol"
             if self.settings.model == RANDOM_SEARCH:
                 x = self._next_sobol(avoid, keep_away)
             elif self._nothing_succeeded():
                 x = exploration_point(self.space, avoid, keep_away=keep_away, seed=self._seed_draw())
-                x = self._next_sobol(avoid, keep_away) if x is None else x
+                x, source = (self._next_sobol(avoid, keep_away), source) if x is None else (x, "exploration")
             elif len(avoid) - self._segment_start < self.initial_design:
                 x = self._next_sobol(avoid, keep_away)
             else:
@@ -373,8 +378,10 @@ class Optimizer:
                 # A model that draws paths cheaply chooses the rest of the batch around this one at once.
                 chosen += [x, *self._batch_from_draws(np.vstack([avoid, x]), n_pending + 1, n - len(chosen) - 1,
                                                       keep_away)]
+                chosen_by += [self.surrogate_name] * (len(chosen) - len(chosen_by))
                 continue
             chosen.append(x)
+            chosen_by.append(source)
         self._data.handed_out += chosen
         predicted = [self._durations.predict(x) for x in chosen]
         warpings, self._warpings_new = (self._warpings if self._warpings_new else None), False
@@ -387,6 +394,7 @@ class Optimizer:
             n_observed=self.n_observed,
             segment_start=self._segment_start,
             warpings=warpings,
+            chosen_by=chosen_by,
         )
 
     # ----------------------------------------------------------------------------- stages

@@ -229,7 +229,7 @@ def best_html(snap: Snapshot) -> str:
             + "<h4>Parameters</h4>" + _params_table(best.params) + "</div></section>")
 
 
-def plots_html(snap: Snapshot) -> str:
+def plots_html(snap: Snapshot, optimum: float | None = None) -> str:
     """Every plot section as an embedded PNG, or a note saying how to get plots."""
     from .plots import PlotsUnavailable, figure_bytes, require_matplotlib, section_figure, sections
 
@@ -238,7 +238,7 @@ def plots_html(snap: Snapshot) -> str:
     except PlotsUnavailable as exc:
         return f'<section id="plots"><h2>Plots</h2><p class="muted">{escape(str(exc))}</p></section>'
     figures = []
-    for section in sections(snap):
+    for section in sections(snap, optimum):
         png = base64.b64encode(figure_bytes(section_figure(section), "png")).decode("ascii")
         figures.append(f'<figure id="plot-{escape(section.key)}"><img src="data:image/png;base64,{png}" '
                        f'alt="{escape(section.title)}"><figcaption>{escape(section.title)}</figcaption></figure>')
@@ -298,8 +298,8 @@ def jobs_table_html(snap: Snapshot) -> str:
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>")
 
 
-def render_html(snap: Snapshot) -> str:
-    """The complete report page for a snapshot."""
+def render_html(snap: Snapshot, optimum: float | None = None) -> str:
+    """The complete report page for a snapshot (``optimum``: see :func:`plots.sections`)."""
     title = f"{snap.name}: spearmint-nn report"
     nav = "".join(f'<a href="#{k}">{escape(t)}</a>' for k, t in (
         ("summary", "Summary"), ("best", "Best job"), ("plots", "Plots"), ("failures", "Failures"), ("jobs", "All jobs")))
@@ -311,23 +311,24 @@ def render_html(snap: Snapshot) -> str:
         f"<title>{escape(title)}</title><style>{CSS}</style></head><body>",
         f"<header><h1>{escape(snap.name)}</h1><p class=\"muted\">spearmint-nn report generated "
         f"{escape(_when(snap.taken_at))}</p><nav>{nav}</nav></header>",
-        summary_html(snap), best_html(snap), plots_html(snap), failures_html(snap), jobs_table_html(snap),
+        summary_html(snap), best_html(snap), plots_html(snap, optimum), failures_html(snap), jobs_table_html(snap),
         f"<script>{SORT_SCRIPT}</script>",
         "</body></html>",
     ])
 
 
-def write_html(snap: Snapshot, path: str | Path) -> Path:
+def write_html(snap: Snapshot, path: str | Path, optimum: float | None = None) -> Path:
     """Write the report to ``path`` (its folder is created); return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(snap), encoding="utf-8")
+    path.write_text(render_html(snap, optimum), encoding="utf-8")
     return path
 
 
 def write_reports(experiment_dir: str | Path, plot: str | None = None, svg: bool = False,
-                  html: str | None = None) -> list[Path]:
-    """What ``report DIR [--plot [PATH]] [--svg] [--html PATH]`` writes; returns the paths.
+                  html: str | None = None, optimum: float | None = None) -> list[Path]:
+    """What ``report DIR [--plot [PATH]] [--svg] [--html PATH] [--optimum VALUE]`` writes;
+    returns the paths.
 
     ``plot`` is None for no plot, ``""`` for the default path (see :func:`plots.plot_path`);
     ``svg`` alone asks for the plot too. Raises ConfigError for a config that does not
@@ -340,7 +341,7 @@ def write_reports(experiment_dir: str | Path, plot: str | None = None, svg: bool
         load_config(experiment_dir, check_driver=False)  # raises the config's error
     written = []
     if plot is not None or svg:
-        written.append(save_plot(snap, plot or None, svg=svg))
+        written.append(save_plot(snap, plot or None, svg=svg, optimum=optimum))
     if html:
-        written.append(write_html(snap, html))
+        written.append(write_html(snap, html, optimum))
     return written

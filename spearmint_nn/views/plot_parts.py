@@ -183,3 +183,49 @@ def format_parameter_axis(ax: Any, var: Any, which: str = "x") -> None:
 def axis_unit(var: Any) -> str:
     """What a parameter's axis label adds to its name."""
     return " (log scale)" if var.scale == "log" else (" (integer)" if var.type == "INT" else "")
+
+
+@dataclass
+class SearchMarks:
+    """Where the search changed, as completion ranks (1-based, as :attr:`Outcomes.order`).
+
+    restarts : ranks after which the objective model started afresh (a job's ``search_start``);
+    switches : (rank, "gp \u2192 dngo") where the first job of another model finished (the
+        initial design and exploration do not count as models).
+    """
+
+    restarts: list[int]
+    switches: list[tuple[int, str]]
+
+
+def search_marks(out: Outcomes) -> SearchMarks:
+    """Restarts and model switches, from the ``search_start`` and ``chosen_by`` the daemon wrote
+    into each proposed job."""
+    starts = sorted({job.fields.get("search_start") for job in out.jobs} - {None, 0})
+    restarts = [int(s) for s in starts if isinstance(s, int) and not isinstance(s, bool) and 0 < s <= len(out.jobs)]
+    switches, model = [], None
+    for rank, job in zip(out.order, out.jobs):
+        chosen_by = job.fields.get("chosen_by")
+        if isinstance(chosen_by, str) and chosen_by not in ("sobol", "exploration"):
+            if model is not None and chosen_by != model:
+                switches.append((int(rank), f"{model} \u2192 {chosen_by}"))
+            model = chosen_by
+    return SearchMarks(restarts=restarts, switches=switches)
+
+
+def elapsed(out: Outcomes) -> tuple[np.ndarray, str]:
+    """Each finished job's finishing time since the first job was created, shape (n,), in the
+    unit that suits the run's length ("seconds", "minutes" or "hours"); NaN where unknown."""
+    def number(job: Any, key: str) -> float:
+        value = job.fields.get(key)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+    finished = np.array([number(job, "finished") for job in out.jobs], dtype=float).reshape(-1)
+    created = np.array([number(job, "created") for job in out.jobs], dtype=float).reshape(-1)
+    known = np.isfinite(created)
+    seconds = finished - (created[known].min() if known.any() else np.nanmin(finished, initial=0.0))
+    span = np.nanmax(seconds, initial=0.0)
+    for unit, size in (("hours", 3600.0), ("minutes", 60.0)):
+        if span >= 3 * size:
+            return seconds / size, unit
+    return seconds, "seconds"

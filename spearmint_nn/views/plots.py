@@ -37,10 +37,10 @@ import numpy as np
 from ..errors import ConfigError
 from ..experiment.layout import ExperimentPaths
 from . import job_plots
-from .plot_parts import (BEST, FAILED, FEASIBLE, INFEASIBLE, MODEL_BEST, RASTERIZE_ABOVE, Outcomes, axis_unit,
-                         best_so_far, duration_pairs, element, encoded_column_labels, format_parameter_axis,
-                         outcomes, parameter_columns, parameter_positions, read_warpings, value_limits,
-                         warped_columns)
+from .plot_parts import (BEST, FAILED, FEASIBLE, INFEASIBLE, MODEL_BEST, RASTERIZE_ABOVE, Outcomes, SearchMarks,
+                         axis_unit, best_so_far, duration_pairs, element, elapsed, encoded_column_labels,
+                         format_parameter_axis, outcomes, parameter_columns, parameter_positions, read_warpings,
+                         search_marks, value_limits, warped_columns)
 from .status import Snapshot
 
 if TYPE_CHECKING:
@@ -83,9 +83,12 @@ def _mark_above(ax, x: np.ndarray, values: np.ndarray, limits: tuple[float, floa
     return above
 
 
-def draw_convergence(snap: Snapshot, fig: "Figure | SubFigure") -> None:
-    """Objective of every finished job in completion order, best so far, failures and infeasible jobs."""
-    ax = fig.subplots()
+def draw_convergence(snap: Snapshot, fig: "Figure | SubFigure", optimum: float | None = None) -> None:
+    """Objective of every finished job in completion order, best so far, failures and infeasible
+    jobs; below, the best so far (or its regret over ``optimum``) on a log scale against jobs and
+    against time. Restarts and switches of model are marked where they happened."""
+    panels = fig.subplot_mosaic([["jobs", "jobs"], ["best", "time"]], height_ratios=[1.7, 1])
+    ax = panels["jobs"]
     out = outcomes(snap)
     limits = value_limits(out.values[out.feasible | out.infeasible])
     size = 28 if len(out.jobs) <= 200 else 10
@@ -119,9 +122,50 @@ def draw_convergence(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     ax.set_xlabel("finished jobs, in order of completion")
     ax.set_ylabel(_objective_label(snap))
     ax.grid(True, alpha=0.3)
+    marks = search_marks(out)
+    _draw_search_marks(ax, marks, out.order)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper right", fontsize="small", framealpha=0.85)
+    _draw_best_curves(panels["best"], panels["time"], snap, out, running_best, marks, optimum)
     fig.suptitle(f"{snap.name}: convergence", fontweight="bold")
+
+
+def _draw_search_marks(ax, marks: SearchMarks, x: np.ndarray) -> None:
+    """Vertical lines at restarts and model switches; ``x`` maps completion rank r to x[r - 1]."""
+    for k, rank in enumerate(marks.restarts):
+        ax.axvline(x[rank - 1] if rank <= len(x) else rank, color="grey", linestyle="--", linewidth=1,
+                   label="restart (a fresh objective model)" if k == 0 else None)
+    for rank, text in marks.switches:
+        ax.axvline(x[rank - 1], color=MODEL_BEST["color"], linestyle="-.", linewidth=1)
+        ax.annotate(text, (x[rank - 1], 1), xycoords=("data", "axes fraction"), xytext=(3, -10),
+                    textcoords="offset points", fontsize="small", color=MODEL_BEST["color"])
+
+
+def _draw_best_curves(by_jobs, by_time, snap: Snapshot, out: Outcomes, running_best: np.ndarray,
+                      marks: SearchMarks, optimum: float | None) -> None:
+    """The best so far against finished jobs and against time since the first job, log scale
+    where the values allow it: the regret over ``optimum`` when given, else the best value
+    itself when every value is positive."""
+    known = np.isfinite(running_best)
+    if optimum is not None:
+        curve, label = running_best - optimum, f"regret: best {snap.objective} − {optimum:.6g}"
+        positive = curve[known & (curve > 0)]
+        # a best at or below the given optimum (noise, or a rounded optimum) sits on the floor
+        curve = np.maximum(curve, positive.min() / 10 if positive.size else 1e-12)
+    else:
+        curve, label = running_best, f"best {snap.objective} so far"
+    log = bool(known.any()) and bool((curve[known] > 0).all())
+    times, unit = elapsed(out)
+    for ax, x, xlabel in ((by_jobs, out.order, "finished jobs"), (by_time, times, f"{unit} since the first job")):
+        if known.any():
+            ax.step(x[known], curve[known], where="post", color="black", linewidth=1.5)
+        if log:
+            ax.set_yscale("log")
+        ax.set_xlabel(xlabel, fontsize="small")
+        ax.tick_params(labelsize="small")
+        ax.grid(True, alpha=0.3, which="both")
+        _draw_search_marks(ax, marks, x)
+    by_jobs.set_ylabel(label + (" (log)" if log else ""), fontsize="small")
 
 
 def _draw_model_best(ax, out: Outcomes, by_model: dict[str, Any]) -> None:
@@ -251,9 +295,10 @@ class Section:
     draw: Callable[["Figure | SubFigure"], None]
 
 
-def sections(snap: Snapshot) -> list[Section]:
-    """The sections that have something to show for this experiment, in report order."""
-    out = [Section("convergence", "Convergence", 4.2, lambda fig: draw_convergence(snap, fig))]
+def sections(snap: Snapshot, optimum: float | None = None) -> list[Section]:
+    """The sections that have something to show for this experiment, in report order;
+    ``optimum``, the objective's known minimum, turns the best-so-far curves into regret."""
+    out = [Section("convergence", "Convergence", 6.4, lambda fig: draw_convergence(snap, fig, optimum))]
     n_params = min(len(parameter_columns(snap)), MAX_PARAMETER_PANELS)
     if n_params and snap.finished:
         rows = math.ceil(n_params / min(4, n_params))
@@ -284,12 +329,12 @@ def section_figure(section: Section) -> "Figure":
     return fig
 
 
-def overview_figure(snap: Snapshot) -> "Figure":
+def overview_figure(snap: Snapshot, optimum: float | None = None) -> "Figure":
     """Every section stacked in one figure, under a title with the experiment's name."""
     require_matplotlib()
     from matplotlib.figure import Figure
 
-    parts = sections(snap)
+    parts = sections(snap, optimum)
     fig = Figure(figsize=(FIGURE_WIDTH_IN, sum(s.height_in for s in parts) + 0.4), layout="constrained")
     subfigs = fig.subfigures(len(parts), 1, height_ratios=[s.height_in for s in parts], squeeze=False).ravel()
     for section, sub in zip(parts, subfigs):
@@ -346,10 +391,11 @@ def plot_path(snap: Snapshot, path: str | Path | None, svg: bool) -> tuple[Path,
     return path.with_name(path.name + f".{fmt}"), fmt
 
 
-def save_plot(snap: Snapshot, path: str | Path | None = None, svg: bool = False) -> Path:
+def save_plot(snap: Snapshot, path: str | Path | None = None, svg: bool = False,
+              optimum: float | None = None) -> Path:
     """Write the overview figure; return the path written. Raises PlotsUnavailable without matplotlib."""
     target, fmt = plot_path(snap, path, svg)
-    data = figure_bytes(overview_figure(snap), fmt)
+    data = figure_bytes(overview_figure(snap, optimum), fmt)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
     return target

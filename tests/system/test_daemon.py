@@ -56,6 +56,8 @@ def test_branin_two_concurrent_jobs_to_twenty(make_experiment):
         assert (state / "output" / f"{stem}.out").exists() and (state / "output" / f"{stem}.err").exists()
         assert job["source"] == "optimizer" and job["driver"] == "local" and job["scheduler_id"]
         assert job["created"] <= job["submitted"] <= job["finished"]
+        assert job["search_start"] == 0
+        assert job["chosen_by"] == "sobol"  # the config's model: Sobol points
     # never more than max-concurrent jobs between submission and recording
     events = sorted([(j["submitted"], 1) for _, j in jobs.values()] + [(j["finished"], -1) for _, j in jobs.values()])
     in_flight = peak = 0

@@ -164,7 +164,8 @@ def test_completions_are_recorded_while_the_proposer_is_busy():
             entered.set()
             release.wait(10)
             return Suggestion(points=[{"x": [0.0]}] * n, predicted_durations=[None] * n, seconds=0.0,
-                              refit_seconds=None, n_observed=self.n_observed, segment_start=0, warpings=None)
+                              refit_seconds=None, n_observed=self.n_observed, segment_start=0, warpings=None,
+                              chosen_by=["sobol"] * n)
 
         def forget(self, params):
             return True

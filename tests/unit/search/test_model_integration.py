@@ -113,7 +113,8 @@ def test_the_proposer_hands_predicted_durations_to_the_daemon_as_job_fields():
         proposal = proposer.take()
         assert len(proposal) == 2 and len(proposer.taken_fields) == 2
         for params, fields in zip(proposal, proposer.taken_fields):
-            assert set(fields) == {"predicted_duration"}
+            assert set(fields) == {"predicted_duration", "chosen_by", "search_start"}
+            assert fields["chosen_by"] == "gp-nowarp" and fields["search_start"] == 0
             assert 5.0 < fields["predicted_duration"] < 40.0  # observed: 11 to 19 s
     finally:
         proposer.close()
@@ -129,6 +130,7 @@ def test_the_proposer_reports_a_restart_as_an_event():
         proposer.request(1, [])
         assert wake.wait(120)
         assert len(proposer.take()) == 1
+        assert proposer.taken_fields == [{"chosen_by": "sobol", "search_start": 20}]  # a new design
     finally:
         proposer.close()
     assert opt.search_start == 20
@@ -166,6 +168,7 @@ def test_gp_run_with_ei_per_second_records_predictions_and_reports_warpings(make
     jobs = [job for _, job in all_jobs(folder).values()]
     assert [job["state"] for job in jobs] == ["complete"] * 7
     assert all("predicted_duration" not in job for job in jobs[:3])  # the Sobol design
+    assert [job["chosen_by"] for job in jobs] == ["sobol"] * 3 + ["gp"] * 4
     predicted = [job for job in jobs[3:] if "predicted_duration" in job]
     assert len(predicted) >= 3
     for job in predicted:

@@ -184,6 +184,10 @@ def test_report_plot_command(tmp_path):
     assert result.returncode == 0 and ET.parse(tmp_path / "figs" / "conv.svg").getroot().tag.endswith("svg")
     result = cli("report", exp, "--plot", tmp_path / "x.png", "--svg")
     assert result.returncode == 2 and "ends in .png" in result.stderr and not (tmp_path / "x.png").exists()
+    result = cli("report", exp, "--optimum", "0")
+    assert result.returncode == 2 and "--optimum draws regret" in result.stderr
+    result = cli("report", exp, "--plot", tmp_path / "regret.png", "--optimum", "0.1")
+    assert result.returncode == 0 and png_size((tmp_path / "regret.png").read_bytes())[0] > 0
 
 
 def test_a_diverged_job_is_drawn_on_the_top_edge(tmp_path):
@@ -197,3 +201,47 @@ def test_a_diverged_job_is_drawn_on_the_top_edge(tmp_path):
     assert ax.get_ylim()[1] < 100
     edge = [c for c in ax.collections if len(c.get_offsets()) == 1 and c.get_offsets()[0][1] == 0.985]
     assert len(edge) == 1
+
+
+def _mark_the_search(exp, restart_at: int, switch_at: int):
+    """Give each finished job, in completion order, what the daemon writes: chosen_by (Sobol for
+    5, then the GP, then DNGO from ``switch_at``) and search_start (``restart_at`` from there)."""
+    snap = take_snapshot(exp)
+    paths = ExperimentPaths(exp)
+    for rank, job in enumerate(plot_parts.outcomes(snap).jobs, start=1):
+        job_file = paths.job_file(job.state.value, job.id)
+        data = json.loads(job_file.read_text())
+        data["chosen_by"] = "sobol" if rank <= 5 else ("gp" if rank < switch_at else "dngo")
+        data["search_start"] = restart_at if rank > restart_at else 0
+        job_file.write_text(json.dumps(data))
+    return take_snapshot(exp)
+
+
+def test_convergence_marks_restarts_and_model_switches_and_draws_regret_on_a_log_scale(tmp_path):
+    snap = _mark_the_search(write_experiment(tmp_path, 40), restart_at=25, switch_at=31)
+    out = plot_parts.outcomes(snap)
+    marks = plot_parts.search_marks(out)
+    assert marks.restarts == [25] and marks.switches == [(31, "gp \u2192 dngo")]
+
+    optimum = float(np.nanmin(out.values)) - 0.05
+    fig = plots.section_figure(plots.sections(snap, optimum=optimum)[0])
+    jobs_ax, best_ax, time_ax = fig.axes[:3]
+    assert [line.get_xdata()[0] for line in jobs_ax.lines if line.get_linestyle() in ("--", "-.")] == [25, 31]
+    assert "restart (a fresh objective model)" in jobs_ax.get_legend_handles_labels()[1]
+    assert any(t.get_text() == "gp \u2192 dngo" for t in jobs_ax.texts)
+    assert best_ax.get_yscale() == "log" and best_ax.get_ylabel().startswith("regret")
+    regret = best_ax.lines[0].get_ydata()
+    running = plot_parts.best_so_far(out.values, out.feasible)
+    np.testing.assert_allclose(regret, running - optimum)
+    assert regret[-1] == pytest.approx(0.05)
+    # against time: the same curve, at each job's finishing time since the first job (minutes here)
+    assert time_ax.get_xlabel() == "minutes since the first job"
+    times, unit = plot_parts.elapsed(out)
+    np.testing.assert_allclose(time_ax.lines[0].get_xdata(), times)
+    finished = np.array([job.fields["finished"] for job in out.jobs])
+    np.testing.assert_allclose(times * 60, finished - 1.7e9)
+    np.testing.assert_allclose(time_ax.lines[0].get_ydata(), regret)
+
+    # without an optimum: the best value itself, on a log scale only when every value is positive
+    fig = plots.section_figure(plots.sections(snap)[0])
+    assert fig.axes[1].get_yscale() == "log" and fig.axes[1].get_ylabel() == "best loss so far (log)"
