@@ -132,7 +132,7 @@ class Daemon:
             self._on_start(self.reporter, self.store)
         noisy = self.config.tasks[self.config.objective].likelihood == "GAUSSIAN"
         self._proposer = Proposer(self.optimizer, self.reporter, self._wake, noisy=noisy,
-                                  warpings_file=self.paths.warpings)
+                                  warpings_file=self.paths.warpings, picture_file=self.paths.model_picture)
         observer = None
         previous_handlers = {}
         try:

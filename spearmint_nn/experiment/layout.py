@@ -88,6 +88,7 @@ STATE_DIR_NAME = ".spearmint"
 JOB_STATES = tuple(state.value for state in JobState)  # the folders under jobs/
 OBJECTIVE_MODEL_DIR = "objective"  # under model/: the objective surrogate's saved state
 WARPINGS_FILE = "warpings.json"  # beside it: the model's learned input warpings, read by reports
+PICTURE_FILE = "picture.json"  # and what the model says (importance, slices, contour), read by reports
 
 
 def job_file_name(job_id: int) -> str:
@@ -114,6 +115,7 @@ class ExperimentPaths:
         self.requests = self.state / "requests"
         self.model = self.state / "model"
         self.warpings = self.model / OBJECTIVE_MODEL_DIR / WARPINGS_FILE
+        self.model_picture = self.model / OBJECTIVE_MODEL_DIR / PICTURE_FILE
         self.results_csv = self.state / "results.csv"
         self.best_json = self.state / "best.json"
         self.log = self.state / "daemon.log"

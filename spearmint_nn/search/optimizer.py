@@ -55,7 +55,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -66,6 +66,7 @@ from .acquisition import condition_on_pending, make_acquisition
 from .exploration import SobolStream, exploration_point, failure_radius
 from .batch_draws import choose_batch
 from .maximize import KeepAway, default_n_candidates, maximize, minimize_sample_path
+from .model_picture import describe_model, monotone_inverse
 from .model_best import ModelBest, model_best
 from .model_setup import SUCCESS, DurationFit, new_constraint_model, new_surrogate
 from .names import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, VALUE_MODEL, check_registry
@@ -74,6 +75,7 @@ from .persistence import OBJECTIVE_MODEL, ModelStore, constraint_model_name
 from .policy import RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index
 from .settings import SearchSettings
 from .space import Space
+from .suggestion import Suggestion
 from .transforms import OUTPUT_TRANSFORMS, LogShift, Standardise, YeoJohnson, default_transform
 from ..models import GP_MODELS, MODELS
 from ..models.classifier import ConstraintClassifier
@@ -90,36 +92,6 @@ check_registry("spearmint_nn.models.kernels.CORRELATIONS", CORRELATIONS, KERNELS
 MIN_VALUES_TO_FIT = 2
 # A batch chosen on joint draws screens the neighbourhoods of this many best observations.
 BATCH_ANCHORS = 5
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    """What one :meth:`Optimizer.propose` gives: the points, and what is known about the call.
-
-    Attributes
-    ----------
-    points : the n params dicts (wrapper form) to evaluate next.
-    predicted_durations : predicted run time in seconds of each point, aligned with ``points``;
-        None where no duration model exists yet, or the acquisition is not "ei-per-second".
-    seconds : how long the call took.
-    refit_seconds : how long refitting the models took in this call; None when nothing was refitted.
-    n_observed : the number of observations the points were chosen from.
-    segment_start : index of the first observation the objective model is fitted to
-        (:attr:`Optimizer.search_start`): 0 until the search restarts.
-    warpings : the objective model's learned input warpings (:attr:`Optimizer.warpings`) when it
-        was refitted since the previous proposal, else None.
-    chosen_by : what chose each point, aligned with ``points``: "sobol" (the initial design or
-        random search), "exploration" (nothing succeeded yet) or the surrogate's name.
-    """
-
-    points: list[dict[str, Any]]
-    predicted_durations: list[float | None]
-    seconds: float
-    refit_seconds: float | None
-    n_observed: int
-    segment_start: int
-    warpings: dict[str, Any] | None
-    chosen_by: list[str]
 
 
 def _torch_rows(rows: Sequence[np.ndarray] | np.ndarray, dim: int) -> torch.Tensor:
@@ -295,19 +267,41 @@ class Optimizer:
         again only when observations arrived). Mean and std are mapped back through the output
         transform by sampling (:mod:`spearmint_nn.search.model_best`).
         """
-        feasible = np.flatnonzero(self.feasible_mask())
+        fitted = self._model_of_all_data()
+        if fitted is None:
+            return None
         objective = np.asarray(self._data.objective, dtype=float)
-        finite = np.isfinite(objective)
-        if self.settings.model == RANDOM_SEARCH or feasible.size == 0 or finite.sum() < MIN_VALUES_TO_FIT:
+        return model_best(*fitted, _torch_rows(self._data.X, self.space.dim), np.flatnonzero(self.feasible_mask()),
+                          objective, objective[np.isfinite(objective)], lambda row: self.space.decode(row[None])[0],
+                          self.settings.sign)
+
+    def model_picture(self) -> dict[str, Any] | None:
+        """What the model says, for the reports (:mod:`spearmint_nn.search.model_picture`):
+        importance, slices through the best feasible observation and a contour, in the user's
+        sign, from the same model as :meth:`best_by_model`; None where that is None."""
+        fitted = self._model_of_all_data()
+        if fitted is None:
+            return None
+        objective = np.asarray(self._data.objective, dtype=float)
+        inverse = monotone_inverse(fitted[1], objective[np.isfinite(objective)])
+        # a fixed seed: drawing from the proposals' generator would make them depend on when a report was made
+        picture = describe_model(fitted[0], self.space, self._data.X[self._data.best_feasible()],
+                                 lambda t: self.settings.sign * inverse(t), seed=0)
+        return {"model": self.surrogate_name, "observations": self.n_observed, **picture}
+
+    def _model_of_all_data(self) -> tuple[Any, Any] | None:
+        """The objective model and its output transform fitted to every finite value (the
+        current model before a restart, :meth:`_whole_data_model` after), refitted if results
+        arrived; None without a model, a feasible observation or enough values to fit."""
+        objective = np.asarray(self._data.objective, dtype=float)
+        if (self.settings.model == RANDOM_SEARCH or not self.feasible_mask().any()
+                or np.isfinite(objective).sum() < MIN_VALUES_TO_FIT):
             return None
         self._follow_restarts()
         if self._segment_start == 0:
             self._refit_if_needed()  # fits the objective model to every finite value
-            model, transform = self._model, self._transform
-        else:
-            model, transform = self._whole_data_model()
-        return model_best(model, transform, _torch_rows(self._data.X, self.space.dim), feasible, objective,
-                          objective[finite], lambda row: self.space.decode(row[None])[0], self.settings.sign)
+            return self._model, self._transform
+        return self._whole_data_model()
 
     def _whole_data_model(self) -> tuple[Any, Any]:
         """A surrogate fitted to every finite objective value and its output transform, refitted

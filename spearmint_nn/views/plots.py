@@ -12,6 +12,8 @@ stacks the sections into one image and the HTML report embeds them one by one:
   for ``"scale": "log"``, one category per option for ENUM; failed jobs as ticks on the axis);
 * ``coordinates`` and ``landing``: every job across all parameters at once, in parallel
   coordinates and a scatter matrix (:mod:`.job_plots`);
+* ``importance``, ``slices`` and ``contour``: what the fitted model says, where the daemon saved
+  it (:mod:`.model_plots`);
 * ``warpings``: the learned input warpings (of the columns the model warps: the FLOAT and INT
   values, never ENUM options or relevance indicators), where the model saved them in
   ``model/objective/warpings.json`` (the format of
@@ -36,7 +38,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..experiment.layout import ExperimentPaths
-from . import job_plots
+from . import job_plots, model_plots
 from .plot_parts import (BEST, FAILED, FEASIBLE, INFEASIBLE, MODEL_BEST, RASTERIZE_ABOVE, Outcomes, SearchMarks,
                          axis_unit, best_so_far, duration_pairs, element, elapsed, encoded_column_labels,
                          format_parameter_axis, outcomes, parameter_columns, parameter_positions, read_warpings,
@@ -309,6 +311,17 @@ def sections(snap: Snapshot, optimum: float | None = None) -> list[Section]:
     if n_matrix >= 2 and snap.finished:
         out.append(Section("landing", "Where the jobs landed", 1.0 + 1.15 * n_matrix,
                            lambda fig: job_plots.draw_landing(snap, fig)))
+    picture = model_plots.read_picture(ExperimentPaths(snap.experiment)) if snap.finished else None
+    if picture is not None:
+        out.append(Section("importance", "Parameter importance", 1.0 + 0.3 * len(picture["importance"]),
+                           lambda fig: model_plots.draw_importance(snap, fig, picture)))
+        n_slices = min(len(picture["slices"]), model_plots.MAX_SLICE_PANELS)
+        if n_slices:
+            out.append(Section("slices", "The model through the best point", 0.8 + 2.3 * math.ceil(n_slices / 4),
+                               lambda fig: model_plots.draw_slices(snap, fig, picture)))
+        if "contour" in picture:
+            out.append(Section("contour", "The model's mean over two parameters", 5.0,
+                               lambda fig: model_plots.draw_contour(snap, fig, picture)))
     warpings = read_warpings(ExperimentPaths(snap.experiment))
     if warpings is not None:
         rows = math.ceil(min(len(warpings["inputs"]), MAX_WARPING_PANELS) / 4)

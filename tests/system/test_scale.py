@@ -25,7 +25,8 @@ from spearmint_nn.daemon.reporting import Reporter
 from spearmint_nn.daemon import summaries as summaries_module
 from spearmint_nn.daemon.summaries import SummaryWriter
 from spearmint_nn.models.dngo import DNGO
-from spearmint_nn.search.optimizer import Optimizer, Suggestion
+from spearmint_nn.search.optimizer import Optimizer
+from spearmint_nn.search.suggestion import Suggestion
 from spearmint_nn.views.progress import DaemonProgress
 
 N_FINISHED = 10_000

@@ -1,0 +1,163 @@
+"""What the fitted objective model says about a search, for the reports: how much each parameter
+matters, slices of the posterior through the best point, and a contour of the two parameters
+that matter most.
+
+* **Importance** is the first-order (main-effect) share of the surrogate's variance, a
+  functional ANOVA of the model as in fANOVA (Hutter et al. 2014): for parameter element e,
+  Var_{x_e}(E_{x_-e}[mu(x)]) / Var_x(mu(x)), estimated on a Sobol design of base points with e
+  set to each of a grid of values. It is computed for every hyperparameter sample of the model
+  (a GP's slice samples, DNGO's output-layer samples), so the report shows its spread. Unlike
+  ARD length scales it means the same for the GP and DNGO, for ENUM and conditional parameters,
+  and it is in the units of the objective's variance, not of a kernel.
+* **Slices** vary one parameter element over its range (every option of an ENUM) with the others
+  at the best observed point: posterior mean and +-1 std band, mixed over samples.
+* **Contour**: the posterior mean on a grid of the two most important numeric elements, the
+  others at the best point.
+
+Values are mapped back from the model's scale (a monotone output transform of the objective)
+by interpolating the transform on a grid that spans the observed values with a margin; a band
+beyond that grid is cut at its edge. Models do no file I/O: the daemon writes this picture as
+JSON beside the warpings, and the report draws it without torch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from ..models.base import Surrogate
+from .space import Space, Variable
+
+N_BASE = 128  # Sobol base points of the main-effect estimate
+N_GRID = 12  # values of the varied element per base point
+N_SLICE = 41  # points of a numeric slice
+N_CONTOUR = 25  # points along each axis of the contour
+MAX_IMPORTANCE_ELEMENTS = 64  # a vector of size 1000 would cost minutes: its first elements only
+
+
+@dataclass(frozen=True)
+class Element:
+    """One parameter element and the encoded columns that hold it."""
+
+    label: str
+    var: Variable
+    index: int
+    columns: list[int]
+
+    @property
+    def numeric(self) -> bool:
+        return self.var.type != "ENUM"
+
+    def settings(self, n: int, midpoints: bool = False) -> np.ndarray:
+        """(G, len(columns)) encodings the element is set to: n values across [0, 1] (the
+        midpoints of n equal cells with ``midpoints``, a uniform quadrature), or every option's
+        one-hot row."""
+        if self.numeric:
+            grid = (np.arange(n) + 0.5) / n if midpoints else np.linspace(0.0, 1.0, n)
+            return grid.reshape(-1, 1)
+        return np.eye(len(self.columns))
+
+
+def elements(space: Space) -> list[Element]:
+    """Every parameter element of the space, in config order (indicator columns excluded)."""
+    out = []
+    for var in space.variables:
+        cols = list(range(space.dim))[space.value_columns(var.name)]
+        for i in range(var.size):
+            label = var.name if var.size == 1 else f"{var.name}[{i}]"
+            out.append(Element(label, var, i, cols[i * var.width:(i + 1) * var.width]))
+    return out
+
+
+def monotone_inverse(transform: Callable[[np.ndarray], np.ndarray], observed: np.ndarray
+                     ) -> Callable[[np.ndarray], np.ndarray]:
+    """The inverse of a monotone increasing output transform, by interpolation on a grid over
+    the observed range widened by its span on each side (clipped beyond it)."""
+    lo, hi = float(np.min(observed)), float(np.max(observed))
+    span = max(hi - lo, 1e-12)
+    grid = np.linspace(lo - span, hi + span, 2001)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        forward = np.asarray(transform(grid), dtype=float)
+    keep = np.isfinite(forward)
+    # the log of a LogShift is undefined below the data's minimum: the grid starts where it is not
+    return lambda t: np.interp(np.asarray(t, dtype=float), forward[keep], grid[keep])
+
+
+def _posterior(model: Surrogate, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance (S, M) on the model's scale, in chunks to bound memory."""
+    means, variances = [], []
+    with torch.no_grad():
+        for start in range(0, len(X), 4096):
+            mean, var = model.posterior(torch.as_tensor(X[start:start + 4096], dtype=torch.float64))
+            means.append(mean.numpy())
+            variances.append(var.numpy())
+    return np.concatenate(means, axis=1), np.concatenate(variances, axis=1)
+
+
+def _with(space: Space, X: np.ndarray, element: Element, setting: np.ndarray) -> np.ndarray:
+    """Rows of X with the element set to ``setting``; a conditional space is projected, so an
+    element that is inactive in a row has no effect there."""
+    X = X.copy()
+    X[:, element.columns] = setting
+    return space.project(X) if space.is_conditional else X
+
+
+def importance(model: Surrogate, space: Space, seed: int = 0) -> list[dict[str, Any]]:
+    """Main-effect share of the surrogate's variance of each element: [{"name", "mean", "std"}]
+    over hyperparameter samples, in config order."""
+    base = space.sobol(N_BASE, seed=seed)
+    total = _posterior(model, base)[0].var(axis=1)  # (S,)
+    out = []
+    for element in elements(space)[:MAX_IMPORTANCE_ELEMENTS]:
+        settings = element.settings(N_GRID, midpoints=True)
+        X = np.vstack([_with(space, base, element, s) for s in settings])
+        effect = _posterior(model, X)[0].reshape(-1, len(settings), len(base)).mean(axis=2)  # (S, G)
+        share = effect.var(axis=1) / np.maximum(total, 1e-300)
+        out.append({"name": element.label, "mean": float(share.mean()), "std": float(share.std())})
+    return out
+
+
+def _mixture(mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and std over a mixture of the S samples' Gaussians, each (M,)."""
+    mixed = mean.mean(axis=0)
+    return mixed, np.sqrt(np.maximum(var.mean(axis=0) + mean.var(axis=0), 0.0))
+
+
+def _element_values(space: Space, X: np.ndarray, element: Element) -> list[Any]:
+    """The element's value in each row, as the user writes it (numbers decoded, option names)."""
+    return [params[element.var.name][element.index].item() if element.numeric
+            else str(params[element.var.name][element.index]) for params in space.decode(X)]
+
+
+def describe_model(model: Surrogate, space: Space, best_x: np.ndarray,
+                   inverse: Callable[[np.ndarray], np.ndarray], seed: int = 0) -> dict[str, Any]:
+    """The picture of a fitted model (JSON-ready): importance, slices through ``best_x`` (the
+    best observed point's encoding, (D,)) and a contour; values in the objective's units
+    through ``inverse`` (:func:`monotone_inverse`)."""
+    best_x = np.asarray(best_x, dtype=float).reshape(1, -1)
+    ranked = importance(model, space, seed)
+    slices = []
+    for element in elements(space)[:MAX_IMPORTANCE_ELEMENTS]:
+        X = np.vstack([_with(space, best_x, element, s) for s in element.settings(N_SLICE)])
+        mean, std = _mixture(*_posterior(model, X))
+        slices.append({"name": element.label, "x": _element_values(space, X, element),
+                       "mean": inverse(mean).tolist(), "low": inverse(mean - std).tolist(),
+                       "high": inverse(mean + std).tolist()})
+    picture: dict[str, Any] = {"importance": ranked, "slices": slices,
+                               "samples": int(_posterior(model, best_x)[0].shape[0])}
+    numeric = [(item["mean"], e) for item, e in zip(ranked, elements(space)) if e.numeric]
+    if len(numeric) >= 2:
+        (_, first), (_, second) = sorted(numeric, key=lambda pair: -pair[0])[:2]
+        grid = np.linspace(0.0, 1.0, N_CONTOUR)
+        X = np.repeat(best_x, N_CONTOUR * N_CONTOUR, axis=0)
+        X[:, first.columns[0]] = np.tile(grid, N_CONTOUR)
+        X[:, second.columns[0]] = np.repeat(grid, N_CONTOUR)
+        X = space.project(X) if space.is_conditional else X
+        mean = _posterior(model, X)[0].mean(axis=0)
+        picture["contour"] = {"x_name": first.label, "y_name": second.label,
+                              "x": _element_values(space, X[:N_CONTOUR], first),
+                              "y": _element_values(space, X[::N_CONTOUR], second),
+                              "mean": inverse(mean).reshape(N_CONTOUR, N_CONTOUR).tolist()}
+    return picture
