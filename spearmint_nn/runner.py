@@ -222,14 +222,27 @@ def run_command(config: ExperimentConfig, job_id: int, params_file: Path, result
     return parse_result_text(text)
 
 
+def process_started() -> float | None:
+    """Unix time at which this process started (Linux's /proc; None elsewhere), so that a job's
+    start-up (interpreter, imports, a container) is told apart from its time in the queue."""
+    try:
+        with open("/proc/self/stat") as handle:
+            ticks = int(handle.read().rsplit(")", 1)[1].split()[19])  # field 22: start, in clock ticks since boot
+        with open("/proc/uptime") as handle:
+            uptime = float(handle.read().split()[0])
+        return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def run_job(experiment_dir: str | Path, job_id: int) -> int:
     """Evaluate one job and write its result file; return the process exit code."""
     paths = ExperimentPaths(experiment_dir)
     holder = take_claim(paths, job_id)
     if holder is not None:  # started twice (see spearmint_nn.experiment.claims): never evaluate twice
         return 0 if wait_for_holder(paths, job_id, holder) else 1
-    started = time.time()
-    result: dict[str, Any] = {"id": job_id, "host": socket.gethostname(), "started": started}
+    result: dict[str, Any] = {"id": job_id, "host": socket.gethostname(), "process_started": process_started(),
+                              "started": time.time()}
     exit_code = 0
     try:
         try:

@@ -474,7 +474,8 @@ class Daemon:
         result = read_json(self.paths.result_file(job_id))
         if not isinstance(result, dict) or result.get("id") != job_id or result.get("status") not in ("ok", "error"):
             return False
-        fields: dict[str, Any] = {k: result[k] for k in ("started", "ended", "host") if k in result}
+        fields: dict[str, Any] = {k: result[k] for k in ("process_started", "started", "ended", "host")
+                                  if result.get(k) is not None}
         if result["status"] == "error" and isinstance(result.get("location"), str):
             fields["location"] = plain(result["location"])
         if isinstance(result.get("started"), (int, float)) and isinstance(result.get("ended"), (int, float)):

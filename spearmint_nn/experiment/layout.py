@@ -45,7 +45,9 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
     driver        driver name; scheduler_id: the driver's opaque id string (null while submitting)
     submitting    unix time the daemon decided to submit (running; see "Submission" above)
     finished      unix time the daemon recorded the outcome (complete / failed)
-    started, ended, host  from the runner's result file, when there is one
+    started, ended, host  from the runner's result file, when there is one (started: when the
+                  runner began the job; process_started: when its process started, on Linux, so
+                  the queue is submitted..process_started and the start-up process_started..started)
     duration      seconds the wrapper ran (ended - started), when known
     predicted_duration  seconds the duration model predicted when EI per second proposed the job
     chosen_by     what proposed the job (source "optimizer"): "sobol", "exploration", "gp", "dngo"
@@ -75,7 +77,8 @@ Claim file (``claims/<id>.json``), created once by the runner before it evaluate
 Result file (``results/<id>.json``), written atomically by the runner:
 
     id, status ("ok" | "error"), values ({task: float}) or error (one line), traceback,
-    started, ended, host; failure: the short kind of an error ("exception", "nan", ...)
+    process_started (null off Linux), started, ended, host; failure: the short kind of an error
+                  ("exception", "nan", ...)
     location      (error) "<file>:<line>" in the user's code it points at, or null (spearmint_nn.runner)
 """
 from __future__ import annotations

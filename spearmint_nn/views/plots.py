@@ -14,6 +14,8 @@ stacks the sections into one image and the HTML report embeds them one by one:
   coordinates and a scatter matrix (:mod:`.job_plots`);
 * ``importance``, ``slices`` and ``contour``: what the fitted model says, where the daemon saved
   it (:mod:`.model_plots`);
+* ``failures`` and ``phases``: failures grouped by reason, and each job's queue, start-up and
+  run time (:mod:`.run_plots`);
 * ``warpings``: the learned input warpings (of the columns the model warps: the FLOAT and INT
   values, never ENUM options or relevance indicators), where the model saved them in
   ``model/objective/warpings.json`` (the format of
@@ -38,7 +40,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..experiment.layout import ExperimentPaths
-from . import job_plots, model_plots
+from . import job_plots, model_plots, run_plots
 from .plot_parts import (BEST, FAILED, FEASIBLE, INFEASIBLE, MODEL_BEST, RASTERIZE_ABOVE, Outcomes, SearchMarks,
                          axis_unit, best_so_far, duration_pairs, element, elapsed, encoded_column_labels,
                          format_parameter_axis, outcomes, parameter_columns, parameter_positions, read_warpings,
@@ -322,6 +324,12 @@ def sections(snap: Snapshot, optimum: float | None = None) -> list[Section]:
         if "contour" in picture:
             out.append(Section("contour", "The model's mean over two parameters", 5.0,
                                lambda fig: model_plots.draw_contour(snap, fig, picture)))
+    if snap.failure_groups:
+        out.append(Section("failures", "Failures by reason", 1.0 + 0.45 * min(len(snap.failure_groups),
+                                                                             run_plots.MAX_FAILURE_BARS),
+                           lambda fig: run_plots.draw_failures(snap, fig)))
+    if snap.finished and run_plots.has_phases(snap):
+        out.append(Section("phases", "Queue, start-up and run time", 3.8, lambda fig: run_plots.draw_phases(snap, fig)))
     warpings = read_warpings(ExperimentPaths(snap.experiment))
     if warpings is not None:
         rows = math.ceil(min(len(warpings["inputs"]), MAX_WARPING_PANELS) / 4)

@@ -141,7 +141,8 @@ def test_report_loads_cleanly_sorts_on_click_and_renders(browser, tmp_path):
     assert "ValueError: <b>bad</b>" in browser.script("return document.querySelector('#failures pre').textContent")
     shown = browser.script("return Array.prototype.map.call(document.querySelectorAll('#plots figure'),"
                            " function (f) { return f.id; })")
-    assert shown == ["plot-convergence", "plot-parameters", "plot-coordinates", "plot-landing"]
+    assert shown == ["plot-convergence", "plot-parameters", "plot-coordinates", "plot-landing", "plot-failures",
+                     "plot-phases"]
     assert all(browser.script("return Array.prototype.map.call(document.images, function (i) {"
                               " return i.complete && i.naturalWidth > 500; })"))
 

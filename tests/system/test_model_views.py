@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from spearmint_nn.experiment.layout import ExperimentPaths
-from spearmint_nn.views import model_plots, plots
+from spearmint_nn.views import model_plots, plots, run_plots
 from spearmint_nn.views.status import take_snapshot
 from helpers.experiments import cli
 
@@ -62,12 +62,21 @@ def test_the_contour_of_the_model_finds_a_branin_minimum_after_40_jobs(branin_ru
 
 
 @pytest.mark.slow
+def test_a_real_job_records_its_queue_start_up_and_run(branin_run):
+    phases = run_plots.job_phases(take_snapshot(branin_run))
+    assert len(phases.run) == 40 and np.isfinite(phases.startup).all()
+    # a local job's process starts as it is submitted; the interpreter and imports take a moment
+    assert (phases.queue > -1).all() and np.median(phases.queue) < 5
+    assert (phases.startup > 0).all() and np.median(phases.startup) < 30
+
+
+@pytest.mark.slow
 def test_the_html_report_embeds_the_models_picture(branin_run, tmp_path):
     report = tmp_path / "report.html"
     result = cli("report", branin_run, "--html", report, "--optimum", "0.397887")
     assert result.returncode == 0, result.stderr
     html = report.read_text()
-    for key in ("importance", "slices", "contour"):
+    for key in ("importance", "slices", "contour", "phases"):
         assert f'id="plot-{key}"' in html
 
 

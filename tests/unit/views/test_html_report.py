@@ -29,7 +29,7 @@ def test_report_is_self_contained_and_complete(tmp_path):
         for name, value in attrs.items():
             assert not re.match(r"\s*(https?:)?//", value or ""), (tag, name, value)
     images = page.all("img")
-    assert len(images) == 4 and all(img["src"].startswith("data:image/png;base64,") for img in images)
+    assert len(images) == 6 and all(img["src"].startswith("data:image/png;base64,") for img in images)
     for img in images:
         assert png_size(base64.b64decode(img["src"].split(",", 1)[1]))[0] > 500
     assert len(page.all("script")) == 1 and not any(a.get("src") for a in page.all("script"))

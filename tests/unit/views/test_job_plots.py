@@ -104,8 +104,8 @@ def test_the_scatter_matrix_keeps_to_eight_parameters_with_a_note(tmp_path):
     assert "first 8 of 43 parameters" in fig.get_suptitle()
 
 
-@pytest.mark.parametrize("n_params, sections", [(1, {"convergence", "parameters", "coordinates"}),
-                                                 (5, {"convergence", "parameters", "coordinates", "landing"})])
+@pytest.mark.parametrize("n_params, sections", [(1, {"convergence", "parameters", "coordinates", "phases"}),
+                                                 (5, {"convergence", "parameters", "coordinates", "landing", "phases"})])
 def test_the_matrix_needs_two_parameters(tmp_path, n_params, sections):
     exp = write_experiment(tmp_path, 5)
     if n_params == 1:

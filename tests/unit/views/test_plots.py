@@ -29,9 +29,13 @@ def test_png_and_svg_render_for_every_size(tmp_path, n_jobs, failures, constrain
     png = plots.save_plot(snap, tmp_path / "out" / "conv.png")
     width, height = png_size(png.read_bytes())
     assert width == int(plots.FIGURE_WIDTH_IN * plots.PNG_DPI)
-    expected_sections = 1 if n_jobs == 0 else 4  # convergence, parameters, coordinates, landing
-    assert len(plots.sections(snap)) == expected_sections
-    assert 400 <= height <= 3000
+    expected = ["convergence"] if n_jobs == 0 else ["convergence", "parameters", "coordinates", "landing"]
+    if failures and n_jobs >= 7:  # every 7th job fails
+        expected.append("failures")
+    if n_jobs:
+        expected.append("phases")  # the first job completed, with its times
+    assert [s.key for s in plots.sections(snap)] == expected
+    assert 400 <= height <= 4000
     assert 20_000 < png.stat().st_size < 3_000_000
 
     svg = plots.save_plot(snap, tmp_path / "out" / "conv", svg=True)
@@ -111,7 +115,7 @@ def test_many_parameters_are_capped_with_a_note(tmp_path):
 def test_warpings_and_durations_appear_when_the_data_exists(tmp_path):
     exp = write_experiment(tmp_path, 12)
     snap = take_snapshot(exp)
-    assert [s.key for s in plots.sections(snap)] == ["convergence", "parameters", "coordinates", "landing"]
+    assert [s.key for s in plots.sections(snap)] == ["convergence", "parameters", "coordinates", "landing", "phases"]
 
     paths = ExperimentPaths(exp)
     paths.warpings.parent.mkdir(parents=True, exist_ok=True)
@@ -126,11 +130,11 @@ def test_warpings_and_durations_appear_when_the_data_exists(tmp_path):
             file.write_text(json.dumps(job))
     snap = take_snapshot(exp)
     keys = [s.key for s in plots.sections(snap)]
-    assert keys == ["convergence", "parameters", "coordinates", "landing", "warpings", "durations"]
-    warp_fig = plots.section_figure(plots.sections(snap)[4])
+    assert keys == ["convergence", "parameters", "coordinates", "landing", "phases", "warpings", "durations"]
+    warp_fig = plots.section_figure(plots.sections(snap)[5])
     titles = [ax.get_title() for ax in warp_fig.axes if ax.get_visible()]
     assert titles[:6] == ["lr", "layers", "act=relu", "act=tanh", "act=gelu", "w[0]"]
-    dur_fig = plots.section_figure(plots.sections(snap)[5])
+    dur_fig = plots.section_figure(plots.sections(snap)[6])
     ax = dur_fig.axes[0]
     assert ax.get_xscale() == ax.get_yscale() == "log" and "seconds" in ax.get_xlabel()
     assert len(ax.collections[0].get_offsets()) == 12
