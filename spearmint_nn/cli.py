@@ -52,13 +52,17 @@ def _open_for_reading(experiment: str) -> tuple[ExperimentConfig, Store]:
 def cmd_status(args: argparse.Namespace) -> int:
     config, store = _open_for_reading(args.experiment)
     if args.watch:
-        from .views.progress import progress_text, watch
+        from .views.progress import SPARK_ASCII, SPARK_BLOCKS, pace_text, progress_text, watch
+
+        blocks = SPARK_BLOCKS if (sys.stdout.encoding or "").lower().replace("-", "") == "utf8" else SPARK_ASCII
 
         def render(snap: Snapshot) -> str:
             if snap.config is None:  # config.json edited into an invalid state while watching
                 snap = Snapshot(snap.experiment, snap.store, config, taken_at=snap.taken_at)
             summary = status_summary(snap)
-            return json.dumps(summary) if args.json else status_text(summary) + "\n" + progress_text(snap)
+            if args.json:
+                return json.dumps(summary)
+            return "\n".join([status_text(summary), pace_text(snap, chars=blocks), progress_text(snap)])
         watch(args.experiment, render, interval_s=args.interval)
         return 0
     summary = status_summary(Snapshot(config.experiment_dir, store, config))

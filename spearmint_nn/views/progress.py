@@ -14,12 +14,13 @@ with no control characters.
 """
 from __future__ import annotations
 
+import math
 import shutil
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, TextIO
+from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from ..daemon.reporting import Reporter
 from ..daemon.summaries import SUMMARY_TIME_SHARE, TimeShare
@@ -187,6 +188,58 @@ class DaemonProgress:
 
 
 # ---- status --watch --------------------------------------------------------------------------
+
+PACE_WINDOW_S = 600.0  # rates are over the last ten minutes
+SPARK_BLOCKS = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"
+SPARK_ASCII = "_.-:=+*#"  # for a terminal that cannot print the blocks
+SPARK_WIDTH = 40
+
+
+def sparkline(values: Sequence[float], width: int = SPARK_WIDTH, chars: str = SPARK_BLOCKS) -> str:
+    """The values as one character each (the last of each of ``width`` equal stretches when
+    there are more), low to high as ``chars`` goes; "" without values."""
+    finite = [float(v) for v in values if math.isfinite(v)]
+    if not finite:
+        return ""
+    step = max(1, math.ceil(len(finite) / width))
+    shown = finite[step - 1::step] if len(finite) > width else finite
+    lo, hi = min(shown), max(shown)
+    scale = (len(chars) - 1) / (hi - lo) if hi > lo else 0.0
+    return "".join(chars[int(round((v - lo) * scale))] for v in shown)
+
+
+def pace_text(snap: Snapshot, now: float | None = None, chars: str = SPARK_BLOCKS) -> str:
+    """Two lines for ``status --watch``: the best value so far as a sparkline, and the rate at
+    which jobs finish against the rate at which the optimizer proposes them (the last
+    PACE_WINDOW_S), with the free slots: when proposals lag behind completions while slots are
+    free, the cluster is waiting for the optimizer."""
+    now = time.time() if now is None else now
+    finished = sorted(snap.finished, key=lambda job: job.fields.get("finished", 0))
+    best, running_best = math.inf, []
+    for job in finished:
+        value = job.objective_value(snap.objective)
+        if value is not None and math.isfinite(value) and snap.is_feasible(job):
+            best = min(best, value)
+        running_best.append(best)
+    line = sparkline(running_best, chars=chars)
+    first = next((v for v in running_best if math.isfinite(v)), None)
+    lines = [f"best so far  {line}  {first:.6g} -> {best:.6g}" if first is not None else "best so far  (none yet)"]
+    since = now - PACE_WINDOW_S
+
+    def per_minute(times: list[Any]) -> float:
+        recent = [t for t in times if isinstance(t, (int, float)) and t >= since]
+        return len(recent) / (PACE_WINDOW_S / 60.0)
+
+    done = per_minute([job.fields.get("finished") for job in snap.finished])
+    proposed = per_minute([job.fields.get("created") for job in snap.jobs if job.fields.get("source") == "optimizer"])
+    free = None if snap.concurrency is None else max(0, snap.concurrency - snap.counts["running"] - snap.counts["pending"])
+    text = f"last {format_duration(PACE_WINDOW_S)}: {done:.1f} jobs done/min, {proposed:.1f} proposed/min"
+    if free is not None:
+        text += f"; {free} of {snap.concurrency} slots free"
+        if free > 0 and not snap.search_is_over and proposed < 0.9 * done:
+            text += " (the cluster is waiting for the optimizer)"
+    return "\n".join(lines + [text])
+
 
 def watch(experiment_dir: str | Path, render: Callable[[Snapshot], str], interval_s: float = 2.0,
           stream: TextIO | None = None, interactive: bool | None = None,

@@ -17,7 +17,8 @@ from spearmint_nn.experiment.config import load_config
 from spearmint_nn.daemon.reporting import Reporter
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.experiment.jobs import JobState, best_job
-from spearmint_nn.views.progress import DaemonProgress, LiveLine, format_duration, progress_text, watch
+from spearmint_nn.views.progress import (SPARK_BLOCKS, DaemonProgress, LiveLine, format_duration, pace_text,
+                                        progress_text, sparkline, watch)
 from spearmint_nn.views.status import take_snapshot
 from spearmint_nn.experiment.store import Store
 
@@ -227,3 +228,41 @@ def test_watch_stops_when_the_budget_is_spent_and_on_ctrl_c(tmp_path):
     term = FakeTerminal()
     watch(busy, progress_text, interval_s=0.5, stream=term, sleep=nap)
     assert naps == [0.5] * 3 and term.getvalue().count("\x1b[H\x1b[2J") == 3
+
+
+def test_sparkline_runs_from_the_lowest_to_the_highest_character():
+    assert sparkline([3.0, 2.0, 2.0, 1.0], chars="abc") == "cbba"
+    assert sparkline([5.0, 5.0]) == SPARK_BLOCKS[0] * 2 and sparkline([]) == ""
+    long = sparkline(list(range(100, 0, -1)), width=10, chars="0123456789")
+    assert len(long) == 10 and long[0] == "9" and long[-1] == "0" and list(long) == sorted(long, reverse=True)
+
+
+def test_the_pace_says_when_the_cluster_waits_for_the_optimizer(tmp_path):
+    exp = write_experiment(tmp_path, 20, running=1, budget=40)  # max-concurrent 2: one slot free
+    snap = take_snapshot(exp)
+    finished = [job.fields["finished"] for job in snap.finished]
+    created = [job.fields["created"] for job in snap.jobs]
+    now = max(finished) + 1
+    text = pace_text(snap, now=now, chars="0123456789")
+    best_line, rate_line = text.splitlines()
+    values = [job.value for job in sorted(snap.finished, key=lambda j: j.fields["finished"])]
+    assert best_line.endswith(f"{values[0]:.6g} -> {min(values):.6g}") and best_line.split()[3][-1] == "0"
+    done = sum(t >= now - 600 for t in finished) / 10
+    proposed = sum(t >= now - 600 for t in created) / 10
+    assert rate_line.startswith(f"last 10m00s: {done:.1f} jobs done/min, {proposed:.1f} proposed/min; 1 of 2 slots free")
+    assert ("waiting for the optimizer" in rate_line) == (proposed < 0.9 * done)
+    # every job proposed long ago, results arriving now: the optimizer is behind with a free slot
+    paths = ExperimentPaths(exp)
+    for job in snap.jobs:
+        job_file = paths.job_file(job.state.value, job.id)
+        data = json.loads(job_file.read_text())
+        data["created"] -= 3600
+        job_file.write_text(json.dumps(data))
+    late = pace_text(take_snapshot(exp), now=now, chars="0123456789")
+    assert "0.0 proposed/min" in late and late.endswith("(the cluster is waiting for the optimizer)")
+
+
+def test_status_watch_shows_the_pace(tmp_path):
+    exp = write_experiment(tmp_path, 5, budget=5)
+    result = cli("status", exp, "--watch", "--interval", "0.1", timeout=60)
+    assert "best so far  " in result.stdout and "jobs done/min" in result.stdout
