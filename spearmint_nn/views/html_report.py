@@ -46,7 +46,6 @@ dl.facts dd { margin: 0; font-variant-numeric: tabular-nums; }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid var(--line); padding: .25em .6em; text-align: left; vertical-align: top; }
 th { background: var(--head); }
-td.num { text-align: right; }
 .scroll { overflow-x: auto; max-height: 80vh; overflow-y: auto; border: 1px solid var(--line); }
 .scroll table { border: 0; }
 table.sortable thead th { position: sticky; top: 0; cursor: pointer; user-select: none; white-space: nowrap; }
@@ -127,12 +126,17 @@ def _fmt(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _cell(value: Any, css: str = "") -> str:
-    """A <td>; numbers keep full precision in data-v for sorting and show 6 significant digits."""
-    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    classes = " ".join(c for c in ("num" if numeric else "", css) if c)
-    attrs = (f' class="{classes}"' if classes else "") + (f' data-v="{escape(repr(value))}"' if numeric else "")
-    return f"<td{attrs}>{escape(_fmt(value))}</td>"
+    """A <td> showing 6 significant digits; where that rounds, data-v keeps 12 for sorting.
+    Cells carry no more than that: a table of 10,000 jobs is most of a report's size."""
+    text = _fmt(value)
+    exact = f"{value:.12g}" if _is_number(value) else text
+    attrs = (f' class="{css}"' if css else "") + (f' data-v="{escape(exact)}"' if exact != text else "")
+    return f"<td{attrs}>{escape(text)}</td>"
 
 
 def _facts(pairs: Iterable[tuple[str, str]]) -> str:
@@ -284,6 +288,10 @@ def jobs_table_html(snap: Snapshot) -> str:
     best_id = snap.best.id if snap.best else None
     model_best_id = snap.model_best["id"] if snap.model_best else None
     head = "".join(f"<th scope=\"col\">{escape(h)}</th>" for h in header)
+    # numbers align right, by column: a class on each of 160,000 cells would cost a megabyte
+    numeric = [i + 1 for i in range(len(header)) if any(_is_number(row[i]) for row in rows)]
+    align = ",".join(f"#jobs-table td:nth-child({i})" for i in numeric)
+    style = f"<style>{align} {{ text-align: right; }}</style>" if numeric else ""
     body = []
     reason_col = header.index("reason")
     for row in rows:
@@ -294,7 +302,7 @@ def jobs_table_html(snap: Snapshot) -> str:
     highlight = ("The best observed job is highlighted in green, the best by the model's posterior mean "
                  "in violet." if model_best_id is not None else "The best job is highlighted.")
     return ('<section id="jobs"><h2>All jobs</h2><p class="muted">Click a header to sort; click again to '
-            f'reverse. {highlight}</p><div class="scroll"><table id="jobs-table" class="sortable">'
+            f'reverse. {highlight}</p>{style}<div class="scroll"><table id="jobs-table" class="sortable">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>")
 
 
