@@ -97,11 +97,16 @@ def _posterior(model: Surrogate, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def _with(space: Space, X: np.ndarray, element: Element, setting: np.ndarray) -> np.ndarray:
-    """Rows of X with the element set to ``setting``; a conditional space is projected, so an
-    element that is inactive in a row has no effect there."""
+    """Valid rows of X with the element set to ``setting`` where it is active (an inactive
+    element has no effect); a parent of conditions is projected, which sets its children's
+    activity (projecting every element would cost seconds in Python)."""
     X = X.copy()
-    X[:, element.columns] = setting
-    return space.project(X) if space.is_conditional else X
+    if element.var.name in {c.parent for v in space.variables for c in v.conditions}:
+        X[:, element.columns] = setting
+        return space.project(X)
+    active = space.active_mask(X)[:, element.columns[0]]
+    X[np.ix_(active, element.columns)] = setting
+    return X
 
 
 def importance(model: Surrogate, space: Space, seed: int = 0) -> list[dict[str, Any]]:
@@ -138,8 +143,10 @@ def describe_model(model: Surrogate, space: Space, best_x: np.ndarray,
     through ``inverse`` (:func:`monotone_inverse`)."""
     best_x = np.asarray(best_x, dtype=float).reshape(1, -1)
     ranked = importance(model, space, seed)
+    # an element inactive at the best point (a conditional parameter) has no slice through it
+    active = set(space.decode(best_x)[0])
     slices = []
-    for element in elements(space)[:MAX_IMPORTANCE_ELEMENTS]:
+    for element in [e for e in elements(space)[:MAX_IMPORTANCE_ELEMENTS] if e.var.name in active]:
         X = np.vstack([_with(space, best_x, element, s) for s in element.settings(N_SLICE)])
         mean, std = _mixture(*_posterior(model, X))
         slices.append({"name": element.label, "x": _element_values(space, X, element),
@@ -147,7 +154,7 @@ def describe_model(model: Surrogate, space: Space, best_x: np.ndarray,
                        "high": inverse(mean + std).tolist()})
     picture: dict[str, Any] = {"importance": ranked, "slices": slices,
                                "samples": int(_posterior(model, best_x)[0].shape[0])}
-    numeric = [(item["mean"], e) for item, e in zip(ranked, elements(space)) if e.numeric]
+    numeric = [(item["mean"], e) for item, e in zip(ranked, elements(space)) if e.numeric and e.var.name in active]
     if len(numeric) >= 2:
         (_, first), (_, second) = sorted(numeric, key=lambda pair: -pair[0])[:2]
         grid = np.linspace(0.0, 1.0, N_CONTOUR)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from spearmint_nn.experiment.layout import ExperimentPaths
-from spearmint_nn.views import model_plots, plots, run_plots
+from spearmint_nn.views import job_plots, model_plots, plots, run_plots
 from spearmint_nn.views.status import take_snapshot
 from helpers.experiments import cli
 
@@ -78,6 +78,42 @@ def test_the_html_report_embeds_the_models_picture(branin_run, tmp_path):
     html = report.read_text()
     for key in ("importance", "slices", "contour", "phases"):
         assert f'id="plot-{key}"' in html
+
+
+def _run_example(root: Path, name: str, jobs: int) -> Path:
+    folder = root / name
+    shutil.copytree(EXAMPLE.parent / name, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update({"seed": 0, "polling-time": 0.2, "max-finished-jobs": jobs})
+    (folder / "config.json").write_text(json.dumps(config))
+    result = cli("run", folder, timeout=900)
+    assert result.returncode == 0, result.stderr
+    return folder
+
+
+@pytest.mark.slow
+def test_a_conditional_noisy_search_is_drawn_whole(tmp_path):
+    folder = _run_example(tmp_path, "conditional_mlp", 20)
+    snap = take_snapshot(folder)
+    keys = [s.key for s in plots.sections(snap)]
+    assert {"convergence", "parameters", "coordinates", "landing", "importance", "slices", "phases"} <= set(keys)
+    assert "warning" not in (folder / ".spearmint" / "daemon.log").read_text()  # the picture did not fail
+    picture = model_plots.read_picture(ExperimentPaths(folder))
+    assert [i["name"] for i in picture["importance"]][:3] == ["layers", "width_1", "dropout_1"]
+    best = snap.best.params
+    assert {cut["name"] for cut in picture["slices"]} <= set(best)  # slices only through active parameters
+    # the jobs with one layer have no width_3: their lines break there
+    coordinates = job_plots.coordinates(snap)
+    width_3 = coordinates.labels.index("width_3")
+    one_layer = np.array([job.params["layers"][0] < 3 for job in coordinates.out.jobs])
+    assert np.isnan(coordinates.positions[one_layer, width_3]).all()
+    assert np.isfinite(coordinates.positions[~one_layer, width_3]).all()
+    fig = plots.section_figure(next(s for s in plots.sections(snap) if s.key == "landing"))
+    assert "first 8 of 9 parameters" in fig.get_suptitle()
+    # a noisy objective: the model's best beside the best observed
+    convergence = plots.section_figure(plots.sections(snap)[0]).axes[0]
+    assert any(label.startswith("best by the model's posterior mean") for label in
+               convergence.get_legend_handles_labels()[1])
 
 
 def test_a_malformed_picture_is_left_out(tmp_path):

@@ -88,3 +88,23 @@ def test_elements_name_each_column_of_vectors_and_options():
                                "act": {"type": "ENUM", "options": ["a", "b", "c"]}})
     found = [(e.label, e.columns) for e in elements(space)]
     assert found == [("w[0]", [0]), ("w[1]", [1]), ("act", [2, 3, 4])]
+
+
+def test_a_conditional_parameter_inactive_at_the_best_point_has_no_slice():
+    space = {"layers": {"type": "INT", "min": 1, "max": 2},
+             "width_2": {"type": "INT", "min": 4, "max": 64, "scale": "log", "when": {"layers": 2}},
+             "lr": {"type": "FLOAT", "min": 1e-4, "max": 1.0, "scale": "log"}}
+
+    def loss(p):  # one layer is better: the best point has no width_2
+        return (math.log10(float(p["lr"][0])) + 2) ** 2 + (1.0 if int(p["layers"][0]) == 2 else 0.0)
+
+    opt = Optimizer(space, model="gp", seed=0, initial_design=16)
+    for params in opt.suggest(16):
+        opt.observe(params, loss(params))
+    assert "width_2" not in opt.incumbent[0]
+    picture = opt.model_picture()
+    assert [item["name"] for item in picture["importance"]] == ["layers", "width_2", "lr"]
+    assert [cut["name"] for cut in picture["slices"]] == ["layers", "lr"]
+    assert {picture["contour"]["x_name"], picture["contour"]["y_name"]} == {"layers", "lr"}
+    share = {item["name"]: item["mean"] for item in picture["importance"]}
+    assert share["lr"] > share["width_2"]  # width_2 matters nowhere in this objective
