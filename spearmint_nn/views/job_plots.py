@@ -100,7 +100,8 @@ def draw_coordinates(snap: Snapshot, fig: "Figure | SubFigure") -> None:
         ax.add_collection(collection)
         return collection
 
-    lines(out.failed, colors=FAILED["color"], linestyles=":", label=f"failed, no value ({int(out.failed.sum())})")
+    if out.failed.any():
+        lines(out.failed, colors=FAILED["color"], linestyles=":", label=f"failed, no value ({int(out.failed.sum())})")
     if out.infeasible.any():
         lines(out.infeasible, colors=INFEASIBLE["color"], linestyles="--",
               label=f"constraint violated ({int(out.infeasible.sum())})")
@@ -137,7 +138,7 @@ def draw_coordinates(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     if not out.jobs:
         ax.text(0.5, 0.5, "no finished jobs yet", transform=ax.transAxes, ha="center", va="center", color="grey")
     elif ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", bbox_to_anchor=(0, -0.12 if n_axes > 6 else -0.08), ncols=3,
+        ax.legend(loc="upper left", bbox_to_anchor=(0, -0.22 if n_axes > 6 else -0.08), ncols=3,
                   fontsize="small", frameon=False)
     fig.suptitle(f"{snap.name}: every finished job across the parameters (parallel coordinates)", fontweight="bold")
 
@@ -191,7 +192,7 @@ def draw_landing(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     if colored is not None:
         fig.colorbar(colored, ax=axes, label=f"{snap.objective} (lower is better)", shrink=0.6)
     note = f" (first {d} of {len(columns)} parameters)" if len(columns) > d else ""
-    fig.suptitle(f"{snap.name}: where the jobs landed{note}; star = best job, orange x = constraint violated, "
+    fig.suptitle(f"{snap.name}: where the jobs landed{note}\nstar = best job, orange x = constraint violated, "
                  f"red = failed", fontweight="bold")
 
 
