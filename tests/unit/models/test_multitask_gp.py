@@ -1,0 +1,90 @@
+"""The multi-task GP: a spherically parametrised task correlation that the sampler recovers, and
+per-task warps that recover known opposite warpings."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from spearmint_nn.models.gp import GP
+from spearmint_nn.models.multitask_gp import MultiTaskGP, task_cholesky
+
+torch.set_num_threads(1)
+
+
+def _f(x):
+    return torch.sin(6 * x[:, 0]) + 0.5 * torch.cos(4 * x[:, 1])
+
+
+def _unrelated(x):
+    return torch.cos(11 * x[:, 0] + 2) * torch.sin(7 * x[:, 1])
+
+
+def _standardised(y):
+    return (y - y.mean()) / y.std()
+
+
+def test_the_spherical_factor_gives_a_correlation_matrix_for_any_angles():
+    angles = math.pi * torch.rand(5, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    L = task_cholesky(angles, 4)
+    C = L @ L.transpose(1, 2)
+    torch.testing.assert_close(torch.diagonal(C, dim1=1, dim2=2), torch.ones(5, 4, dtype=torch.float64))
+    assert (torch.linalg.eigvalsh(C) > -1e-12).all()
+    assert torch.equal(L, torch.tril(L))
+    torch.testing.assert_close(C[:, 1, 0], torch.cos(angles[:, 0]))  # two tasks: correlation cos(angle)
+
+
+@pytest.mark.parametrize("related, low, high", [(lambda x: 3 * _f(x) + 5, 0.9, 1.0),  # same up to scale
+                                                (lambda x: -_f(x), -1.0, -0.9),        # opposite
+                                                (_unrelated, -0.6, 0.6)])              # unrelated
+def test_the_sampler_recovers_a_known_task_correlation(related, low, high):
+    gen = torch.Generator().manual_seed(0)
+    X_related = torch.rand(30, 2, generator=gen, dtype=torch.float64)
+    X = torch.rand(8, 2, generator=gen, dtype=torch.float64)
+    model = MultiTaskGP([(X_related, related(X_related))], warping=False, seed=0, n_samples=8, burn_in=30)
+    model.fit(X, _standardised(_f(X)))
+    correlation = model.task_correlations()[:, 1]
+    # a sampler that never moved would sit at its spread start: uniform over (-1, 1)
+    assert low <= float(correlation.median()) <= high, correlation
+    assert model.task_correlations()[:, 0].eq(1).all()
+
+
+def test_a_related_task_helps_and_an_unrelated_one_does_not_hurt_much():
+    gen = torch.Generator().manual_seed(1)
+    X_related = torch.rand(30, 2, generator=gen, dtype=torch.float64)
+    X = torch.rand(8, 2, generator=gen, dtype=torch.float64)
+    X_test = torch.rand(300, 2, generator=gen, dtype=torch.float64)
+    y = _f(X)
+
+    def error(model) -> float:
+        model.fit(X, _standardised(y))
+        mean = model.posterior(X_test)[0].mean(0) * y.std() + y.mean()
+        return float(((mean - _f(X_test)) ** 2).mean().sqrt())
+
+    alone = error(GP(warping=False, seed=0, n_samples=8))
+    helped = error(MultiTaskGP([(X_related, 2 * _f(X_related))], warping=False, seed=0, n_samples=8, burn_in=30))
+    unrelated = error(MultiTaskGP([(X_related, _unrelated(X_related))], warping=False, seed=0, n_samples=8,
+                                  burn_in=30))
+    assert helped < 0.3 * alone
+    assert unrelated < 1.3 * alone
+
+
+@pytest.mark.slow
+def test_each_task_learns_its_own_warp_opposite_warpings_recovered():
+    gen = torch.Generator().manual_seed(1)
+
+    def latent(u):  # stationary in the latent input u
+        return torch.sin(7 * u[:, 0])
+
+    X_related = torch.rand(40, 1, generator=gen, dtype=torch.float64)
+    X = torch.rand(40, 1, generator=gen, dtype=torch.float64)
+    # the current task sees u = x^2 (Beta(2, 1)'s CDF), the related one u = 1 - (1 - x)^2 (Beta(1, 2)'s)
+    model = MultiTaskGP([(X_related, latent(1 - (1 - X_related) ** 2))], warping=True, seed=0, n_samples=10,
+                        burn_in=60)
+    model.fit(X, _standardised(latent(X**2)))
+    grid = torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64)
+    warps = model.warp_values(grid).median(0).values[..., 0]  # (T, G)
+    torch.testing.assert_close(warps[0], grid**2, atol=0.08, rtol=0)
+    torch.testing.assert_close(warps[1], 1 - (1 - grid) ** 2, atol=0.08, rtol=0)
+    assert float(model.task_correlations()[:, 1].median()) > 0.9  # the same function, once unwarped
