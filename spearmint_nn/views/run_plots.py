@@ -77,7 +77,9 @@ def job_phases(snap: Snapshot) -> Phases:
 
     submitted, process, started, ended = (times(k) for k in ("submitted", "process_started", "started", "ended"))
     process = np.where(np.isfinite(process), process, started)
-    return Phases(order=out.order, queue=process - submitted, startup=started - process, run=ended - started)
+    # A local job's process starts before the daemon has written that it submitted it: no queue.
+    return Phases(order=out.order, queue=np.maximum(process - submitted, 0.0), startup=started - process,
+                  run=ended - started)
 
 
 def _number(value: Any) -> float:

@@ -66,7 +66,7 @@ def test_a_real_job_records_its_queue_start_up_and_run(branin_run):
     phases = run_plots.job_phases(take_snapshot(branin_run))
     assert len(phases.run) == 40 and np.isfinite(phases.startup).all()
     # a local job's process starts as it is submitted; the interpreter and imports take a moment
-    assert (phases.queue > -1).all() and np.median(phases.queue) < 5
+    assert (phases.queue >= 0).all() and np.median(phases.queue) < 5
     assert (phases.startup > 0).all() and np.median(phases.startup) < 30
 
 
