@@ -73,10 +73,7 @@ h3 { margin: 1.2em 0 .4em; font-size: 1.05em; }
 SORT_SCRIPT = """
 (function () {
   "use strict";
-  function key(cell) {
-    var v = cell.getAttribute("data-v");
-    return v === null ? cell.textContent.trim() : v;
-  }
+  function key(cell) { return cell.textContent.trim(); }
   function isNumber(s) { return s !== "" && !isNaN(Number(s)); }
   function compare(a, b) {
     if (a === "" || b === "") { return a === b ? 0 : (a === "" ? 1 : -1); }
@@ -131,12 +128,11 @@ def _is_number(value: Any) -> bool:
 
 
 def _cell(value: Any, css: str = "") -> str:
-    """A <td> showing 6 significant digits; where that rounds, data-v keeps 12 for sorting.
-    Cells carry no more than that: a table of 10,000 jobs is most of a report's size."""
-    text = _fmt(value)
-    exact = f"{value:.12g}" if _is_number(value) else text
-    attrs = (f' class="{css}"' if css else "") + (f' data-v="{escape(exact)}"' if exact != text else "")
-    return f"<td{attrs}>{escape(text)}</td>"
+    """A <td> showing 6 significant digits, which is also what a click sorts by (jobs equal to
+    6 digits keep their order; results.csv has every digit). Cells carry nothing else: a table
+    of 10,000 jobs is most of a report's size."""
+    attrs = f' class="{css}"' if css else ""
+    return f"<td{attrs}>{escape(_fmt(value))}</td>"
 
 
 def _facts(pairs: Iterable[tuple[str, str]]) -> str:

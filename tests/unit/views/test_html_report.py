@@ -106,5 +106,5 @@ def test_a_report_of_ten_thousand_jobs_stays_a_few_megabytes(tmp_path):
     html = write_html(snap, tmp_path / "report.html").read_text(encoding="utf-8")
     assert html.count("<tr class=") == 10_000
     images = sum(len(m) for m in re.findall(r'src="data:image/png;base64,([^"]*)"', html))
-    # measured 2026-11-28: 2.2 MB of images and 4.5 MB of table (446 bytes a job)
-    assert images < 3_000_000 and len(html) - images < 5_000_000
+    # measured 2026-11-28: 2.2 MB of images and 2.9 MB of table (288 bytes a job)
+    assert images < 3_000_000 and len(html) - images < 3_500_000
