@@ -176,6 +176,16 @@ def test_report_loads_cleanly_sorts_on_click_and_renders(browser, tmp_path):
     colours = len(np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0))
     assert ink > 0.02 and colours > 50, (ink, colours)
 
+    # every section and every plot, scrolled to the top of the window, is drawn there
+    for element in ["summary", "best", *shown, "failures", "jobs"]:
+        browser.script(f"document.getElementById('{element}').scrollIntoView();")
+        top = browser.script(f"return document.getElementById('{element}').getBoundingClientRect().top")
+        assert abs(top) < 2 or browser.script("return window.innerHeight + window.scrollY "
+                                              ">= document.body.scrollHeight - 1"), (element, top)
+        view = matplotlib.image.imread(io.BytesIO(base64.b64decode(browser.call("GET", browser.s("/screenshot")))),
+                                       format="png")[..., :3]
+        assert (view < 0.9).any(axis=-1).mean() > 0.01, element
+
 
 def test_console_errors_are_seen(browser, tmp_path):
     """The console check above would catch a broken script or a blocked fetch."""
