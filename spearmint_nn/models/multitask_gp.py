@@ -23,6 +23,7 @@ current task only, which is all expected improvement needs.
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -30,7 +31,8 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from .gp import robust_cholesky
+from .base import State, Surrogate, check_kind
+from .gp import CholeskyError, robust_cholesky
 from .gp_hyperparameters import HyperLayout, log_prior
 from .kernels import CORRELATIONS, squared_distances
 from .sampling import slice_sweep
@@ -112,6 +114,21 @@ class TaskLayout:
         return torch.where(inside, logp, torch.full_like(logp, -math.inf))
 
 
+@dataclass
+class _Conditioned:
+    """The model conditioned on data: S hyperparameter samples times F target vectors."""
+
+    theta: Tensor  # (S, P) the chains' states
+    h: dict[str, Tensor]  # their unpacked hyperparameters
+    X: Tensor  # (n, D) every task's rows, the current task's first
+    tasks: Tensor  # (n,) task index of each row (fantasies: 0)
+    Y: Tensor  # (S, F, n)
+    E: Tensor  # (S, n, D) warped, length-scaled inputs
+    L: Tensor  # (S, n, n) Cholesky factor of the training covariance
+    alpha: Tensor  # (S, n, F)
+    n_observed: int
+
+
 def _keep_the_likely(theta: Tensor, log_density: Tensor, gap: float = SELECTION_GAP) -> Tensor:
     """Chains whose log density is more than ``gap`` below the best replaced by copies of the
     likelier ones, in turn: with tasks nearly perfectly correlated the posterior of a task's
@@ -125,7 +142,7 @@ def _keep_the_likely(theta: Tensor, log_density: Tensor, gap: float = SELECTION_
     return keep
 
 
-class MultiTaskGP:
+class MultiTaskGP(Surrogate):
     """The multi-task GP of the module docstring.
 
     Parameters
@@ -157,7 +174,7 @@ class MultiTaskGP:
         self.layout: TaskLayout | None = None
         self.chains: Tensor | None = None
         self._n_observed = 0
-        self._fitted: tuple | None = None
+        self._data: _Conditioned | None = None
 
     # ------------------------------------------------------------------ the covariance
     def _layout(self, n_dims: int) -> TaskLayout:
@@ -236,10 +253,18 @@ class MultiTaskGP:
         for _ in range(sweeps):
             theta, _ = slice_sweep(log_density, theta, layout.widths(), self.generator)
         self.chains, self._n_observed = theta, len(X)
-        h, E, K = self._training(theta, layout, X_all, tasks)
-        L, _, _ = robust_cholesky(K)
-        alpha = torch.cholesky_solve((y_all[None, :] - h["mean"][:, None])[..., None], L)[..., 0]
-        self._fitted = (h, E, L, alpha, tasks)
+        self._data = self._condition(theta, X_all, tasks, y_all.expand(self.n_samples, 1, len(y_all)), len(y_all))
+
+    @torch.no_grad()
+    def _condition(self, theta: Tensor, X: Tensor, tasks: Tensor, Y: Tensor, n_observed: int) -> _Conditioned:
+        """Factorise every sample's training covariance for targets Y (S, F, n), whose first
+        n_observed columns are observations (the rest fantasies of the current task)."""
+        h, E, K = self._training(theta, self.layout, X, tasks)
+        L, _, ok = robust_cholesky(K)
+        if not ok.all():
+            raise CholeskyError(f"multi-task covariance not positive definite for {int((~ok).sum())} samples")
+        alpha = torch.cholesky_solve((Y - h["mean"][:, None, None]).transpose(1, 2), L)  # (S, n, F)
+        return _Conditioned(theta, h, X, tasks, Y, E, L, alpha, n_observed)
 
     def _initial_chains(self, layout: TaskLayout) -> Tensor:
         """Chains near the single-task GP's start, identity warps and uncorrelated tasks."""
@@ -253,32 +278,127 @@ class MultiTaskGP:
         return theta
 
     # ------------------------------------------------------------------ the current task
+    def _require_fit(self) -> _Conditioned:
+        if self._data is None:
+            raise RuntimeError("MultiTaskGP used before fit")
+        return self._data
+
+    def _cross(self, d: _Conditioned, X: Tensor) -> Tensor:
+        """Covariance of the training rows with the current task at X (M, D): (S, n, M)."""
+        Es = self._embed(X, torch.zeros(len(X), dtype=torch.long), d.h, self.layout)
+        return (d.h["amp2"][:, None, None] * d.h["K_T"][:, d.tasks, 0][:, :, None]
+                * CORRELATIONS[self.kernel](squared_distances(d.E, Es)))
+
+    def _current_covariance(self, d: _Conditioned, X: Tensor) -> Tensor:
+        """Prior covariance of the current task's f at X (M, D) with itself: (S, M, M)."""
+        Es = self._embed(X, torch.zeros(len(X), dtype=torch.long), d.h, self.layout)
+        return d.h["amp2"][:, None, None] * CORRELATIONS[self.kernel](squared_distances(Es, Es))
+
     def posterior(self, X: Tensor, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
-        """Mean and variance of the current task's f at X (M, D), each (S, M)."""
-        if self._fitted is None:
-            raise RuntimeError("MultiTaskGP.posterior called before fit")
-        h, E, L, alpha, tasks = self._fitted
+        """Mean and variance of the current task's f at X (M, D), each (S * F, M) with F = 1
+        unless fantasised."""
+        d = self._require_fit()
         X = torch.as_tensor(X, dtype=torch.float64)
-        Es = self._embed(X, torch.zeros(len(X), dtype=torch.long), h, self.layout)
-        Ks = (h["amp2"][:, None, None] * h["K_T"][:, tasks, 0][:, :, None]
-              * CORRELATIONS[self.kernel](squared_distances(E, Es)))  # (S, N, M)
-        mean = h["mean"][:, None] + torch.einsum("sn,snm->sm", alpha, Ks)
-        V = torch.linalg.solve_triangular(L, Ks, upper=False)
-        var = (h["amp2"][:, None] - (V**2).sum(1)).clamp_min(1e-12)
-        return mean, var + h["noise"][:, None] if observation_noise else var
+        S, F, _ = d.Y.shape
+        Ks = self._cross(d, X)
+        mean = d.h["mean"][:, None, None] + torch.einsum("snf,snm->sfm", d.alpha, Ks)
+        V = torch.linalg.solve_triangular(d.L, Ks, upper=False)
+        var = (d.h["amp2"][:, None] - (V**2).sum(1)).clamp_min(1e-12)
+        if observation_noise:
+            var = var + d.h["noise"][:, None]
+        M = len(X)
+        return mean.reshape(S * F, M), var[:, None, :].expand(S, F, M).reshape(S * F, M)
+
+    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "MultiTaskGP":
+        """A model conditioned on joint draws of the current task's y at X_pending (J, D); its
+        posterior has S * F_old * n_fantasies rows (sample-major). This model is unchanged."""
+        d = self._require_fit()
+        Xp = torch.as_tensor(X_pending, dtype=torch.float64)
+        S, F, n = d.Y.shape
+        J = len(Xp)
+        with torch.no_grad():
+            Knp = self._cross(d, Xp)
+            V = torch.linalg.solve_triangular(d.L, Knp, upper=False)
+            cov = (self._current_covariance(d, Xp) - V.transpose(1, 2) @ V
+                   + d.h["noise"][:, None, None] * torch.eye(J, dtype=Xp.dtype))
+            Lp, _, ok = robust_cholesky(cov)
+            if not ok.all():
+                raise CholeskyError("fantasy covariance not positive definite after jitter")
+            mean = d.h["mean"][:, None, None] + torch.einsum("snf,snj->sfj", d.alpha, Knp)  # (S, F, J)
+            z = torch.randn(S, F, n_fantasies, J, generator=generator, dtype=Xp.dtype)
+            draws = mean[:, :, None, :] + torch.einsum("sij,sfkj->sfki", Lp, z)
+            Y = torch.cat([d.Y[:, :, None, :].expand(S, F, n_fantasies, n), draws], dim=-1)
+            fantasy = copy.copy(self)
+            fantasy.generator = torch.Generator()
+            fantasy.generator.set_state(self.generator.get_state())
+            fantasy._data = self._condition(d.theta, torch.cat([d.X, Xp]),
+                                            torch.cat([d.tasks, torch.zeros(J, dtype=torch.long)]),
+                                            Y.reshape(S, F * n_fantasies, n + J), d.n_observed)
+        return fantasy
+
+    @torch.no_grad()
+    def sample_f(self, X: Tensor, generator: torch.Generator) -> Tensor:
+        """One joint draw of the current task's f at X (M, D) from a random (sample, fantasy)
+        row, shape (M,)."""
+        d = self._require_fit()
+        X = torch.as_tensor(X, dtype=torch.float64)
+        S, F, _ = d.Y.shape
+        s, f = divmod(int(torch.randint(S * F, (1,), generator=generator)), F)
+        Ks = self._cross(d, X)[s]  # (n, M)
+        mean = d.h["mean"][s] + d.alpha[s, :, f] @ Ks
+        V = torch.linalg.solve_triangular(d.L[s], Ks, upper=False)
+        L, _, ok = robust_cholesky((self._current_covariance(d, X)[s] - V.T @ V)[None])
+        if not ok.all():
+            raise CholeskyError("posterior covariance of the Thompson sample not positive definite after jitter")
+        return mean + L[0] @ torch.randn(len(X), generator=generator, dtype=torch.float64)
 
     def task_correlations(self) -> Tensor:
         """Each task's correlation with the current one, per sample: (S, T), column 0 is 1."""
-        if self._fitted is None:
-            raise RuntimeError("MultiTaskGP.task_correlations called before fit")
-        K_T = self._fitted[0]["K_T"]
+        K_T = self._require_fit().h["K_T"]
         return K_T[:, :, 0] / torch.sqrt(torch.diagonal(K_T, dim1=1, dim2=2) * K_T[:, :1, 0])
 
     def warp_values(self, x: Tensor) -> Tensor:
         """Each task's learned warp of the values x (G,) of every warped column: (S, T, G, W)."""
-        if self._fitted is None or not self.layout.warped:
-            raise RuntimeError("MultiTaskGP.warp_values needs a fitted, warped model")
-        h = self._fitted[0]
+        h = self._require_fit().h
+        if not self.layout.warped:
+            raise RuntimeError("MultiTaskGP.warp_values needs a warped model")
         a, b = torch.exp(h["log_alpha"]), torch.exp(h["log_beta"])  # (S, T, W)
         x = torch.as_tensor(x, dtype=torch.float64)
         return beta_cdf(x[None, None, :, None], a[:, :, None, :], b[:, :, None, :])
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> State:
+        """The chains, their layout and the conditioned data (every task's rows, their task
+        indices, targets (S, F, n) of which the first ``n_observed`` are observations)."""
+        d = self._data
+        return {"kind": type(self).__name__, "n_tasks": self.n_tasks,
+                "layout": None if self.layout is None else {"n_dims": self.layout.shared.n_dims,
+                                                            "warped": list(self.layout.warped),
+                                                            "noiseless": self.noiseless},
+                "chains": self.chains, "X": None if d is None else d.X, "tasks": None if d is None else d.tasks,
+                "Y": None if d is None else d.Y, "n_observed": 0 if d is None else d.n_observed}
+
+    def load_state_dict(self, state: State) -> None:
+        """Continue from ``state_dict()``'s result, in place; ValueError (nothing changed) for
+        chains of another number of tasks, layout or number of chains."""
+        check_kind(state, type(self).__name__)
+        if state["chains"] is None:
+            return
+        if state["n_tasks"] != self.n_tasks:
+            raise ValueError(f"saved multi-task GP has {state['n_tasks']} tasks, this one {self.n_tasks}")
+        layout = self._layout(int(state["layout"]["n_dims"]))
+        if list(layout.warped) != list(state["layout"]["warped"]) or bool(state["layout"]["noiseless"]) != self.noiseless:
+            raise ValueError(f"saved multi-task GP layout {state['layout']} differs from this model's")
+        chains = torch.as_tensor(state["chains"], dtype=torch.float64).clone()
+        if chains.shape != (self.n_samples, layout.size):
+            raise ValueError(f"saved chains have shape {tuple(chains.shape)}, this model runs "
+                             f"{(self.n_samples, layout.size)}")
+        previous = self.layout
+        self.layout = layout
+        try:
+            data = None if state["X"] is None else self._condition(chains, state["X"], state["tasks"], state["Y"],
+                                                                  int(state["n_observed"]))
+        except (RuntimeError, IndexError) as exc:
+            self.layout = previous
+            raise ValueError(f"saved multi-task GP data do not fit its chains: {exc}") from None
+        self.chains, self._data, self._n_observed = chains, data, 0

@@ -9,6 +9,7 @@ import torch
 
 from spearmint_nn.models.gp import GP
 from spearmint_nn.models.multitask_gp import MultiTaskGP, task_cholesky
+from spearmint_nn.search.model_state import save
 
 torch.set_num_threads(1)
 
@@ -88,3 +89,46 @@ def test_each_task_learns_its_own_warp_opposite_warpings_recovered():
     torch.testing.assert_close(warps[0], grid**2, atol=0.08, rtol=0)
     torch.testing.assert_close(warps[1], 1 - (1 - grid) ** 2, atol=0.08, rtol=0)
     assert float(model.task_correlations()[:, 1].median()) > 0.9  # the same function, once unwarped
+
+
+def _two_task_model():
+    gen = torch.Generator().manual_seed(2)
+    X_related = torch.rand(20, 2, generator=gen, dtype=torch.float64)
+    X = torch.rand(6, 2, generator=gen, dtype=torch.float64)
+    model = MultiTaskGP([(X_related, _f(X_related))], warping=True, seed=0, n_samples=4, burn_in=10,
+                        noiseless=True)
+    model.fit(X, _standardised(_f(X)))
+    return model, X
+
+
+def test_fantasies_condition_the_current_task_on_draws_at_pending_points():
+    model, X = _two_task_model()
+    pending = torch.tensor([[0.5, 0.5], [0.9, 0.1]], dtype=torch.float64)
+    fantasy = model.fantasize(pending, 3, torch.Generator().manual_seed(0))
+    mean, var = fantasy.posterior(pending)
+    assert mean.shape == var.shape == (4 * 3, 2)
+    drawn = fantasy._data.Y[:, :, -2:].reshape(12, 2)
+    torch.testing.assert_close(mean, drawn, atol=1e-3, rtol=0)  # noiseless: the posterior passes through its draws
+    assert float(var.max()) < 1e-3 and model.posterior(pending)[0].shape == (4, 2)  # the original is unchanged
+    draw = model.sample_f(torch.rand(50, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64),
+                          torch.Generator().manual_seed(3))
+    assert draw.shape == (50,) and torch.isfinite(draw).all()
+    at_data = model.sample_f(X, torch.Generator().manual_seed(4))
+    torch.testing.assert_close(at_data, _standardised(_f(X)), atol=1e-2, rtol=0)  # a draw through the observations
+
+
+def test_a_saved_state_predicts_the_same_and_refuses_another_model(tmp_path):
+    model, X = _two_task_model()
+    grid = torch.rand(10, 2, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    save(tmp_path, model)  # through torch.save and torch.load(weights_only=True), as the daemon keeps it
+    state = torch.load(tmp_path / "state.pt", weights_only=True)
+    gen = torch.Generator().manual_seed(2)
+    X_related = torch.rand(20, 2, generator=gen, dtype=torch.float64)
+    restored = MultiTaskGP([(X_related, _f(X_related))], warping=True, seed=1, n_samples=4, noiseless=True)
+    restored.load_state_dict(state)
+    torch.testing.assert_close(restored.posterior(grid)[0], model.posterior(grid)[0])
+    single = MultiTaskGP([], warping=True, n_samples=4, noiseless=True)
+    with pytest.raises(ValueError, match="tasks"):
+        single.load_state_dict(state)
+    with pytest.raises(ValueError, match="shape"):
+        MultiTaskGP([(X_related, _f(X_related))], warping=True, n_samples=3, noiseless=True).load_state_dict(state)
