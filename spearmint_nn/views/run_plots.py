@@ -39,8 +39,8 @@ def draw_failures(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     ax.barh(y, [g.count for g in groups], color=FAILED["color"], alpha=0.35)  # light: the reasons are written on it
     labels = []
     for g in groups:
-        place = f" at {g.location}" if g.location else ""
-        labels.append(f"{g.kind}: {_shorten(g.reason, REASON_CHARS)}{_shorten(place, 40)}")
+        place = f" at {_shorten(g.location, 40)}" if g.location else ""
+        labels.append(f"{g.kind}: {_shorten(g.reason, REASON_CHARS)}{place}")
     ax.set_yticks(y, [f"{g.count} \u00d7" for g in groups], fontsize="small")
     for row, label, g in zip(y, labels, groups):
         tail = g.output_tail.strip().splitlines()[-1] if g.output_tail.strip() else ""

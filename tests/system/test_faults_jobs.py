@@ -11,6 +11,8 @@ from helpers.invariant_checks import assert_folder_ok, counting_wrapper, logged_
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.runner import command_for
 from spearmint_nn.files import atomic_write_json
+from spearmint_nn.views import plots
+from spearmint_nn.views.status import take_snapshot
 
 FAULTS = """
 import os, signal, sys, time
@@ -68,6 +70,17 @@ def test_each_broken_job_fails_once_with_its_reason(tmp_path):
         assert log.count(f"failed    job {job_id} ") == 1
     assert "\x00" not in (paths.log.read_text()) and "\x1b" not in log
     assert_folder_ok(folder, folder / "runs.txt")
+
+    # the report's failures section: every failed job in a group, each with its last line of output
+    snap = take_snapshot(folder)
+    ax = plots.section_figure(next(s for s in plots.sections(snap) if s.key == "failures")).axes[0]
+    assert sum(p.get_width() for p in ax.patches) == 6 == sum(g.count for g in snap.failure_groups)
+    texts = sorted(t.get_text() for t in ax.texts)
+    expected = sorted(f"{g.kind}: {g.reason}" for g in snap.failure_groups)
+    assert [t.split(" at ")[0].split("\n")[0] for t in texts] == expected, texts
+    flood = next(t for t in texts if t.startswith("exception: ValueError: after the flood"))
+    group = next(g for g in snap.failure_groups if g.kind == "exception")
+    assert f"output: {group.output_tail.strip().splitlines()[-1]}" in flood and " at " in flood  # with its place
 
 
 def test_a_job_started_twice_is_evaluated_once(tmp_path):
