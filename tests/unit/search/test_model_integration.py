@@ -182,7 +182,9 @@ def test_gp_run_with_ei_per_second_records_predictions_and_reports_warpings(make
     from spearmint_nn.views.status import take_snapshot
 
     keys = [section.key for section in plots.sections(take_snapshot(folder))]
-    assert keys == ["convergence", "parameters", "coordinates", "importance", "slices", "warpings", "durations"]
+    # one numeric parameter: no landing matrix and no contour; a real run has its phases
+    assert keys == ["convergence", "parameters", "coordinates", "importance", "slices", "phases",
+                    "warpings", "durations"]
     out = folder / "report.png"
     result = cli("report", folder, "--plot", out)
     assert result.returncode == 0, result.stderr
