@@ -55,6 +55,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections import deque
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -72,7 +73,7 @@ from .model_setup import SUCCESS, DurationFit, new_constraint_model, new_surroga
 from .names import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, VALUE_MODEL, check_registry
 from .observations import Observations
 from .persistence import OBJECTIVE_MODEL, ModelStore, constraint_model_name
-from .policy import RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index
+from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
 from .settings import SearchSettings
 from .space import Space
 from .suggestion import Suggestion
@@ -162,6 +163,8 @@ class Optimizer:
         # far: the round size restarts count in (search_start).
         self._most_in_flight = 1
         self._trained_on = 0  # observations (failures too) in the segment when its network was last trained
+        # The GP's last asynchronous proposals, (seconds, points, jobs in flight): the auto rule's pace.
+        self._gp_calls: deque[tuple[float, int, int]] = deque(maxlen=PACE_CALLS)
         self.last_fit_seconds: float | None = None
         self.last_suggest_seconds: float | None = None
 
@@ -380,6 +383,8 @@ class Optimizer:
         predicted = [self._durations.predict(x) for x in chosen]
         warpings, self._warpings_new = (self._warpings if self._warpings_new else None), False
         self.last_suggest_seconds = time.perf_counter() - start
+        if self.settings.model == AUTO and running and "gp" in chosen_by:
+            self._gp_calls.append((self.last_suggest_seconds, n, len(running) + n))
         return Suggestion(
             points=self.space.decode(np.asarray(chosen).reshape(-1, self.space.dim)),
             predicted_durations=predicted,
@@ -571,10 +576,11 @@ class Optimizer:
         The switch is one-way and recorded in the state (:meth:`ModelStore.record_auto_switch`):
         N only grows, a large batch tends to recur, and each switch costs a model trained from scratch.
         """
-        if self._auto_choice == "dngo" or auto_model_choice(self.n_observed, n_in_flight) == "gp":
+        waiting = waiting_share(self._gp_calls)
+        if self._auto_choice == "dngo" or auto_model_choice(self.n_observed, n_in_flight, waiting) == "gp":
             return
-        log.info("model auto: switching from the GP to DNGO at %d observations with %d job(s) in flight",
-                 self.n_observed, n_in_flight)
+        log.info("model auto: switching from the GP to DNGO at %d observations with %d job(s) in flight, "
+                 "the GP keeping %.0f%% of the workers waiting", self.n_observed, n_in_flight, 100 * waiting)
         # Fresh DNGOs, not ones restored from the state: that holds the GPs' states.
         self._auto_choice = "dngo"
         self._model = self._new_surrogate(self.settings.tasks.objective)

@@ -9,12 +9,16 @@ from typing import Sequence
 # The auto rule's thresholds (measured: see auto_model_choice).
 AUTO_GP_MAX_OBSERVATIONS = 200
 AUTO_GP_MAX_IN_FLIGHT = 50
+# ... and the GP's proposals may keep at most this share of the workers waiting (waiting_share),
+# judged on this many asynchronous proposals in a row.
+AUTO_GP_MAX_WAITING_SHARE = 0.1
+PACE_CALLS = 5
 DEFAULT_RESTART_AFTER = 10
 # No restart before this many initial designs' worth of evaluations (see restart_index).
 RESTART_EARLIEST_DESIGNS = 10
 
 
-def auto_model_choice(n_observed: int, n_in_flight: int) -> str:
+def auto_model_choice(n_observed: int, n_in_flight: int, waiting: float = 0.0) -> str:
     """The surrogate ``model="auto"`` uses: "gp" while it is the better and affordable model, else "dngo".
 
     With few observations the GP is clearly the stronger model (10 seeds, RESULTS.md "GP vs DNGO vs
@@ -27,10 +31,35 @@ def auto_model_choice(n_observed: int, n_in_flight: int) -> str:
     With 50 in flight the GP is still the better model and affordable (batches of 50 on
     Hartmann6, RESULTS.md "`benchmarks.parallel`": -3.311 against DNGO's -3.266 at 200
     evaluations, -2.83 against -2.23 at 100; 31 s against 23 s a call of 50).
+
+    ``waiting`` is the share of the workers that the GP's recent proposals kept waiting
+    (:func:`waiting_share`); above ``AUTO_GP_MAX_WAITING_SHARE`` DNGO takes over however few the
+    observations: a better model that idles a tenth of the cluster loses against simulated time
+    (Levy 20-D with 50 workers, RESULTS.md: the GP's proposals took 16 s for 5 waiting workers at
+    N = 100, a third of the workers' time went waiting, DNGO's take 2 s).
     """
-    if n_observed >= AUTO_GP_MAX_OBSERVATIONS or n_in_flight > AUTO_GP_MAX_IN_FLIGHT:
+    if (n_observed >= AUTO_GP_MAX_OBSERVATIONS or n_in_flight > AUTO_GP_MAX_IN_FLIGHT
+            or waiting > AUTO_GP_MAX_WAITING_SHARE):
         return "dngo"
     return "gp"
+
+
+def waiting_share(calls: Sequence[tuple[float, int, int]]) -> float:
+    """The share of the workers kept waiting by the proposals ``calls``: (seconds, points asked,
+    jobs in flight counting those asked) of consecutive asynchronous proposals; 0 unless there are
+    ``PACE_CALLS`` of them and each asked for 2 points or more.
+
+    A proposal asks for as many points as workers are free. When each asks for several, the
+    completions piled up while the one before ran: the proposer is working back to back and the
+    cluster waits on it. Then over the calls' time each call's n free workers of W waited at
+    least its s seconds, a share sum(s n / W) / sum(s) of the worker time. One call for a single
+    point says the proposer was idle at some time, keeping pace; without a clock the optimizer
+    cannot say how long, so it takes no share.
+    """
+    if len(calls) < PACE_CALLS or any(n < 2 for _, n, _ in calls):
+        return 0.0
+    seconds = sum(s for s, _, _ in calls)
+    return sum(s * n / w for s, n, w in calls) / seconds if seconds > 0 else 0.0
 
 
 def restart_index(objective: Sequence[float], restart_after: int, earliest: int, budget: int | None,

@@ -29,7 +29,10 @@ from spearmint_nn.search import model_state
 from spearmint_nn.search.model_setup import conditional_kernel
 from spearmint_nn.search.optimizer import Optimizer
 from spearmint_nn.search.persistence import AUTO_STATE_FILE
-from spearmint_nn.search.policy import AUTO_GP_MAX_IN_FLIGHT, AUTO_GP_MAX_OBSERVATIONS, auto_model_choice
+from spearmint_nn.search.policy import (
+    AUTO_GP_MAX_IN_FLIGHT, AUTO_GP_MAX_OBSERVATIONS, AUTO_GP_MAX_WAITING_SHARE, PACE_CALLS, auto_model_choice,
+    waiting_share,
+)
 from spearmint_nn.search.space import Space
 
 torch.set_num_threads(1)
@@ -277,6 +280,36 @@ def test_auto_rule_thresholds():
     assert auto_model_choice(AUTO_GP_MAX_OBSERVATIONS - 1, AUTO_GP_MAX_IN_FLIGHT) == "gp"
     assert auto_model_choice(AUTO_GP_MAX_OBSERVATIONS, 1) == "dngo"
     assert auto_model_choice(10, AUTO_GP_MAX_IN_FLIGHT + 1) == "dngo"
+    assert auto_model_choice(10, 20, waiting=AUTO_GP_MAX_WAITING_SHARE) == "gp"
+    assert auto_model_choice(10, 20, waiting=AUTO_GP_MAX_WAITING_SHARE + 0.01) == "dngo"
+
+
+def test_waiting_share_counts_only_proposals_that_run_back_to_back():
+    lagging = [(2.0, 5, 50)] * PACE_CALLS  # 5 of 50 workers waited through each call
+    assert waiting_share(lagging) == pytest.approx(0.1)
+    # Weighted by time: a long call for many workers counts more than a short one for few.
+    assert waiting_share([(8.0, 10, 50)] + [(2.0, 2, 50)] * (PACE_CALLS - 1)) == pytest.approx(
+        (8 * 10 / 50 + 4 * 2 * 2 / 50) / 16)
+    assert waiting_share(lagging[:-1]) == 0.0  # too few calls to judge
+    assert waiting_share(lagging[:-1] + [(2.0, 1, 50)]) == 0.0  # one completion at a time: keeping pace
+
+
+def test_auto_leaves_the_gp_when_its_proposals_keep_workers_waiting():
+    def run(asked: list[int]) -> list[str]:
+        opt = Optimizer(LINE, seed=0, initial_design=3)
+        _observe_line(opt, [0.1, 0.5, 0.9])
+        running, models = [{"x": [x]} for x in (0.2, 0.3, 0.7)], []
+        for n in asked:
+            running += opt.suggest(n, pending=running)
+            done, running = running[:n], running[n:]
+            _observe_line(opt, [p["x"][0] for p in done])
+            models.append(opt.surrogate_name)
+        return models
+
+    # Every proposal finds 2 of 5 workers free: the completions pile up while the GP proposes.
+    assert run([2] * (PACE_CALLS + 1)) == ["gp"] * PACE_CALLS + ["dngo"]
+    # One free worker now and then: the proposer keeps pace, the GP stays.
+    assert run([2, 2, 1, 2, 2, 2, 2]) == ["gp"] * 7
 
 
 def test_auto_starts_with_the_gp_and_a_large_batch_switches_it_to_dngo_for_good(tmp_path):
