@@ -132,7 +132,8 @@ class Daemon:
             self._on_start(self.reporter, self.store)
         noisy = self.config.tasks[self.config.objective].likelihood == "GAUSSIAN"
         self._proposer = Proposer(self.optimizer, self.reporter, self._wake, noisy=noisy,
-                                  warpings_file=self.paths.warpings, picture_file=self.paths.model_picture)
+                                  warpings_file=self.paths.warpings, picture_file=self.paths.model_picture,
+                                  related_file=self.paths.related)
         observer = None
         previous_handlers = {}
         try:

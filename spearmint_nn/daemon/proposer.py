@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..experiment.config import ExperimentConfig, search_settings
+from ..experiment.related import read_related_folders
 from ..errors import DaemonError
 from ..files import atomic_write_bytes
 from .reporting import Reporter
@@ -30,12 +31,16 @@ PROPOSER_JOIN_SECONDS = 30.0  # at exit, how long a proposal in progress may tak
 
 
 def make_optimizer(config: ExperimentConfig) -> "Optimizer":
-    """The config's Optimizer, keeping its models in the experiment's model folder; raises
-    ConfigError for settings the optimizer rejects."""
+    """The config's Optimizer, keeping its models in the experiment's model folder and learning
+    from the finished jobs of its related experiments (read, never written); raises ConfigError
+    for settings the optimizer rejects and related folders that do not match."""
     from ..search.optimizer import Optimizer
     from ..search.persistence import ModelStore
+    from ..search.related import related_task
 
-    return Optimizer(config.space, search_settings(config), state=ModelStore(config.paths.model))
+    related = [related_task(config.space, folder.space, folder.results, folder.name, folder.tasks, where=folder.where)
+               for folder in read_related_folders(config)]
+    return Optimizer(config.space, search_settings(config), state=ModelStore(config.paths.model), related=related)
 
 
 class Proposer:
@@ -45,12 +50,17 @@ class Proposer:
     number of results arriving together cost one refit. ``warpings_file``: where the objective
     model's learned input warpings are written after each refit (None: nowhere);
     ``picture_file``: where what the model says (``Optimizer.model_picture``) is written after a
-    refit at most every PICTURE_SECONDS, and once more at the end (None: nowhere).
+    refit at most every PICTURE_SECONDS, and once more at the end (None: nowhere);
+    ``related_file``: where what each related experiment gives the model
+    (``Optimizer.related_summary``) is written at the start and after each refit, when there are any.
     """
 
     def __init__(self, optimizer: "Optimizer", reporter: Reporter, wake: threading.Event, noisy: bool = False,
-                 warpings_file: Path | None = None, picture_file: Path | None = None):
+                 warpings_file: Path | None = None, picture_file: Path | None = None,
+                 related_file: Path | None = None):
         self._optimizer, self._reporter, self._wake = optimizer, reporter, wake
+        self._related_file = related_file
+        self._write_related()  # before the thread starts: the optimizer is this thread's until then
         self._noisy = noisy  # a GAUSSIAN objective: report the model's best after each proposal
         self._warpings_file, self._picture_file = warpings_file, picture_file
         self._picture_written = -math.inf  # time.monotonic() of the last picture
@@ -201,6 +211,8 @@ class Proposer:
                                  f"{self._optimizer.settings.restart_after} evaluations (rounds of the jobs in "
                                  f"flight); the objective model now sees only the evaluations since", evaluation=start)
         self._write_warpings(suggestion.warpings)
+        if refit is not None:
+            self._write_related()
         if suggestion.refit_seconds is not None and time.monotonic() - self._picture_written >= PICTURE_SECONDS:
             self._write_picture()
 
@@ -217,6 +229,12 @@ class Proposer:
         if picture is not None:
             self._picture_file.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(self._picture_file, json.dumps({**picture, "written": time.time()}).encode())
+
+    def _write_related(self) -> None:
+        if self._related_file is not None and self._optimizer.related:
+            self._related_file.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(self._related_file, json.dumps(
+                {"related": self._optimizer.related_summary(), "written": time.time()}).encode())
 
     def _write_warpings(self, warpings: dict[str, Any] | None) -> None:
         """Replace the report file of the objective model's learned input warpings."""

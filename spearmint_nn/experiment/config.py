@@ -110,6 +110,12 @@ def _command(path: str, value: Any) -> list[str] | None:
     return list(value)
 
 
+def _folders(path: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(path, f"must be a list of experiment folders such as [\"../digits-small\"] (got {value!r})")
+    return tuple(value)
+
+
 def _failure_kinds(path: str, value: Any) -> frozenset[str]:
     if not isinstance(value, list):
         raise ConfigError(path, f"must be a list of failure kinds (got {value!r})")
@@ -173,6 +179,8 @@ KEYS: dict[str, Key] = {
     "restart-after": Key(10, _int(0), "restart the search (a fresh objective model on new points) after this many "
                          "evaluations without improvement (in rounds of the jobs in flight), once ten initial designs' "
                          "worth are done and while half of max-finished-jobs remains; 0: never", "restart_after"),
+    "related-experiments": Key((), _folders, "experiment folders of related searches (paths, relative to this "
+                               "one), read and never written: their finished jobs teach the multi-task GP"),
     "torch-threads": Key(1, _int(1), "torch threads of the daemon (a login node is shared)", "torch_threads"),
     "constraint-model": Key(CONSTRAINT_MODELS[0], _choice(*CONSTRAINT_MODELS, upper=False),
                             "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",
@@ -266,6 +274,10 @@ class ExperimentConfig:
         return self.values["stop-after-identical-failures"]
 
     @property
+    def related_experiments(self) -> tuple[str, ...]:
+        return self.values["related-experiments"]
+
+    @property
     def polling_time(self) -> float:
         return self.values["polling-time"]
 
@@ -354,7 +366,7 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
     space = Space.from_config(raw["variables"])
     if values["initial-design"] is None:
         values["initial-design"] = space.default_initial_design
-    tasks = _parse_tasks(raw.get("tasks"), values["likelihood"])
+    tasks = parse_tasks_section(raw.get("tasks"), values["likelihood"])
     main_file = _parse_wrapper(paths.experiment, values)
     driver_name, driver_options = _parse_driver(_driver_spec(raw, implied), driver_override, check_driver)
     values["driver"] = {"name": driver_name, **driver_options}
@@ -362,7 +374,7 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
                             driver_name=driver_name, driver_options=driver_options, raw=raw)
 
 
-def _parse_tasks(tasks: Any, default_likelihood: str) -> dict[str, TaskConfig]:
+def parse_tasks_section(tasks: Any, default_likelihood: str) -> dict[str, TaskConfig]:
     if tasks is None:
         return {DEFAULT_TASK_NAME: TaskConfig(DEFAULT_TASK_NAME, "OBJECTIVE", default_likelihood)}
     if not isinstance(tasks, dict) or not tasks:

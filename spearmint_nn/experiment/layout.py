@@ -20,6 +20,9 @@
             scripts/000042.sh            job scripts of batch drivers, kept for the user to read
             requests/cancel-*.json       requests of ``spearmint-nn cancel`` to a running daemon
             model/                       surrogate weights for warm starts (torch, weights_only)
+            model/objective/related.json what each related experiment gives the model:
+                                         {"related": [{name, observations, used,
+                                         correlation: [mean, sd] | null}], "written"}
             results.csv, best.json       summaries, rewritten atomically
             daemon.log
 
@@ -92,6 +95,7 @@ JOB_STATES = tuple(state.value for state in JobState)  # the folders under jobs/
 OBJECTIVE_MODEL_DIR = "objective"  # under model/: the objective surrogate's saved state
 WARPINGS_FILE = "warpings.json"  # beside it: the model's learned input warpings, read by reports
 PICTURE_FILE = "picture.json"  # and what the model says (importance, slices, contour), read by reports
+RELATED_FILE = "related.json"  # and what each related experiment gives the model, read by status
 
 
 def job_file_name(job_id: int) -> str:
@@ -119,6 +123,7 @@ class ExperimentPaths:
         self.model = self.state / "model"
         self.warpings = self.model / OBJECTIVE_MODEL_DIR / WARPINGS_FILE
         self.model_picture = self.model / OBJECTIVE_MODEL_DIR / PICTURE_FILE
+        self.related = self.model / OBJECTIVE_MODEL_DIR / RELATED_FILE
         self.results_csv = self.state / "results.csv"
         self.best_json = self.state / "best.json"
         self.log = self.state / "daemon.log"

@@ -9,15 +9,17 @@ conditional variables (:func:`conditional_kernel`), while DNGO reads the encodin
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
 from .maximize import continuous_columns
 from .names import VALUE_MODEL
+from .related import RelatedTask, subset_for_the_gp
 from .settings import SearchSettings
 from .space import Space
+from .transforms import OUTPUT_TRANSFORMS
 from ..models import GP_MODELS, make_model
 from ..models.classifier import ConstraintClassifier
 from ..models.constraint_value import ConstraintValueModel
@@ -47,9 +49,28 @@ def conditional_kernel(space: Space) -> Conditional | None:
     return Conditional(dims=dims, active=active)
 
 
-def new_surrogate(space: Space, settings: SearchSettings, model: str, task: str) -> Any:
+# The sampler budgets a multi-task GP takes from model_options; the rest are the GP's own.
+MULTITASK_OPTIONS = ("n_samples", "burn_in", "sweeps_per_fit")
+
+
+def new_surrogate(space: Space, settings: SearchSettings, model: str, task: str,
+                  related: Sequence[RelatedTask] = (), transform: str = "standardise") -> Any:
     """A fresh regression surrogate (``model``, a name of :data:`spearmint_nn.models.MODELS`) of a
-    task's values, told its likelihood and the space's structure."""
+    task's values, told its likelihood and the space's structure.
+
+    With ``related`` searches and a GP model, the multi-task GP over this task and theirs
+    (:class:`~spearmint_nn.models.multitask_gp.MultiTaskGP`; "gp" warps each task's inputs,
+    "gp-nowarp" none), each related task's values passed through its own fit of the
+    ``transform`` this task's values get, at most ``MAX_RELATED_OBSERVATIONS`` of them in all."""
+    if related and model in GP_MODELS:
+        from ..models.multitask_gp import MultiTaskGP
+
+        data = [(torch.as_tensor(t.X), torch.as_tensor(OUTPUT_TRANSFORMS[transform].fit(t.y)(t.y)))
+                for t in subset_for_the_gp(related, seed=settings.seed)]
+        return MultiTaskGP(
+            data, warping=model == "gp", warped_columns=np.flatnonzero(continuous_columns(space)).tolist(),
+            noiseless=settings.tasks.likelihoods.get(task) == "NOISELESS", kernel=settings.kernel,
+            seed=settings.seed, **{k: v for k, v in settings.model_options.items() if k in MULTITASK_OPTIONS})
     options = dict(settings.model_options)
     if model in GP_MODELS:
         options.setdefault("kernel", settings.kernel)

@@ -46,6 +46,9 @@ With ``direction="maximize"`` the objective values are negated as they are obser
 the above minimises; :attr:`Optimizer.incumbent` and :meth:`Optimizer.best_by_model` give them
 back in the user's sign.
 
+``related`` searches (:mod:`spearmint_nn.search.related`) make the GP a multi-task GP over this
+search and theirs; DNGO, once "auto" switches to it, models this search alone.
+
 The models' states are kept across runs only through the
 :class:`~spearmint_nn.search.persistence.ModelStore` the Optimizer is given; it writes no file
 itself.
@@ -73,6 +76,7 @@ from .model_setup import SUCCESS, DurationFit, new_constraint_model, new_surroga
 from .names import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, VALUE_MODEL, check_registry
 from .observations import Observations
 from .persistence import OBJECTIVE_MODEL, ModelStore, constraint_model_name
+from .related import RelatedTask, related_tasks, summarise_related
 from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
 from .settings import SearchSettings
 from .space import Space
@@ -114,6 +118,12 @@ class Optimizer:
     their weights for warm starts across restarts, or None to keep nothing; ``state_dir``
     (a folder) is short for ``state=ModelStore(state_dir)``.
 
+    ``related``: finished searches on related problems, each a
+    :class:`~spearmint_nn.search.related.RelatedTask` or a pair (``variables`` of that search,
+    its results as (params, value) pairs with values as :meth:`observe` takes them). Their
+    variables must match these by name and type; ranges may differ. The GP then learns how
+    strongly each correlates with this search (:meth:`related_summary`).
+
     A wrong setting raises :class:`~spearmint_nn.errors.ConfigError` (a ValueError) naming its
     field, a wrong ``variables`` mapping one naming the variable; an unknown keyword is a TypeError.
     """
@@ -126,6 +136,7 @@ class Optimizer:
         state: ModelStore | None = None,
         state_dir: str | Path | None = None,
         likelihoods: Mapping[str, str] | None = None,
+        related: Sequence[RelatedTask | tuple[Any, Sequence[tuple[Mapping[str, Any], Any]]]] = (),
         **keywords: Any,
     ):
         self.space = space if isinstance(space, Space) else Space.from_config(space)
@@ -141,6 +152,7 @@ class Optimizer:
         if settings.torch_threads is not None:
             torch.set_num_threads(settings.torch_threads)
 
+        self.related = related_tasks(self.space, related, settings)
         self._rng = np.random.default_rng(settings.seed)
         self._data = Observations(self.space, settings.tasks, settings.sign)
         self._sobol = SobolStream(self.space, self._seed_draw(), self._rng)
@@ -567,7 +579,15 @@ class Optimizer:
         return new_constraint_model(self.space, self.settings, self.surrogate_name, task)
 
     def _new_surrogate(self, task: str) -> Any:
-        return new_surrogate(self.space, self.settings, self.surrogate_name, task)
+        related = self.related if task == self.settings.tasks.objective else ()
+        return new_surrogate(self.space, self.settings, self.surrogate_name, task, related,
+                             self._output_transform_name())
+
+    def related_summary(self) -> list[dict[str, Any]]:
+        """Per related search, what it gave the model: :func:`~spearmint_nn.search.related.summarise_related`."""
+        fitted = hasattr(self._model, "task_correlations") and self._fitted_n > 0
+        return summarise_related(self.related, self._model.task_correlations().numpy() if fitted else None,
+                                 self.settings.seed)
 
     def _update_auto_choice(self, n_in_flight: int) -> None:
         """Switch "auto" from the GP to DNGO once :func:`~spearmint_nn.search.policy.auto_model_choice`

@@ -24,7 +24,7 @@ from ..experiment.config import load_config
 from ..daemon.summaries import job_table
 from ..experiment.jobs import JobState
 from .progress import format_duration
-from .status import Snapshot, failures_by_kind, printable_tail, take_snapshot
+from .status import Snapshot, failures_by_kind, printable_tail, read_related_summary, related_text, take_snapshot
 
 # Failure groups shown one by one: a run whose failures differ in more than numbers could have
 # thousands, and the page must stay small (the job table lists every failed job anyway).
@@ -178,6 +178,8 @@ def summary_html(snap: Snapshot) -> str:
     eta = snap.eta_seconds()
     if eta and snap.budget and finished < snap.budget:
         facts.append(("estimated time to budget", format_duration(eta)))
+    for task in (read_related_summary(snap.config) if snap.config else None) or []:
+        facts.append((f"related experiment {task['name']}", related_text(task)))
     if snap.finished:
         facts.append(("first / last finished", f"{_when(snap.finished[0].finished)} / "
                                                f"{_when(snap.finished[-1].finished)}"))

@@ -244,7 +244,20 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "failures_by_kind": failures_by_kind(failed),
         "failure_groups": [group.as_dict() for group in groups[:JSON_FAILURE_GROUPS]],
         "failure_group_count": len(groups),
+        "related": read_related_summary(config),
     }
+
+
+def read_related_summary(config: ExperimentConfig) -> list[dict[str, Any]] | None:
+    """What each of ``related-experiments`` gives the model, as the daemon last wrote it
+    (layout: related.json), or each folder's name alone before it has; None without any."""
+    if not config.related_experiments:
+        return None
+    written = read_json(config.paths.related)
+    if isinstance(written, dict) and isinstance(written.get("related"), list):
+        return written["related"]
+    return [{"name": name, "observations": None, "used": None, "correlation": None}
+            for name in config.related_experiments]
 
 
 def failures_by_kind(failed: list[Job]) -> dict[str, int]:
@@ -270,6 +283,7 @@ def status_text(summary: dict[str, Any]) -> str:
     feas = summary["feasibility"]
     lines.append(f"feasible: {feas['feasible']}, infeasible (constraint < 0): {feas['infeasible']}, "
                  f"failed: {feas['failed']}, failed but not about the point: {feas['ignored']}")
+    lines += related_lines(summary.get("related"))
     if summary["running"]:
         lines.append("running:")
         lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s" for r in summary["running"]]
@@ -283,6 +297,24 @@ def status_text(summary: dict[str, Any]) -> str:
             lines.append(f"  ... {more} more group(s) with {jobs} job(s): "
                          f"spearmint-nn report {summary['experiment']} --failures lists them all")
     return "\n".join(lines)
+
+
+def related_lines(related: list[dict[str, Any]] | None) -> list[str]:
+    """One line per related experiment: its jobs in the model and its learned correlation."""
+    if not related:
+        return []
+    return (["related experiments (correlation with this one, posterior mean \u00b1 sd):"]
+            + [f"  {task['name']}: {related_text(task)}" for task in related])
+
+
+def related_text(task: dict[str, Any]) -> str:
+    """What one related experiment gives the model, from its entry of related.json."""
+    if task["observations"] is None:
+        return "not read yet (the daemon reads it when it starts)"
+    used = "" if task["used"] == task["observations"] else f", {task['used']} used by the model"
+    corr = task["correlation"]
+    learned = "not modelled yet" if corr is None else f"correlation {corr[0]:+.2f} \u00b1 {corr[1]:.2f}"
+    return f"{task['observations']} finished jobs{used}; {learned}"
 
 
 def _params_line(params: dict[str, Any]) -> str:

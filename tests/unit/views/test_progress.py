@@ -177,7 +177,7 @@ def test_status_json_is_stable(tmp_path):
     status = json.loads(result.stdout)
     assert set(status) == {"experiment", "name", "daemon", "counts", "finished", "max_finished_jobs",
                            "objective", "best", "running", "recent_failures", "feasibility",
-                           "failures_by_kind", "failure_groups", "failure_group_count", "model_best"}
+                           "failures_by_kind", "failure_groups", "failure_group_count", "model_best", "related"}
     snap = take_snapshot(exp)
     assert status["counts"] == snap.counts and status["finished"] == snap.budget_used == 20
     assert status["max_finished_jobs"] == 30 and status["objective"] == "loss" and status["name"] == "demo"
