@@ -162,6 +162,9 @@ class Daemon:
         self.reporter.event("started", f"experiment {config.name} in {self.paths.experiment}: driver {self.driver.name}, "
                             f"model {config['model']}, max-concurrent {config.max_concurrent}, "
                             f"max-finished-jobs {config.max_finished_jobs}, pid {os.getpid()}")
+        for task in self.optimizer.related:
+            self.reporter.event("related", f"learning from related experiment {task.name}: "
+                                           f"{len(task)} successful jobs, read as of now")
         store.load_all(repair=True)
         for problem in store.problems:
             self.reporter.event("warning", problem)
