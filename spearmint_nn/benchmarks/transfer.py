@@ -21,8 +21,8 @@ evaluations of the current task:
 - ``unrelated``: the default optimizer with a related search on an unrelated task of the same
   variables (Levy's function over their unit cube): should cost nothing.
 
-A row name with "@N" runs it with an initial design of N Sobol points instead of the default
-(the space's D + 1 alone, 2 with a related search), e.g. ``multi-task-warped@7``.
+A row name with "@N" runs it with an initial design of N Sobol points instead of the space's
+D + 1, e.g. ``multi-task-warped@2``.
 
 Reported: the target is the single-task row's median best after the full budget; per row the
 median (over seeds) number of evaluations to reach it (a run that never does counts as more

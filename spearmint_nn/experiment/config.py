@@ -28,7 +28,7 @@ from .layout import ExperimentPaths
 from ..search.arguments import Tasks, single_objective
 from ..search.names import (ACQUISITIONS, AUTO, CONSTRAINT_MODELS, DEFAULT_TASK_NAME, KERNELS, LIKELIHOODS,
                             MODEL_CHOICES, TASK_TYPES, TRANSFORM_CHOICES)
-from ..search.settings import RELATED_INITIAL_DESIGN, SearchSettings
+from ..search.settings import SearchSettings
 from ..search.space import Space, unknown_variable_keys
 
 LANGUAGES = ("PYTHON", "SHELL")
@@ -171,8 +171,7 @@ KEYS: dict[str, Key] = {
     "acquisition": Key("ei", _choice(*ACQUISITIONS, upper=False),
                        "acquisition function: ei (expected improvement), pi, lcb or ei-per-second "
                        "(EI over the predicted job duration)", "acquisition"),
-    "initial-design": Key(None, _int(1, optional=True), "Sobol points before the model is used (default: number of parameters + 1, at least 2; "
-                                                         "2 with related-experiments)", "initial_design"),
+    "initial-design": Key(None, _int(1, optional=True), "Sobol points before the model is used (default: number of parameters + 1, at least 2)", "initial_design"),
     "seed": Key(None, _seed, "seed of every random choice (null: fresh randomness)", "seed"),
     "fantasies": Key(10, _int(1), "fantasised outcomes per pending job when proposing in parallel", "fantasies"),
     "thompson-every": Key(10, _int(0), "one proposal in every this many made while other jobs are pending is a "
@@ -366,8 +365,7 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
         raise ConfigError("variables", "required: the search space, e.g. {\"x\": {\"type\": \"FLOAT\", \"min\": 0, \"max\": 1}}")
     space = Space.from_config(raw["variables"])
     if values["initial-design"] is None:
-        related = values["related-experiments"]
-        values["initial-design"] = RELATED_INITIAL_DESIGN if related else space.default_initial_design
+        values["initial-design"] = space.default_initial_design
     tasks = parse_tasks_section(raw.get("tasks"), values["likelihood"])
     main_file = _parse_wrapper(paths.experiment, values)
     driver_name, driver_options = _parse_driver(_driver_spec(raw, implied), driver_override, check_driver)

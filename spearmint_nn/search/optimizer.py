@@ -78,7 +78,7 @@ from .observations import Observations
 from .persistence import OBJECTIVE_MODEL, ModelStore, constraint_model_name
 from .related import RelatedTask, related_tasks, summarise_related
 from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
-from .settings import RELATED_INITIAL_DESIGN, SearchSettings
+from .settings import SearchSettings
 from .space import Space
 from .suggestion import Suggestion
 from .transforms import OUTPUT_TRANSFORMS, LogShift, Standardise, YeoJohnson, default_transform
@@ -217,12 +217,9 @@ class Optimizer:
 
     @property
     def initial_design(self) -> int:
-        """Sobol points before the model is used: the setting, or by default the space's
-        default, ``RELATED_INITIAL_DESIGN`` with related searches."""
+        """Sobol points before the model is used: the setting, or the space's default."""
         given = self.settings.initial_design
-        if given is not None:
-            return given
-        return RELATED_INITIAL_DESIGN if self.related else self.space.default_initial_design
+        return self.space.default_initial_design if given is None else given
 
     @property
     def search_start(self) -> int:

@@ -18,10 +18,7 @@ from .names import (ACQUISITIONS, AUTO, CLASSIFIER, CONSTRAINT_MODELS, DEFAULT_T
 from .policy import DEFAULT_RESTART_AFTER
 
 DEFAULT_FANTASIES = 10
-# Sobol points before the model when related searches are given: the related searches have
-# explored the space already, and two values of this search let the multi-task GP place its
-# level and start learning how the tasks correlate (measured: benchmarks/RESULTS.md, "transfer").
-RELATED_INITIAL_DESIGN = 2
+
 DEFAULT_THOMPSON_EVERY = 10
 
 
@@ -40,7 +37,7 @@ class SearchSettings:
         "lcb", "ei-per-second": EI over the predicted duration of the job).
     acquisition_options : keyword options of the acquisition (e.g. ``{"kappa": 2.0}`` for lcb).
     initial_design : Sobol points before the model is used; None: the space's
-        ``default_initial_design``, or ``RELATED_INITIAL_DESIGN`` with related searches.
+        ``default_initial_design``.
     fantasies : fantasised outcome sets of the pending jobs (default 10).
     thompson_every : one proposal in every this many (counting every job ever proposed) that is
         made while other jobs are pending is a Thompson sample instead of the acquisition's
