@@ -50,7 +50,7 @@ def test_a_short_run_of_every_row_uses_what_it_should():
     earlier = transfer.related_search("hartmann6", "related", 0, budget=4)["results"]
     assert len(earlier) == 4 and all(len(params["x"]) == 6 for params, _ in earlier)
     single = transfer.current_search("hartmann6", "single", 0, 4, None)
-    warped = transfer.current_search("hartmann6", "multi-task-warped", 0, 4, earlier)
+    warped = transfer.current_search("hartmann6", "multi-task-warped@2", 0, 4, earlier)  # a model after 2 points
     assert single["correlation"] is None and warped["correlation"] is not None
     assert len(single["values"]) == len(warped["values"]) == 4
     assert single["values"][:2] != warped["values"][:2] or single["values"][2:] != warped["values"][2:]
