@@ -11,7 +11,11 @@ task its own shapes, so a related task's inputs can be warped onto the current o
 the task covariance, diag(s) C diag(s) with C = L L^T. L is parametrised spherically (Pinheiro
 and Bates 1996): row i is a unit vector given by i angles in (0, pi), so C is a correlation
 matrix for any angles and every angle can be slice-sampled on an interval. Task 0 is the current
-task, with s_0 = 1 (amp2 is its scale); the other s_t are log-normal. Each angle's prior is
+task, with s_0 = 1 (amp2 is its scale); the other s_t are log-normal. As in the single-task GP
+(:mod:`spearmint_nn.models.gp_hyperparameters`), whether a task warps at all is a sampled switch,
+uniform on [0, 1] and on below ``WARP_PROBABILITY``: chains start with every task unwarped and a
+task takes up its warps only when its data favour them, so the warped model costs little where
+warps do not help. Each angle's prior is
 proportional to its sine: for two tasks that makes their correlation cos(angle) uniform on
 [-1, 1], so an unrelated task is free to go to zero correlation. Every hyperparameter is
 slice-sampled jointly, batched over chains as in :mod:`spearmint_nn.models.gp`.
@@ -36,7 +40,7 @@ from .gp import CholeskyError, robust_cholesky
 from .gp_hyperparameters import HyperLayout, log_prior
 from .kernels import CORRELATIONS, squared_distances
 from .sampling import slice_sweep
-from .warping import LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, beta_cdf
+from .warping import LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, WARP_PROBABILITY, beta_cdf
 
 LOG_TASK_SCALE_BOUND = 5.0
 MAX_CATCH_UP_OBSERVATIONS = 10
@@ -65,7 +69,8 @@ def task_cholesky(angles: Tensor, n_tasks: int) -> Tensor:
 class TaskLayout:
     """Where each hyperparameter sits in a state vector: the single-task GP's shared part
     (mean, log amp2, log noise, log length scales; :class:`HyperLayout` without warps), then the
-    log warp shapes (T, W) for alpha and for beta, the task angles and the log task scales."""
+    log warp shapes (T, W) for alpha and for beta, each task's warp switch (T, with warps), the
+    task angles and the log task scales."""
 
     shared: HyperLayout
     n_tasks: int
@@ -82,8 +87,13 @@ class TaskLayout:
         return slice(start, start + self.n_tasks * len(self.warped))
 
     @property
-    def angles(self) -> slice:
+    def switches(self) -> slice:
         start = self.log_beta.stop
+        return slice(start, start + (self.n_tasks if self.warped else 0))
+
+    @property
+    def angles(self) -> slice:
+        start = self.switches.stop
         return slice(start, start + self.n_tasks * (self.n_tasks - 1) // 2)
 
     @property
@@ -98,7 +108,7 @@ class TaskLayout:
         w = torch.empty(self.size, dtype=torch.float64)
         w[:self.shared.size] = self.shared.widths()
         w[self.log_alpha] = w[self.log_beta] = 2.0
-        w[self.angles] = 1.0
+        w[self.switches] = w[self.angles] = 1.0
         w[self.log_scales] = 2.0
         return w
 
@@ -106,11 +116,11 @@ class TaskLayout:
         """Log prior of states (B, size); -inf outside the support."""
         logp = log_prior(theta[:, :self.shared.size], self.shared)
         shapes = theta[:, self.log_alpha.start:self.log_beta.stop]
-        angles, scales = theta[:, self.angles], theta[:, self.log_scales]
+        angles, scales, switches = theta[:, self.angles], theta[:, self.log_scales], theta[:, self.switches]
         logp = (logp - 0.5 * (shapes**2).sum(-1) / LOG_SHAPE_PRIOR_VARIANCE
                 + torch.log(torch.sin(angles).clamp_min(1e-300)).sum(-1) - 0.5 * (scales**2).sum(-1))
         inside = ((shapes.abs() <= LOG_SHAPE_BOUND).all(-1) & ((angles > 0) & (angles < math.pi)).all(-1)
-                  & (scales.abs() <= LOG_TASK_SCALE_BOUND).all(-1))
+                  & (scales.abs() <= LOG_TASK_SCALE_BOUND).all(-1) & ((switches >= 0) & (switches <= 1)).all(-1))
         return torch.where(inside, logp, torch.full_like(logp, -math.inf))
 
 
@@ -189,10 +199,16 @@ class MultiTaskGP(Surrogate):
         L = task_cholesky(theta[:, layout.angles], T)
         scales = torch.cat([torch.zeros(B, 1, dtype=theta.dtype), theta[:, layout.log_scales]], dim=1).exp()
         K_T = scales[:, :, None] * (L @ L.transpose(1, 2)) * scales[:, None, :]
+        # a task whose switch is off has the identity's shapes (log 0), whatever its sampled ones
+        warp_on = (theta[:, layout.switches] < WARP_PROBABILITY if W
+                   else torch.zeros(B, T, dtype=torch.bool))  # (B, T)
+
+        def shapes_in_effect(part: slice) -> Tensor:
+            return torch.where(warp_on[:, :, None], theta[:, part].reshape(B, T, W), 0.0)
+
         return {"mean": theta[:, 0], "amp2": torch.exp(theta[:, 1]), "noise": noise,
-                "log_l": theta[:, shared.log_lengthscales], "K_T": K_T,
-                "log_alpha": theta[:, layout.log_alpha].reshape(B, T, W),
-                "log_beta": theta[:, layout.log_beta].reshape(B, T, W)}
+                "log_l": theta[:, shared.log_lengthscales], "K_T": K_T, "warp_on": warp_on,
+                "log_alpha": shapes_in_effect(layout.log_alpha), "log_beta": shapes_in_effect(layout.log_beta)}
 
     def _embed(self, X: Tensor, tasks: Tensor, h: dict[str, Tensor], layout: TaskLayout) -> Tensor:
         """Inputs of rows X (N, D) of the given tasks (N,), warped by their tasks and scaled by
@@ -267,10 +283,12 @@ class MultiTaskGP(Surrogate):
         return _Conditioned(theta, h, X, tasks, Y, E, L, alpha, n_observed)
 
     def _initial_chains(self, layout: TaskLayout) -> Tensor:
-        """Chains near the single-task GP's start, identity warps and uncorrelated tasks."""
+        """Chains near the single-task GP's start, every task's warp switch off (as the single-task
+        GP: a task's warps are taken up only when its data favour them) and tasks uncorrelated."""
         theta = torch.zeros(self.n_samples, layout.size, dtype=torch.float64)
         theta[:, :layout.shared.size] = layout.shared.pack(mean=0.0, amp2=1.0, noise=1e-3, lengthscales=0.5)
         theta = theta + 0.1 * torch.randn(theta.shape, generator=self.generator, dtype=torch.float64)
+        theta[:, layout.switches] = (1.0 + WARP_PROBABILITY) / 2
         # the angles spread over (0, pi): each chain starts at other task correlations
         theta[:, layout.angles] = math.pi * (0.05 + 0.9 * torch.rand(self.n_samples, layout.angles.stop
                                                                       - layout.angles.start,
