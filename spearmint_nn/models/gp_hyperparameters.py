@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .warping import LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, WARP_PROBABILITY, BetaWarp
+from .warping import LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, WARP_PROBABILITY, WARP_SWITCH_OFF, BetaWarp
 
 # Fixed noise variance (standardised units) for a NOISELESS likelihood: Spearmint's stability noise,
 # not a model of noise. At 1e-10 the GP had to interpolate every wiggle of the transformed targets,
@@ -167,7 +167,7 @@ class HyperLayout:
         if self.warping:
             theta[self.log_alpha] = torch.log(torch.as_tensor(alpha, dtype=torch.float64))
             theta[self.log_beta] = torch.log(torch.as_tensor(beta, dtype=torch.float64))
-            theta[self.warp_switch] = WARP_PROBABILITY / 2 if warped else (1.0 + WARP_PROBABILITY) / 2
+            theta[self.warp_switch] = WARP_PROBABILITY / 2 if warped else WARP_SWITCH_OFF
         theta[self.rho] = torch.as_tensor(rho, dtype=torch.float64)
         return theta
 

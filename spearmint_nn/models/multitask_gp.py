@@ -13,7 +13,7 @@ and Bates 1996): row i is a unit vector given by i angles in (0, pi), so C is a 
 matrix for any angles and every angle can be slice-sampled on an interval. Task 0 is the current
 task, with s_0 = 1 (amp2 is its scale); the other s_t are log-normal. As in the single-task GP
 (:mod:`spearmint_nn.models.gp_hyperparameters`), whether a task warps at all is a sampled switch,
-uniform on [0, 1] and on below ``WARP_PROBABILITY``: chains start with every task unwarped and a
+uniform on [0, 1], the task warping where it is below ``WARP_PROBABILITY``: chains start with every task unwarped and a
 task takes up its warps only when its data favour them, so the warped model costs little where
 warps do not help. Each angle's prior is
 proportional to its sine: for two tasks that makes their correlation cos(angle) uniform on
@@ -40,7 +40,7 @@ from .gp import CholeskyError, robust_cholesky
 from .gp_hyperparameters import HyperLayout, log_prior
 from .kernels import CORRELATIONS, squared_distances
 from .sampling import slice_sweep
-from .warping import LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, WARP_PROBABILITY, beta_cdf
+from .warping import LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, WARP_PROBABILITY, WARP_SWITCH_OFF, beta_cdf
 
 LOG_TASK_SCALE_BOUND = 5.0
 MAX_CATCH_UP_OBSERVATIONS = 10
@@ -200,15 +200,11 @@ class MultiTaskGP(Surrogate):
         scales = torch.cat([torch.zeros(B, 1, dtype=theta.dtype), theta[:, layout.log_scales]], dim=1).exp()
         K_T = scales[:, :, None] * (L @ L.transpose(1, 2)) * scales[:, None, :]
         # a task whose switch is off has the identity's shapes (log 0), whatever its sampled ones
-        warp_on = (theta[:, layout.switches] < WARP_PROBABILITY if W
-                   else torch.zeros(B, T, dtype=torch.bool))  # (B, T)
-
-        def shapes_in_effect(part: slice) -> Tensor:
-            return torch.where(warp_on[:, :, None], theta[:, part].reshape(B, T, W), 0.0)
-
+        warp_on = theta[:, layout.switches, None] < WARP_PROBABILITY  # (B, T, 1); (B, 0, 1) without warps
+        log_alpha, log_beta = (torch.where(warp_on, theta[:, part].reshape(B, T, W), 0.0) if W
+                               else theta[:, part].reshape(B, T, 0) for part in (layout.log_alpha, layout.log_beta))
         return {"mean": theta[:, 0], "amp2": torch.exp(theta[:, 1]), "noise": noise,
-                "log_l": theta[:, shared.log_lengthscales], "K_T": K_T, "warp_on": warp_on,
-                "log_alpha": shapes_in_effect(layout.log_alpha), "log_beta": shapes_in_effect(layout.log_beta)}
+                "log_l": theta[:, shared.log_lengthscales], "K_T": K_T, "log_alpha": log_alpha, "log_beta": log_beta}
 
     def _embed(self, X: Tensor, tasks: Tensor, h: dict[str, Tensor], layout: TaskLayout) -> Tensor:
         """Inputs of rows X (N, D) of the given tasks (N,), warped by their tasks and scaled by
@@ -288,7 +284,7 @@ class MultiTaskGP(Surrogate):
         theta = torch.zeros(self.n_samples, layout.size, dtype=torch.float64)
         theta[:, :layout.shared.size] = layout.shared.pack(mean=0.0, amp2=1.0, noise=1e-3, lengthscales=0.5)
         theta = theta + 0.1 * torch.randn(theta.shape, generator=self.generator, dtype=torch.float64)
-        theta[:, layout.switches] = (1.0 + WARP_PROBABILITY) / 2
+        theta[:, layout.switches] = WARP_SWITCH_OFF
         # the angles spread over (0, pi): each chain starts at other task correlations
         theta[:, layout.angles] = math.pi * (0.05 + 0.9 * torch.rand(self.n_samples, layout.angles.stop
                                                                       - layout.angles.start,

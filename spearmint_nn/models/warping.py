@@ -48,6 +48,7 @@ LOG_SHAPE_PRIOR_VARIANCE = 0.75
 # 1e-3, against 39/40 at 1/5); at 1/5 a log-scale input still turns them on (benchmarks/RESULTS.md,
 # "The GP's targets").
 WARP_PROBABILITY = 0.2
+WARP_SWITCH_OFF = (1.0 + WARP_PROBABILITY) / 2  # a switch value mid-way through the unwarped interval
 # Inputs are clamped this far inside (0, 1) so that logs and the density stay finite.
 _EDGE = 1e-12
 
