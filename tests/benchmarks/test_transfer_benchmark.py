@@ -1,5 +1,5 @@
 """The transfer benchmark's problems and bookkeeping: the related task is a warped copy whose
-optimum moved, the unrelated one shares the inputs only, and the table counts evaluations to
+optimum moved, the unrelated one shares the inputs only (a short-length-scale random function), and the table counts evaluations to
 the single-task row's value."""
 from __future__ import annotations
 
@@ -21,10 +21,20 @@ def test_the_related_hartmann_is_a_warped_copy_whose_optimum_moved():
     assert np.abs(moved - optimum).max() > 0.2
 
 
-def test_the_unrelated_task_is_levy_over_the_unit_cube():
-    function = transfer.unrelated(transfer.PROBLEMS["hartmann6"])
-    assert function({"x": [0.55] * 6}) == pytest.approx(0.0, abs=1e-9)  # Levy's minimum at 1 = -10 + 20 * 0.55
-    assert function({"x": [0.1] * 6}) > 10
+def test_the_unrelated_task_shares_no_shape_with_the_current_one():
+    problem = transfer.PROBLEMS["hartmann6"]
+    X = np.random.default_rng(0).random((400, 6))
+    current = np.array([problem.current({"x": x.tolist()}) for x in X])
+    draws = [transfer.unrelated(problem, seed) for seed in range(3)]
+    values = np.array([[f({"x": x.tolist()}) for x in X] for f in draws])
+    assert values.std(1) == pytest.approx(1.0, abs=0.25)  # the GP draw's unit variance
+    for row in values:
+        assert abs(np.corrcoef(row, current)[0, 1]) < 0.15
+    assert abs(np.corrcoef(values[0], values[1])[0, 1]) < 0.15  # each seed its own draw
+    assert draws[0]({"x": X[0].tolist()}) == transfer.unrelated(problem, 0)({"x": X[0].tolist()})
+    # short length scale: points 0.3 apart are nearly independent, 0.01 apart nearly equal
+    near = [(f({"x": x.tolist()}), f({"x": (x + 0.01).tolist()})) for f in draws for x in X[:100] * 0.9]
+    assert np.corrcoef(np.array(near).T)[0, 1] > 0.95
 
 
 def test_evaluations_to_reach_and_the_summary():
