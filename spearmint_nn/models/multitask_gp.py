@@ -16,8 +16,8 @@ task, with s_0 = 1 (amp2 is its scale); the other s_t are log-normal. As in the 
 uniform on [0, 1], the task warping where it is below ``WARP_PROBABILITY``: a task keeps its
 warps only when its data favour them, so the warped model costs little where warps do not help
 (half the chains start unwarped, half warped at the identity; see ``_initial_chains``). Each
-angle's prior is proportional to its sine: for two tasks that makes their correlation cos(angle) uniform on
-[-1, 1], so an unrelated task is free to go to zero correlation. Every hyperparameter is
+angle's prior is proportional to its sine: for two tasks that makes their correlation
+cos(angle) uniform on [-1, 1], so an unrelated task is free to go to zero correlation. Every hyperparameter is
 slice-sampled jointly, batched over chains as in :mod:`spearmint_nn.models.gp`.
 
 The related tasks' data are fixed at construction; each task's targets are standardised here
@@ -284,12 +284,8 @@ class MultiTaskGP(Surrogate):
         theta = torch.zeros(self.n_samples, layout.size, dtype=torch.float64)
         theta[:, :layout.shared.size] = layout.shared.pack(mean=0.0, amp2=1.0, noise=1e-3, lengthscales=0.5)
         theta = theta + 0.1 * torch.randn(theta.shape, generator=self.generator, dtype=torch.float64)
-        # Half the chains start with every task warped at near-identity shapes, half unwarped; the
-        # burn-in's _keep_the_likely step keeps whichever the data favour. Started all unwarped,
-        # a task's switch turns on only with shapes drawn from their prior, and the chains then
-        # settle in a local mode with a compensating warp on every task, tens of nats below the
-        # one reached by warping smoothly from the identity (tests/unit/models/test_multitask_gp.py,
-        # the opposite warps).
+        # _keep_the_likely then keeps whichever start the data favour; why both: models/DESIGN.md,
+        # "Warped or not, per task"
         theta[:, layout.switches] = WARP_SWITCH_OFF
         theta[1::2, layout.switches] = WARP_PROBABILITY / 2
         # the angles spread over (0, pi): each chain starts at other task correlations

@@ -1,6 +1,6 @@
 """The transfer benchmark's problems and bookkeeping: the related task is a warped copy whose
-optimum moved, the unrelated one shares the inputs only (a short-length-scale random function), and the table counts evaluations to
-the single-task row's value."""
+optimum moved, the unrelated one a short-length-scale random function of the same inputs, and
+the table counts evaluations to the single-task row's value."""
 from __future__ import annotations
 
 import math
@@ -32,7 +32,7 @@ def test_the_unrelated_task_shares_no_shape_with_the_current_one():
         assert abs(np.corrcoef(row, current)[0, 1]) < 0.15
     assert abs(np.corrcoef(values[0], values[1])[0, 1]) < 0.15  # each seed its own draw
     assert draws[0]({"x": X[0].tolist()}) == transfer.unrelated(problem, 0)({"x": X[0].tolist()})
-    # short length scale: points 0.3 apart are nearly independent, 0.01 apart nearly equal
+    # a smooth draw: points 0.01 apart are nearly equal
     near = [(f({"x": x.tolist()}), f({"x": (x + 0.01).tolist()})) for f in draws for x in X[:100] * 0.9]
     assert np.corrcoef(np.array(near).T)[0, 1] > 0.95
 
