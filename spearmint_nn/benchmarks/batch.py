@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from typing import Any
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .functions import FUNCTIONS
-from .runs import earlier_runs, first_evaluations, run_in_processes, seed_list
+from .runs import earlier_runs, first_evaluations, run_in_processes, seed_list, write_report
 
 PROBLEM = "hartmann6"
 TARGET_GAP = 0.05
@@ -152,11 +151,7 @@ def _sequential_runs(path: str, model: str, seeds: list[int], evals: int) -> lis
 
 
 def _write(path: str, runs: list[dict[str, Any]], evals: int, load_before: tuple, start: float) -> None:
-    machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average_before": load_before,
-               "load_average_now": os.getloadavg(), "elapsed_s": time.time() - start}
-    with open(path, "w") as handle:
-        json.dump({"machine": machine, "summary": summarise(runs, evals), "runs": runs}, handle, indent=1)
-
+    write_report(path, load_before, start, summary=summarise(runs, evals), runs=runs)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,18 +17,20 @@ all worker-time.
 Reported per (problem, method): the median and spread over seeds of the best value after given
 numbers of evaluations and, for async runs, at given simulated times; seconds per proposal
 call; the idle share. Each run is its own process (``--workers`` at once); ``--json`` is
-rewritten as each run ends.
+rewritten as each run ends. ``--include`` adds the runs of earlier reports to the summary (a
+run of the same problem, method and seed made now replaces theirs), so seeds run on different
+days make one table; the async clock's proposal times are this machine's at the time, so
+include only reports from the same machine and code.
 
     python -m spearmint_nn.benchmarks.parallel --mode async --problems hartmann6 --methods ours,sobol
         [--workers-in-flight 50] [--evals 500] [--job-seconds 60] [--seeds 0-7] [--json out.json]
+        [--include earlier.json ...]
 """
 from __future__ import annotations
 
 import argparse
 import heapq
-import json
 import os
-import platform
 import sys
 import time
 from typing import Any, Callable
@@ -37,7 +39,7 @@ import numpy as np
 
 from .functions import FUNCTIONS
 from .parallel_methods import split_methods
-from .runs import run_in_processes, seed_list
+from .runs import earlier_runs, run_in_processes, seed_list, write_report
 
 DURATION_SIGMA = 0.5  # of log duration: the slowest of 50 jobs takes about 3x the median
 
@@ -182,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=seed_list, default="0-7")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
     parser.add_argument("--json", help="write results here (rewritten as each run ends)")
+    parser.add_argument("--include", nargs="+", default=[], metavar="JSON",
+                        help="earlier reports of the same mode and sizes whose runs join the summary")
     args = parser.parse_args(argv)
     q, evals = args.workers_in_flight, args.evals
     checkpoints = sorted({min(evals, c) for c in (q, 2 * q, evals // 2, evals)})
@@ -194,17 +198,25 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [(p, m, s, q, evals, args.job_seconds)
                 for p in args.problems.split(",") for m in split_methods(args.methods) for s in args.seeds]
         function = run_async
+    earlier = earlier_runs(args.include, ("problem", "method", "seed"))
+    for job in jobs:  # what runs now replaces the earlier run of its problem, method and seed
+        earlier.pop(job[:3], None)
+    for run in earlier.values():
+        if (run["mode"], run["workers"], len(run["values"])) != (args.mode, q, evals):
+            parser.error(f"--include: {run['method']} seed {run['seed']} ran {run['mode']} with {run['workers']} "
+                         f"in flight and {len(run['values'])} evaluations, not {args.mode}, {q} and {evals}")
     load_before, start, runs = os.getloadavg(), time.time(), []
     for _, run in run_in_processes(function, jobs, args.workers):
         runs.append(run)
         print(f"{run['problem']} {run['method']} seed {run['seed']}: best {min(run['values']):.4f}", file=sys.stderr,
               flush=True)
         if args.json:
-            machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average_before": load_before,
-                       "elapsed_s": time.time() - start}
-            with open(args.json, "w") as handle:
-                json.dump({"machine": machine, "arguments": vars(args),
-                           "summary": summarise(runs, checkpoints, time_points), "runs": runs}, handle, indent=1)
+            every = runs + list(earlier.values())
+            write_report(args.json, load_before, start, arguments=vars(args),
+                         summary=summarise(every, checkpoints, time_points), runs=every)
+    runs += earlier.values()
+    if not runs:
+        parser.error("nothing to summarise: no seeds to run and no --include")
     print(table(summarise(runs, checkpoints, time_points)))
     print(f"mode {args.mode}, {q} in flight, {evals} evaluations; {os.cpu_count()} CPUs, load "
           f"{load_before[0]:.1f} before, {time.time() - start:.0f} s")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import platform
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -39,6 +41,15 @@ def run_in_processes(
         futures = {pool.submit(function, *job): job for job in jobs}
         for future in as_completed(futures):
             yield futures[future], future.result()
+
+
+def write_report(path: str, load_before: tuple[float, float, float], start: float, **content: Any) -> None:
+    """Write a benchmark's JSON report: ``machine`` (CPUs, platform, the load average before the
+    benchmark started and now, seconds since ``start``, a ``time.time()``) and ``content``."""
+    machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average_before": load_before,
+               "load_average_now": os.getloadavg(), "elapsed_s": time.time() - start}
+    with open(path, "w") as handle:
+        json.dump({"machine": machine, **content}, handle, indent=1)
 
 
 def earlier_runs(paths: Sequence[str], key_fields: Sequence[str]) -> dict[tuple, dict[str, Any]]:

@@ -34,10 +34,8 @@ than the budget) and the median best after half and all of the budget.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import platform
 import sys
 import time
 import warnings
@@ -48,7 +46,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .functions import FUNCTIONS
-from .runs import run_in_processes, seed_list
+from .runs import run_in_processes, seed_list, write_report
 
 Params = Mapping[str, Any]
 ROWS = ("single", "multi-task", "multi-task-warped", "unrelated")
@@ -268,12 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{run['problem']} {run['row']} seed {run['seed']}: best {min(run['values']):.4f}", file=sys.stderr,
               flush=True)
         if args.json:
-            machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average_before": load_before,
-                       "elapsed_s": time.time() - start}
-            with open(args.json, "w") as handle:
-                json.dump({"machine": machine, "arguments": vars(args), "summary": summarise(runs, args.budget),
-                           "runs": runs, "related_searches": {"|".join(map(str, k)): v for k, v in earlier.items()}},
-                          handle, indent=1)
+            write_report(args.json, load_before, start, arguments=vars(args), summary=summarise(runs, args.budget),
+                         runs=runs, related_searches={"|".join(map(str, k)): v for k, v in earlier.items()})
     print(table(summarise(runs, args.budget), args.budget))
     print(f"budget {args.budget}, related budget {args.related_budget}; {os.cpu_count()} CPUs, load "
           f"{load_before[0]:.1f} before, {time.time() - start:.0f} s")

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import numpy as np
 import pytest
 
 from spearmint_nn.benchmarks.functions import FUNCTIONS
-from spearmint_nn.benchmarks.parallel import DURATION_SIGMA, run_async, run_batches, summarise, table
+from spearmint_nn.benchmarks.parallel import DURATION_SIGMA, main, run_async, run_batches, summarise, table
 from spearmint_nn.benchmarks.parallel_methods import split_methods
 
 
@@ -55,6 +56,24 @@ def test_batches_start_from_the_same_sobol_points_and_summaries_read_them():
     assert [r["method"] for r in rows] == ["ours:model=gp", "sobol"]
     assert rows[0]["best@4"][0] == min(ours["values"][:4]) and "idle_share" not in rows[0]
     assert "ours:model=gp" in table(rows)
+
+
+def test_earlier_reports_join_the_summary_and_a_rerun_replaces_its_run(tmp_path, capsys):
+    common = ["--mode", "async", "--problems", "branin", "--methods", "sobol", "--workers-in-flight", "2",
+              "--evals", "6", "--job-seconds", "5"]
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    assert main([*common, "--seeds", "0-1", "--json", str(first)]) == 0
+    earlier = json.loads(first.read_text())["runs"]
+    earlier[0]["values"] = [-100.0] * 6  # marks the earlier run of seed 0, which the rerun must replace
+    first.write_text(json.dumps({"runs": earlier}))
+    assert main([*common, "--seeds", "0,2", "--json", str(second), "--include", str(first)]) == 0
+    report = json.loads(second.read_text())
+    assert sorted(r["seed"] for r in report["runs"]) == [0, 1, 2]
+    assert min(min(r["values"]) for r in report["runs"]) > -100.0
+    assert report["summary"][0]["seeds"] == 3 and "| 3 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # a report of other sizes cannot join
+        main([*common[:-4], "--evals", "8", "--job-seconds", "5", "--seeds", "3", "--include", str(first)])
+    assert "not async, 2 and 8" in capsys.readouterr().err
 
 
 def test_a_method_list_keeps_our_settings_together():
