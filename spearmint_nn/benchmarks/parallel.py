@@ -205,16 +205,14 @@ def main(argv: list[str] | None = None) -> int:
         if (run["mode"], run["workers"], len(run["values"])) != (args.mode, q, evals):
             parser.error(f"--include: {run['method']} seed {run['seed']} ran {run['mode']} with {run['workers']} "
                          f"in flight and {len(run['values'])} evaluations, not {args.mode}, {q} and {evals}")
-    load_before, start, runs = os.getloadavg(), time.time(), []
+    load_before, start, runs = os.getloadavg(), time.time(), list(earlier.values())
     for _, run in run_in_processes(function, jobs, args.workers):
         runs.append(run)
         print(f"{run['problem']} {run['method']} seed {run['seed']}: best {min(run['values']):.4f}", file=sys.stderr,
               flush=True)
         if args.json:
-            every = runs + list(earlier.values())
             write_report(args.json, load_before, start, arguments=vars(args),
-                         summary=summarise(every, checkpoints, time_points), runs=every)
-    runs += earlier.values()
+                         summary=summarise(runs, checkpoints, time_points), runs=runs)
     if not runs:
         parser.error("nothing to summarise: no seeds to run and no --include")
     print(table(summarise(runs, checkpoints, time_points)))

@@ -352,11 +352,10 @@ class DNGO(Surrogate):
         """Refit the Bayesian linear regression and resample its hyperparameters on X, y with
         the basis as it is: new results enter the posterior exactly, for a fraction of a fit's
         cost (no network training). A model whose basis was never trained is fitted instead."""
+        if not self._trained:
+            return self.fit(X, y)
         X, y = self._check(X, y)
-        trained = self._trained
-        if not trained:
-            self._fit_basis(X, y)
-        self._fit_regression(X, y, self.recondition_sweeps if trained else self.reburn_in)
+        self._fit_regression(X, y, self.recondition_sweeps)
 
     def _fit_regression(self, X: Tensor, y: Tensor, sweeps: int) -> None:
         """The output layer: hyperparameter chains advanced ``sweeps`` times on the current basis
