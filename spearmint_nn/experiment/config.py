@@ -25,10 +25,10 @@ from typing import Any, Callable, Mapping
 from ..errors import ConfigError, closest, did_you_mean, unknown_keys
 from .jobs import DEFAULT_IGNORED_FAILURES, FAILURE_KINDS
 from .layout import ExperimentPaths
-from ..search.arguments import Tasks, single_objective
+from ..search.arguments import Tasks, share, single_objective
 from ..search.names import (ACQUISITIONS, AUTO, CONSTRAINT_MODELS, DEFAULT_TASK_NAME, KERNELS, LIKELIHOODS,
                             MODEL_CHOICES, TASK_TYPES, TRANSFORM_CHOICES)
-from ..search.settings import SearchSettings
+from ..search.settings import DEFAULT_CROWDING_SHARE, SearchSettings
 from ..search.space import Space, unknown_variable_keys
 
 LANGUAGES = ("PYTHON", "SHELL")
@@ -176,6 +176,10 @@ KEYS: dict[str, Key] = {
     "fantasies": Key(10, _int(1), "fantasised outcomes per pending job when proposing in parallel", "fantasies"),
     "thompson-every": Key(10, _int(0), "one proposal in every this many made while other jobs are pending is a "
                           "Thompson sample (an exploratory batch member); 0: never", "thompson_every"),
+    "crowding-share": Key(DEFAULT_CROWDING_SHARE, share, "with more than 50 jobs in flight, no proposal where this share of them "
+                          "already is (within 10% of each range) while another place is open (0.5 for a "
+                          "landscape of several basins); 0: no limit",
+                          "crowding_share"),
     "restart-after": Key(10, _int(0), "restart the search (a fresh objective model on new points) after this many "
                          "evaluations without improvement (in rounds of the jobs in flight), once ten initial designs' "
                          "worth are done and while half of max-finished-jobs remains; 0: never", "restart_after"),

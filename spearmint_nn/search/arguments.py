@@ -52,6 +52,13 @@ def count(path: str, value: Any, minimum: int, optional: bool = False) -> int | 
     return int(value)
 
 
+def share(path: str, value: Any) -> float:
+    """``value`` as a float if it is a number in [0, 1], else a ConfigError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not 0 <= value <= 1:
+        raise ConfigError(path, f"must be a number from 0 to 1 (got {value!r})")
+    return float(value)
+
+
 def options(path: str, value: Any) -> dict[str, Any]:
     """A dict of keyword options from a mapping or None."""
     if value is None:

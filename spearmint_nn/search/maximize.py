@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -49,24 +49,42 @@ _LOCAL_PER_START = 64  # neighbours scored around each refined point
 
 @dataclass(frozen=True)
 class KeepAway:
-    """Encoded points (K, dim) whose neighbourhoods are not proposed: every point within
-    Euclidean distance ``radius`` (in the unit cube) of one of them is ruled out."""
+    """Encoded points (K, dim) whose neighbourhoods are not proposed: a point with ``cap`` or
+    more of them within Euclidean distance ``radius`` (in the unit cube) is ruled out. With cap
+    1 every neighbourhood is (the failed points of a deterministic objective); a larger cap rules
+    out only crowded places (the jobs in flight of a large batch,
+    :func:`~spearmint_nn.search.batch_draws.crowding`). ``also``: a second rule that holds too."""
 
     points: np.ndarray
     radius: float
+    cap: int = 1
+    also: "KeepAway | None" = None
 
-    def allows(self, X: np.ndarray, chunk: int = 4096) -> np.ndarray:
-        """Boolean (M,): which rows of X (M, dim) lie at least ``radius`` from every point."""
+    def neighbours(self, X: np.ndarray, chunk: int = 4096) -> np.ndarray:
+        """Integer (M,): how many of the points lie within ``radius`` of each row of X (M, dim)."""
         X = np.asarray(X, dtype=float)
-        out = np.ones(len(X), dtype=bool)
+        out = np.zeros(len(X), dtype=int)
         points = np.asarray(self.points, dtype=float).reshape(-1, X.shape[1])
         if not len(points):
             return out
         for start in range(0, len(X), chunk):
             block = X[start : start + chunk]
             squared = ((block**2).sum(1)[:, None] + (points**2).sum(1)[None] - 2.0 * block @ points.T)
-            out[start : start + chunk] = squared.min(axis=1) >= self.radius**2
+            out[start : start + chunk] = (squared < self.radius**2).sum(axis=1)
         return out
+
+    def allows(self, X: np.ndarray) -> np.ndarray:
+        """Boolean (M,): which rows of X (M, dim) have fewer than ``cap`` points within ``radius``
+        (and pass ``also``)."""
+        allowed = self.neighbours(X) < self.cap
+        return allowed if self.also is None else allowed & self.also.allows(X)
+
+
+def both(first: KeepAway | None, second: KeepAway | None) -> KeepAway | None:
+    """The rule that rules out what either rules out (None: no rule)."""
+    if first is None or second is None:
+        return second if first is None else first
+    return replace(first, also=both(first.also, second))
 
 
 def free_mask(X: np.ndarray, avoid_keys: set, keep_away: KeepAway | None = None) -> np.ndarray:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .arguments import Tasks, choice, count, options, parse_direction, parse_tasks
+from .arguments import Tasks, choice, count, options, parse_direction, parse_tasks, share
 from .names import (ACQUISITIONS, AUTO, CLASSIFIER, CONSTRAINT_MODELS, DEFAULT_TASK_NAME, KERNELS, MODEL_CHOICES,
                     TRANSFORM_CHOICES)
 from .policy import DEFAULT_RESTART_AFTER
@@ -20,6 +20,7 @@ from .policy import DEFAULT_RESTART_AFTER
 DEFAULT_FANTASIES = 10
 
 DEFAULT_THOMPSON_EVERY = 10
+DEFAULT_CROWDING_SHARE = 0.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,10 @@ class SearchSettings:
     thompson_every : one proposal in every this many (counting every job ever proposed) that is
         made while other jobs are pending is a Thompson sample instead of the acquisition's
         maximiser (default 10; 0: never); see :meth:`Optimizer.suggest`.
+    crowding_share : with more than 50 jobs in flight, no proposal lies where this share of them
+        already is, within 10% of each range (RMS), while another place is open (default 0: no
+        limit; 0.5 kept large batches out of Hartmann6's local basins:
+        :func:`~spearmint_nn.search.batch_draws.crowding`).
     tasks : the objective, the constraints and their likelihoods (default: one GAUSSIAN
         objective "main"). A mapping in either form :func:`~spearmint_nn.search.arguments.parse_tasks`
         reads is parsed. A NOISELESS constraint gets the step likelihood classifier, a NOISELESS
@@ -78,6 +83,7 @@ class SearchSettings:
     initial_design: int | None = None
     fantasies: int = DEFAULT_FANTASIES
     thompson_every: int = DEFAULT_THOMPSON_EVERY
+    crowding_share: float = DEFAULT_CROWDING_SHARE
     tasks: Tasks = field(default_factory=lambda: Tasks(DEFAULT_TASK_NAME, (), {}))
     direction: str = "minimize"
     n_candidates: int | None = None
@@ -99,6 +105,7 @@ class SearchSettings:
             "initial_design": count("initial_design", self.initial_design, 0, optional=True),
             "fantasies": count("fantasies", self.fantasies, 1),
             "thompson_every": count("thompson_every", self.thompson_every, 0),
+            "crowding_share": share("crowding_share", self.crowding_share),
             "tasks": self.tasks if isinstance(self.tasks, Tasks) else parse_tasks(self.tasks, None),
             "direction": self.direction.lower(),
             "n_candidates": count("n_candidates", self.n_candidates, 1, optional=True),

@@ -107,6 +107,7 @@ CONFIG_CASES = [
     ("seed a string", _config(seed="1"), "seed: must be an integer (got '1')"),
     ("fantasies zero", _config(fantasies=0), "fantasies: must be >= 1 (got 0)"),
     ("thompson-every negative", _config(thompson_every=-1), "thompson-every: must be >= 0 (got -1)"),
+    ("crowding-share a string", _config(crowding_share="1/4"), "crowding-share: must be a number from 0 to 1 (got '1/4')"),
     ("driver as a list", _config(driver=["local"]), "driver: must be an object such as {{\"name\": \"local\"}} (got ['local'])"),
     ("driver name a number", _config(driver={"name": 3}), "driver.name: must be a driver name such as \"local\" (got 3)"),
     ("time-limit negative", _config(driver={"name": "local", "time-limit": -5}), "driver.time-limit: must be > 0 (got -5)"),

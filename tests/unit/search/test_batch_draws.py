@@ -6,7 +6,9 @@ import math
 import numpy as np
 import torch
 
-from spearmint_nn.search.batch_draws import greedy_q_ei
+from spearmint_nn.search.batch_draws import CROWDING_MIN_IN_FLIGHT, CandidateCrowding, crowding, greedy_q_ei
+from spearmint_nn.search.maximize import KeepAway, both
+from spearmint_nn.search.space import Space
 from spearmint_nn.search.optimizer import Optimizer
 
 DT = torch.float64
@@ -78,6 +80,46 @@ def test_thompson_steps_take_the_lowest_free_point_of_one_draw():
     likely = torch.full((50,), math.log(0.9), dtype=DT)
     likely[chosen[1]] = math.log(0.1)  # with constraints, only candidates likely feasible
     assert greedy_q_ei(paths, torch.zeros(8, dtype=DT), 3, likely, thompson_steps=(1,))[1] != chosen[1]
+
+
+def test_keep_away_rules_out_a_neighbourhood_once_it_holds_cap_points_and_both_rules_hold():
+    points = np.array([[0.5, 0.5], [0.52, 0.5], [0.9, 0.9]])
+    X = np.array([[0.51, 0.5], [0.9, 0.91], [0.1, 0.1]])
+    assert KeepAway(points, 0.05).allows(X).tolist() == [False, False, True]
+    crowded = KeepAway(points, 0.05, cap=2)
+    assert crowded.neighbours(X).tolist() == [2, 1, 0] and crowded.allows(X).tolist() == [False, True, True]
+    near_origin = KeepAway(np.array([[0.1, 0.12]]), 0.05)
+    assert both(crowded, near_origin).allows(X).tolist() == [False, True, False]
+    assert both(None, near_origin) is near_origin and both(crowded, None) is crowded
+
+
+def test_crowding_caps_a_share_of_a_large_batch_in_one_place():
+    space = Space.from_config({"x": {"type": "FLOAT", "min": 0, "max": 1, "size": 4}})
+    pending = np.full((60, 4), 0.5)
+    assert crowding(space, pending[:40], 10, 0.25) is None  # 50 in flight: no limit
+    assert crowding(space, pending, 20, 0.0) is None
+    rule = crowding(space, pending, 20, 0.25)
+    assert rule.cap == 20 and rule.radius == 0.2  # a quarter of 80; 0.1 sqrt(4)
+    assert rule.allows(np.array([[0.5, 0.5, 0.5, 0.6], [0.5, 0.5, 0.5, 0.75]])).tolist() == [False, True]
+    assert CROWDING_MIN_IN_FLIGHT == 50
+
+
+def test_a_crowded_batch_moves_to_the_next_best_place_once_the_cap_is_reached():
+    # 40 candidates at a sure favourite place (near 0) and 10 at a second one (near 1): q-EI
+    # alone fills the favourite; with a cap of 5 jobs per neighbourhood, the batch moves on.
+    g = torch.Generator().manual_seed(4)
+    candidates = np.concatenate([np.full((40, 1), 0.0), np.full((10, 1), 1.0)]) + np.linspace(0, 0.01, 50)[:, None]
+    paths = torch.randn(64, 50, generator=g, dtype=DT) * 0.1
+    paths[:, :40] -= 1.0
+    alone = greedy_q_ei(paths, torch.zeros(64, dtype=DT), 8)
+    assert all(i < 40 for i in alone)
+    rule = KeepAway(np.full((3, 1), 0.0), 0.1, cap=5)  # 3 jobs already run at the favourite place
+    chosen = greedy_q_ei(paths, torch.zeros(64, dtype=DT), 8, crowded=CandidateCrowding(candidates, rule))
+    # 2 more fill the favourite place, 5 the second; with both full, the favourite again.
+    assert [i < 40 for i in chosen] == [True, True] + [False] * 5 + [True]
+    thompson = greedy_q_ei(paths, torch.zeros(64, dtype=DT), 3, thompson_steps=(2,),
+                           crowded=CandidateCrowding(candidates, rule))
+    assert thompson[2] >= 40  # a Thompson member does not enter a full place either
 
 
 def test_dngo_trains_its_network_once_per_round_of_results_and_conditions_in_between(monkeypatch):

@@ -31,7 +31,8 @@ def bowl(p) -> float:
 
 @pytest.mark.parametrize("field, value", [
     ("model", "gp-warp"), ("seed", -1), ("acquisition", "ucb"), ("acquisition_options", [1]),
-    ("initial_design", 1.5), ("fantasies", 0), ("thompson_every", -1), ("tasks", {"c": "CONSTRAINT"}),
+    ("initial_design", 1.5), ("fantasies", 0), ("thompson_every", -1), ("crowding_share", 1.5),
+    ("tasks", {"c": "CONSTRAINT"}),
     ("direction", "up"), ("n_candidates", 0), ("model_options", "fast"), ("kernel", "matern32"),
     ("constraint_model", "regression"), ("output_transform", "box-cox"), ("budget", 0),
     ("restart_after", None), ("torch_threads", 0),
