@@ -53,7 +53,7 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
                   the queue is submitted..process_started and the start-up process_started..started)
     duration      seconds the wrapper ran (ended - started), when known
     predicted_duration  seconds the duration model predicted when EI per second proposed the job
-    chosen_by     what proposed the job (source "optimizer"): "sobol", "exploration", "related", "gp", "dngo"
+    chosen_by     what proposed the job (source "optimizer"): "sobol", "exploration", "gp", "dngo"
     search_start  the first evaluation (0-based, completion order) the objective model saw then;
                   it moves forward at each restart
     values        {task name: float} (complete)

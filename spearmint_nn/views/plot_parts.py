@@ -192,7 +192,7 @@ class SearchMarks:
 
     restarts : ranks after which the objective model started afresh (a job's ``search_start``);
     switches : (rank, "gp \u2192 dngo") where the first job of another model finished (the
-        initial design, exploration and a related start do not count as models).
+        initial design and exploration do not count as models).
     """
 
     restarts: list[int]
