@@ -245,7 +245,7 @@ class Proposer:
 
 def _proposal_fields(suggestion: "Suggestion") -> list[dict[str, Any]]:
     """Job-file fields for each point of a suggestion, for the reports: ``chosen_by`` (what chose
-    it: "sobol", "exploration", "related", "gp", "dngo"), ``search_start`` (the first evaluation the
+    it: "sobol", "exploration", "gp", "dngo"), ``search_start`` (the first evaluation the
     objective model saw: it moves at a restart) and ``predicted_duration`` (seconds) where EI
     per second predicted one, to set against the actual."""
     fields = []

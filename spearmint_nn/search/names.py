@@ -20,9 +20,6 @@ AUTO = "auto"
 RANDOM_SEARCH = "sobol"
 #: Surrogate models, the keys of ``spearmint_nn.models.MODELS``.
 SURROGATES = ("dngo", "dngo-warp", "gp", "gp-nowarp")
-# What chose a point without a model (a Suggestion's ``chosen_by``, the job files' field): the
-# Sobol design, the space-filling design while nothing succeeded, a related search's best.
-DESIGN_SOURCES = (RANDOM_SEARCH, "exploration", "related")
 #: Every value of ``model``, in the order error messages list them.
 MODEL_CHOICES = (AUTO, *SURROGATES, RANDOM_SEARCH)
 

@@ -15,7 +15,6 @@ import numpy as np
 
 from ..experiment.jobs import JobState
 from ..experiment.layout import ExperimentPaths
-from ..search.names import DESIGN_SOURCES
 from ..search.space import Space
 from .status import Snapshot
 
@@ -207,7 +206,7 @@ def search_marks(out: Outcomes) -> SearchMarks:
     switches, model = [], None
     for rank, job in zip(out.order, out.jobs):
         chosen_by = job.fields.get("chosen_by")
-        if isinstance(chosen_by, str) and chosen_by not in DESIGN_SOURCES:
+        if isinstance(chosen_by, str) and chosen_by not in ("sobol", "exploration"):
             if model is not None and chosen_by != model:
                 switches.append((int(rank), f"{model} \u2192 {chosen_by}"))
             model = chosen_by

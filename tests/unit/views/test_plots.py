@@ -208,15 +208,14 @@ def test_a_diverged_job_is_drawn_on_the_top_edge(tmp_path):
 
 
 def _mark_the_search(exp, restart_at: int, switch_at: int):
-    """Give each finished job, in completion order, what the daemon writes: chosen_by (a related
-    search's best, Sobol for 4, then the GP, then DNGO from ``switch_at``) and search_start
-    (``restart_at`` from there)."""
+    """Give each finished job, in completion order, what the daemon writes: chosen_by (Sobol for
+    5, then the GP, then DNGO from ``switch_at``) and search_start (``restart_at`` from there)."""
     snap = take_snapshot(exp)
     paths = ExperimentPaths(exp)
     for rank, job in enumerate(plot_parts.outcomes(snap).jobs, start=1):
         job_file = paths.job_file(job.state.value, job.id)
         data = json.loads(job_file.read_text())
-        data["chosen_by"] = ("related" if rank == 1 else "sobol") if rank <= 5 else ("gp" if rank < switch_at else "dngo")
+        data["chosen_by"] = "sobol" if rank <= 5 else ("gp" if rank < switch_at else "dngo")
         data["search_start"] = restart_at if rank > restart_at else 0
         job_file.write_text(json.dumps(data))
     return take_snapshot(exp)
