@@ -41,9 +41,13 @@ beyond, see :func:`~spearmint_nn.search.policy.auto_model_choice`.
 A search that has stopped improving restarts (:func:`~spearmint_nn.search.policy.restart_index`):
 the objective model is then fitted only to the observations from the restart on, beginning with
 a new initial design, while the constraint models and :attr:`Optimizer.incumbent` keep everything.
+
 With ``direction="maximize"`` the objective values are negated as they are observed, so all of
-the above minimises. ``related`` searches (:mod:`spearmint_nn.search.related`) make the GP a
-multi-task GP over this search and theirs, and the search starts at the first one's best point.
+the above minimises; :attr:`Optimizer.incumbent` and :meth:`Optimizer.best_by_model` give them
+back in the user's sign.
+
+``related`` searches (:mod:`spearmint_nn.search.related`) make the GP a multi-task GP over this
+search and theirs; DNGO, once "auto" switches to it, models this search alone.
 
 The models' states are kept across runs only through the
 :class:`~spearmint_nn.search.persistence.ModelStore` the Optimizer is given; it writes no file
@@ -65,14 +69,14 @@ import torch
 from .acquisition import condition_on_pending, make_acquisition
 from .exploration import SobolStream, exploration_point, failure_radius
 from .batch_draws import choose_batch, crowding
-from .maximize import KeepAway, both, default_n_candidates, maximize, minimize_sample_path
+from .maximize import KeepAway, both, default_n_candidates, maximize, minimize_sample_path, point_key, point_keys
 from .model_picture import describe_model, monotone_inverse
 from .model_best import ModelBest, model_best
 from .model_setup import SUCCESS, DurationFit, new_constraint_model, new_surrogate
 from .names import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, VALUE_MODEL, check_registry
 from .observations import Observations
 from .persistence import OBJECTIVE_MODEL, ModelStore, constraint_model_name
-from .related import RelatedTask, related_start, related_tasks, summarise_related
+from .related import RelatedTask, related_tasks, summarise_related
 from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
 from .settings import SearchSettings
 from .space import Space
@@ -376,7 +380,7 @@ class Optimizer:
                 x = exploration_point(self.space, avoid, keep_away=keep_away, seed=self._seed_draw())
                 x, source = (self._next_sobol(avoid, keep_away), source) if x is None else (x, "exploration")
             elif len(avoid) - self._segment_start < self.initial_design:
-                x = related_start(self.related, avoid, keep_away) if not self._segment_start else None
+                x = self._related_start(avoid, keep_away)
                 x, source = (self._next_sobol(avoid, keep_away), source) if x is None else (x, "related")
             else:
                 thompson = n_pending > 0 and thompson_every > 0 and (len(avoid) + 1) % thompson_every == 0
@@ -435,6 +439,19 @@ class Optimizer:
         if tasks.likelihoods.get(tasks.objective) != "NOISELESS" or not failed.any():
             return None
         return KeepAway(np.asarray(self._data.X)[failed], failure_radius(self.space))
+
+    def _related_start(self, avoid: np.ndarray, keep_away: KeepAway | None) -> np.ndarray | None:
+        """The first related search's best point (:attr:`RelatedTask.start`) not yet taken, while
+        the first segment's initial design runs; None when there is none. A related search's
+        best is the best guess there is before this search has any result of its own."""
+        if self._segment_start:
+            return None
+        keys = set(point_keys(avoid))
+        for task in self.related:
+            if task.start is not None and point_key(task.start) not in keys and (
+                    keep_away is None or keep_away.allows(task.start[None])[0]):
+                return task.start
+        return None
 
     def _next_sobol(self, avoid: np.ndarray, keep_away: KeepAway | None = None) -> np.ndarray:
         """The next point of the Sobol stream (:class:`~spearmint_nn.search.exploration.SobolStream`),

@@ -22,7 +22,6 @@ import numpy as np
 
 from ..errors import ConfigError
 from .arguments import Tasks
-from .maximize import KeepAway, point_key, point_keys
 from .names import AUTO
 from .observations import split_result
 from .settings import SearchSettings
@@ -117,18 +116,6 @@ def related_task(space: Space, related_variables: Space | Mapping[str, Any],
     X = np.asarray(rows, dtype=float).reshape(-1, space.dim)
     start = space.encode([clipped_into(space, kept[int(np.argmin(values))])])[0] if kept else None
     return RelatedTask(name, X, np.asarray(values, dtype=float), start)
-
-
-def related_start(tasks: Sequence[RelatedTask], avoid: np.ndarray, keep_away: KeepAway | None) -> np.ndarray | None:
-    """The first task's :attr:`RelatedTask.start` that repeats no row of ``avoid`` (K, dim) and
-    lies outside ``keep_away``, or None: before a search has a result of its own, a related
-    search's best is the best guess there is (the Optimizer's first initial-design point)."""
-    keys = set(point_keys(avoid))
-    for task in tasks:
-        if task.start is not None and point_key(task.start) not in keys and (
-                keep_away is None or keep_away.allows(task.start[None])[0]):
-            return task.start
-    return None
 
 
 def clipped_into(space: Space, params: Mapping[str, Any]) -> dict[str, Any]:
