@@ -50,9 +50,6 @@ class RelatedTask:
     name: str
     X: np.ndarray
     y: np.ndarray
-    start: np.ndarray | None = None
-    """(dim,) its best point encoded in this search's own ranges, each value clipped into them:
-    this search's first point (:meth:`Optimizer.propose`); None: start with the Sobol points."""
 
     def __len__(self) -> int:
         return len(self.y)
@@ -102,7 +99,7 @@ def related_task(space: Space, related_variables: Space | Mapping[str, Any],
     related = related_variables if isinstance(related_variables, Space) else Space.from_config(related_variables)
     encoder = matching_space(space, related, where or name)
     tasks = tasks or Tasks("main", (), {})
-    rows, values, kept = [], [], []
+    rows, values = [], []
     for params, value in observations:
         objective, _ = split_result(tasks, value)
         if not np.isfinite(objective):
@@ -112,22 +109,8 @@ def related_task(space: Space, related_variables: Space | Mapping[str, Any],
         except (ConfigError, ValueError):
             continue  # a point its own space refuses (a hand-edited job file): not evidence
         values.append(sign * objective)
-        kept.append(params)
     X = np.asarray(rows, dtype=float).reshape(-1, space.dim)
-    start = space.encode([clipped_into(space, kept[int(np.argmin(values))])])[0] if kept else None
-    return RelatedTask(name, X, np.asarray(values, dtype=float), start)
-
-
-def clipped_into(space: Space, params: Mapping[str, Any]) -> dict[str, Any]:
-    """``params`` with every FLOAT and INT value clipped into this space's range (a related
-    search's ranges may be wider)."""
-    out = dict(params)
-    for var in space.variables:
-        if var.type != "ENUM":
-            out[var.name] = np.clip(np.asarray(params[var.name], dtype=float), var.min, var.max)
-            if var.type == "INT":
-                out[var.name] = np.rint(out[var.name]).astype(int)
-    return out
+    return RelatedTask(name, X, np.asarray(values, dtype=float))
 
 
 def subset_for_the_gp(tasks: Sequence[RelatedTask], limit: int = MAX_RELATED_OBSERVATIONS,

@@ -102,22 +102,3 @@ def test_related_searches_need_a_gp_and_two_successes():
         Optimizer(VARIABLES, model="dngo", related=[(VARIABLES, results)])
     assert error.value.path == "related" and "'dngo'" in error.value.problem
     assert Optimizer(VARIABLES, related=[(VARIABLES, results)]).related == ()  # one result teaches nothing
-
-
-def test_the_search_starts_at_the_related_best_clipped_into_its_own_ranges():
-    # The related search found its best at lr = 1e-6, below this search's range: clipped to 1e-5.
-    theirs = _with(lr={"min": 1e-7})
-    results = [({"lr": [1e-6], "layers": [3], "act": ["tanh"]}, 0.2),
-               ({"lr": [1e-2], "layers": [6], "act": ["relu"]}, 0.9),
-               ({"lr": [1e-3], "layers": [5], "act": ["relu"]}, 0.4)]
-    opt = Optimizer(VARIABLES, seed=0, related=[(theirs, results)])
-    proposal = opt.propose(1)
-    first = proposal.points
-    assert proposal.chosen_by == ["related"]
-    assert first[0]["lr"][0] == pytest.approx(1e-5) and first[0]["layers"][0] == 3 and first[0]["act"] == ["tanh"]
-    opt.observe(first[0], 0.3)
-    rest = opt.propose(3)  # the rest of the initial design: Sobol points, the start not repeated
-    assert rest.chosen_by == ["sobol"] * 3
-    assert all(p["lr"][0] != pytest.approx(1e-5) or p["layers"][0] != 3 for p in rest.points)
-    maximised = Optimizer(VARIABLES, seed=0, direction="maximize", related=[(theirs, results)]).suggest(1)[0]
-    assert maximised["lr"][0] == pytest.approx(1e-2) and maximised["layers"][0] == 6  # its best is its largest
