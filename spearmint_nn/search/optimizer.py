@@ -69,7 +69,7 @@ import torch
 from .acquisition import condition_on_pending, make_acquisition
 from .exploration import SobolStream, exploration_point, failure_radius
 from .batch_draws import choose_batch, crowding
-from .maximize import KeepAway, both, default_n_candidates, maximize, minimize_sample_path, point_key, point_keys
+from .maximize import KeepAway, both, default_n_candidates, maximize, minimize_sample_path
 from .model_picture import describe_model, monotone_inverse
 from .model_best import ModelBest, model_best
 from .model_setup import SUCCESS, DurationFit, new_constraint_model, new_surrogate
@@ -380,8 +380,7 @@ class Optimizer:
                 x = exploration_point(self.space, avoid, keep_away=keep_away, seed=self._seed_draw())
                 x, source = (self._next_sobol(avoid, keep_away), source) if x is None else (x, "exploration")
             elif len(avoid) - self._segment_start < self.initial_design:
-                x = self._related_start(avoid, keep_away)
-                x, source = (self._next_sobol(avoid, keep_away), source) if x is None else (x, "related")
+                x = self._next_sobol(avoid, keep_away)
             else:
                 thompson = n_pending > 0 and thompson_every > 0 and (len(avoid) + 1) % thompson_every == 0
                 crowded = crowding(self.space, avoid[len(avoid) - n_pending:], n - len(chosen),
@@ -439,19 +438,6 @@ class Optimizer:
         if tasks.likelihoods.get(tasks.objective) != "NOISELESS" or not failed.any():
             return None
         return KeepAway(np.asarray(self._data.X)[failed], failure_radius(self.space))
-
-    def _related_start(self, avoid: np.ndarray, keep_away: KeepAway | None) -> np.ndarray | None:
-        """The first related search's best point (:attr:`RelatedTask.start`) not yet taken, while
-        the first segment's initial design runs; None when there is none. A related search's
-        best is the best guess there is before this search has any result of its own."""
-        if self._segment_start:
-            return None
-        keys = set(point_keys(avoid))
-        for task in self.related:
-            if task.start is not None and point_key(task.start) not in keys and (
-                    keep_away is None or keep_away.allows(task.start[None])[0]):
-                return task.start
-        return None
 
     def _next_sobol(self, avoid: np.ndarray, keep_away: KeepAway | None = None) -> np.ndarray:
         """The next point of the Sobol stream (:class:`~spearmint_nn.search.exploration.SobolStream`),
