@@ -23,6 +23,7 @@ not refined by gradient: the resolution near good points comes from those pertur
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -66,16 +67,17 @@ class CandidateCrowding:
     members join the jobs in flight (:meth:`add`: one pass over the candidates)."""
 
     def __init__(self, candidates: np.ndarray, rule: KeepAway):
-        self.candidates, self.radius, self.cap = candidates, rule.radius, rule.cap
+        self.candidates, self.rule = candidates, rule
         self.neighbours = rule.neighbours(candidates)
 
     @property
     def open(self) -> Tensor:
-        """Boolean (M,): the candidates with fewer than ``cap`` jobs within ``radius``."""
-        return torch.as_tensor(self.neighbours < self.cap)
+        """Boolean (M,): the candidates with fewer than the rule's ``cap`` jobs near them."""
+        return torch.as_tensor(self.neighbours < self.rule.cap)
 
     def add(self, index: int) -> None:
-        self.neighbours += ((self.candidates - self.candidates[index]) ** 2).sum(1) < self.radius**2
+        """Count the candidate ``index`` as a job in flight."""
+        self.neighbours += replace(self.rule, points=self.candidates[index][None]).neighbours(self.candidates)
 
 
 class PathSampler(Protocol):
