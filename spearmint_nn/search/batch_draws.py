@@ -6,8 +6,8 @@ that draws f jointly at thousands of points for the cost of one pass over them (
 pass, then one output-weight draw per path, exact for its Bayesian linear regression; its
 ``sample_paths``) lets the whole batch be chosen on one set of draws:
 
-    P joint draws f_1 .. f_P of f at the candidates C and at the pending points;
-    under draw m the incumbent is b_m = min(best observed value, min over pending of f_m);
+    P joint draws f_1 .. f_P of f at the candidates C, the observed points and the pending points;
+    under draw m the incumbent is b_m = min of f_m over the observed and the pending points;
     the next point is the x in C with the largest mean_m max(0, b_m - f_m(x)) * P(feasible at x),
     the gain in Monte Carlo q-EI of adding x to the batch (the sequential greedy q-EI of
     Ginsbourger et al. 2010 and BoTorch, on a fixed candidate set); then b_m = min(b_m, f_m(x)),
@@ -19,6 +19,15 @@ point next to a pending job gains little under every draw: the batch spreads whe
 is unsure and piles up where it is sure, as q-EI does. Candidates are a scrambled Sobol set plus
 perturbations of the best observations (:func:`~spearmint_nn.search.maximize.screening_set`),
 not refined by gradient: the resolution near good points comes from those perturbations.
+
+The incumbent is each draw's own best at the observed points (the noisy EI of Letham et al. 2019,
+BoTorch's qNEI), not the best observed value: DNGO's regression leaves part of the data to its
+noise term 1/beta, so the observed best can lie below every draw of f, and a gain measured
+against it compares a draw with a value the draw does not contain. What still limits large
+batches is the draws' agreement: after the log output transform the best observation is a
+sharp dip that every draw keeps, and from a few hundred evaluations on no candidate gains under
+any draw (Hartmann6, batches of 200), so a batch is the lowest posterior means
+(benchmarks/RESULTS.md, "Why large batches stay in one basin").
 """
 from __future__ import annotations
 
@@ -138,7 +147,7 @@ def choose_batch(
     space: Space,
     q: int,
     *,
-    best: float,
+    observed: np.ndarray,
     avoid: np.ndarray,
     pending: np.ndarray,
     anchors: np.ndarray,
@@ -153,9 +162,9 @@ def choose_batch(
     """Up to q free valid points (encoded rows, (k, dim), k <= q; fewer only when fewer free
     candidates exist) chosen by :func:`greedy_q_ei` on ``n_paths`` joint draws of the model.
 
-    ``best`` is the observed incumbent in the model's units; ``avoid`` (K, dim) the taken points
-    (finished, failed, pending); ``pending`` (J, dim) the jobs in flight, whose draws set each
-    draw's incumbent; ``anchors`` (A, dim) the points whose neighbourhoods are screened too.
+    ``observed`` (N, dim) the finished feasible points, ``pending`` (J, dim) the jobs in flight:
+    their draws set each draw's incumbent; ``avoid`` (K, dim) the taken points (finished,
+    failed, pending); ``anchors`` (A, dim) the points whose neighbourhoods are screened too.
     Every ``thompson_every``-th job (by position among all jobs, the taken ones first, as in
     ``Optimizer.propose``; 0: none) is a Thompson sample (:func:`greedy_q_ei`). With more than
     ``CROWDING_MIN_IN_FLIGHT`` jobs in flight, no place is given more than ``crowding_share`` of
@@ -166,14 +175,14 @@ def choose_batch(
     candidates = candidates[free]
     if not len(candidates):
         return candidates
-    X = torch.as_tensor(np.concatenate([candidates, pending.reshape(-1, space.dim)]), dtype=torch.float64)
+    # With constraints a pending job may turn out infeasible: it does not lower the incumbent.
+    incumbent_rows = [observed] if feasibility else [observed, pending]
+    incumbent_rows = np.concatenate([rows.reshape(-1, space.dim) for rows in incumbent_rows])
+    X = torch.as_tensor(np.concatenate([candidates, incumbent_rows]), dtype=torch.float64)
     generator = torch.Generator().manual_seed(int(rng.integers(2**31)))
     paths = model.sample_paths(X, n_paths, generator)
-    at_candidates, at_pending = paths[:, :len(candidates)], paths[:, len(candidates):]
-    incumbent = torch.full((n_paths,), float(best), dtype=torch.float64)
-    if at_pending.shape[1] and not feasibility:
-        # With constraints a pending job may turn out infeasible: it does not lower the incumbent.
-        incumbent = torch.minimum(incumbent, at_pending.min(1).values)
+    at_candidates = paths[:, :len(candidates)]
+    incumbent = paths[:, len(candidates):].min(1).values
     log_feasibility = None
     if feasibility:
         with torch.no_grad():

@@ -516,9 +516,10 @@ class Optimizer:
         if np.isfinite(objective).sum() < MIN_VALUES_TO_FIT or not len(feasible):
             return none
         ranked = feasible[np.argsort(objective[feasible])]
+        X = np.asarray(self._data.X)[start:]
         return choose_batch(
-            self._model, self.space, n, best=float(self._transform(objective[ranked[0]])), avoid=avoid,
-            pending=avoid[len(avoid) - n_pending:], anchors=np.asarray(self._data.X)[start + ranked[:BATCH_ANCHORS]],
+            self._model, self.space, n, observed=X[feasible], avoid=avoid,
+            pending=avoid[len(avoid) - n_pending:], anchors=X[ranked[:BATCH_ANCHORS]],
             feasibility=[c for c in self._classifiers.values() if not c.trivial],
             n_candidates=self.settings.n_candidates or default_n_candidates(self.space.dim),
             thompson_every=self.settings.thompson_every, crowding_share=self.settings.crowding_share,

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from spearmint_nn.search.batch_draws import CROWDING_MIN_IN_FLIGHT, CandidateCrowding, crowding, greedy_q_ei
+from spearmint_nn.search.batch_draws import CROWDING_MIN_IN_FLIGHT, CandidateCrowding, choose_batch, crowding, greedy_q_ei
 from spearmint_nn.search.maximize import KeepAway, both
 from spearmint_nn.search.space import Space
 from spearmint_nn.search.optimizer import Optimizer
@@ -49,6 +49,27 @@ def test_feasibility_weighs_the_gain_and_a_sure_optimum_still_gets_the_lowest_po
     high = draws([torch.full((100,), 5.0, dtype=DT), torch.full((100,), 3.0, dtype=DT), torch.full((100,), 4.0, dtype=DT)])
     assert greedy_q_ei(high, torch.zeros(100, dtype=DT), 3) == [1, 2, 0]
 
+
+class OffsetDraws:
+    """Joint draws f_m(x) = c_m + (x - 0.5)^2 + u_m * 3 max(0, x - 0.8) on [0, 1]: a common offset
+    c_m per draw (as DNGO's hyperparameter rows shift a whole draw), certain near 0.5, unsure
+    beyond 0.8."""
+
+    def sample_paths(self, X: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
+        offset, slope = torch.randn(2, n, 1, generator=generator, dtype=DT)
+        x = X[:, 0][None]
+        return 5.0 * offset + (x - 0.5) ** 2 + slope * 3.0 * (x - 0.8).clamp_min(0.0)
+
+
+def test_each_draw_is_measured_against_its_own_value_at_the_observed_points():
+    # Observed at 0.5, where every draw is lowest but for the unsure region: a point near 0.5
+    # cannot beat the observation under any draw; only the unsure region can. Against one fixed
+    # value (the old incumbent), the offsets of +-5 would hide that and pick by the mean alone.
+    space = Space.from_config({"x": {"type": "FLOAT", "min": 0, "max": 1}})
+    observed = np.array([[0.5]])
+    chosen = choose_batch(OffsetDraws(), space, 1, observed=observed, avoid=observed, pending=np.zeros((0, 1)),
+                          anchors=observed, n_candidates=500, seed=0)
+    assert chosen.shape == (1, 1) and chosen[0, 0] > 0.9
 
 def bowl(p) -> float:
     return (p["x"][0] - 0.3) ** 2 + (p["y"][0] - 0.6) ** 2
