@@ -176,8 +176,7 @@ def choose_batch(
     if not len(candidates):
         return candidates
     # With constraints a pending job may turn out infeasible: it does not lower the incumbent.
-    incumbent_rows = [observed] if feasibility else [observed, pending]
-    incumbent_rows = np.concatenate([rows.reshape(-1, space.dim) for rows in incumbent_rows])
+    incumbent_rows = observed if feasibility else np.concatenate([observed, pending.reshape(-1, space.dim)])
     X = torch.as_tensor(np.concatenate([candidates, incumbent_rows]), dtype=torch.float64)
     generator = torch.Generator().manual_seed(int(rng.integers(2**31)))
     paths = model.sample_paths(X, n_paths, generator)
