@@ -370,27 +370,40 @@ class GP(Surrogate):
                                             d.n_observed)
         return fantasy
 
-    @torch.no_grad()
     def sample_f(self, X: Tensor, generator: torch.Generator) -> Tensor:
-        """One joint draw of f at X (M, D) from a random (sample, fantasy) row, shape (M,).
+        """One joint draw of f at X (M, D) from a random (sample, fantasy) row, shape (M,): see
+        :meth:`sample_paths`."""
+        return self.sample_paths(X, 1, generator)[0]
 
-        Costs one M x M Cholesky factorisation (of that row's posterior covariance), so M is
-        meant to be a candidate set of a thousand or so points, not tens of thousands.
+    @torch.no_grad()
+    def sample_paths(self, X: Tensor, n: int, generator: torch.Generator) -> Tensor:
+        """n joint draws of f at X (M, D), shape (n, M), exact: one M x M Cholesky factor per
+        hyperparameter sample drawn from, so M is meant to be a candidate set of one or two
+        thousand points (``sample_f`` is one draw).
+
+        Draw j uses (sample, fantasy) row (r + j) mod R of the R = S * F rows, r random, as
+        ``DNGO.sample_paths`` does: n >= R draws cover the rows evenly.
         """
         d = self._require_fit()
         h = d.hypers
         S, F, _ = d.Y.shape
-        s, f = divmod(int(torch.randint(S * F, (1,), generator=generator)), F)
-        E = self._embed(torch.as_tensor(X, dtype=torch.float64), h)[s : s + 1]  # (1, M, E)
-        amp2 = h.amp2[s : s + 1]
-        Ks = self._covariance(d.embedded[s : s + 1], E, amp2)[0]  # (n, M)
-        mean = h.mean[s] + d.alpha[s, :, f] @ Ks
-        V = torch.linalg.solve_triangular(d.L[s], Ks, upper=False)
-        L, _, ok = robust_cholesky(self._covariance(E, E, amp2) - V.T @ V)
-        if not ok.all():
-            raise CholeskyError("posterior covariance of the Thompson sample not positive definite after jitter")
-        z = torch.randn(Ks.shape[1], generator=generator, dtype=torch.float64)
-        return mean + L[0] @ z
+        X = torch.as_tensor(X, dtype=torch.float64)
+        rows = (int(torch.randint(S * F, (1,), generator=generator)) + torch.arange(n)) % (S * F)
+        embedded = self._embed(X, h)  # (S, M, E)
+        paths = X.new_empty(n, len(X))
+        for s in torch.unique(rows // F).tolist():
+            mine = torch.nonzero(rows // F == s)[:, 0]
+            E = embedded[s:s + 1]
+            amp2 = h.amp2[s:s + 1]
+            Ks = self._covariance(d.embedded[s:s + 1], E, amp2)[0]  # (n_train, M)
+            V = torch.linalg.solve_triangular(d.L[s], Ks, upper=False)
+            L, _, ok = robust_cholesky(self._covariance(E, E, amp2) - V.T @ V)
+            if not ok.all():
+                raise CholeskyError("posterior covariance of the joint draws not positive definite after jitter")
+            mean = h.mean[s] + d.alpha[s, :, rows[mine] % F].T @ Ks  # (draws, M)
+            z = torch.randn(len(mine), len(X), generator=generator, dtype=torch.float64)
+            paths[mine] = mean + z @ L[0].T
+        return paths
 
     @property
     def fantasy_values(self) -> Tensor:

@@ -39,9 +39,10 @@ from ..models.base import Surrogate
 from .space import Space
 
 MAX_ENUMERATED = 100_000  # finite spaces up to this size are listed exhaustively when needed
-# A GP's Thompson sample needs a Cholesky factor of the candidates' joint covariance (M^3 / 3
-# flops): 1024 Sobol points (plus 256 near the anchors) cost about 0.1 s.
-THOMPSON_CANDIDATES = 1024
+# A GP's joint draws (a Thompson sample, a batch chosen on draws) need a Cholesky factor of the
+# candidates' joint covariance (M^3 / 3 flops) per hyperparameter sample: 1024 Sobol points (plus
+# 256 near the anchors) cost about 0.1 s each.
+GP_DRAW_CANDIDATES = 1024
 _KEY_DECIMALS = 9  # encoded rows equal to this many decimals are the same point
 _NEIGHBOURHOOD_SCALES = (0.003, 0.01, 0.03, 0.1)
 _LOCAL_PER_START = 64  # neighbours scored around each refined point
@@ -271,7 +272,7 @@ def minimize_sample_path(
     avoid: np.ndarray,
     anchors: np.ndarray | None = None,
     feasibility: Sequence[FeasibilityModel] = (),
-    n_candidates: int = THOMPSON_CANDIDATES,
+    n_candidates: int = GP_DRAW_CANDIDATES,
     seed: int | None = None,
     keep_away: KeepAway | None = None,
 ) -> np.ndarray | None:

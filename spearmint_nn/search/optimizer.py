@@ -69,7 +69,7 @@ import torch
 from .acquisition import condition_on_pending, make_acquisition
 from .exploration import SobolStream, exploration_point, failure_radius
 from .batch_draws import choose_batch, crowding
-from .maximize import KeepAway, both, default_n_candidates, maximize, minimize_sample_path
+from .maximize import GP_DRAW_CANDIDATES, KeepAway, both, default_n_candidates, maximize, minimize_sample_path
 from .model_picture import describe_model, monotone_inverse
 from .model_best import ModelBest, model_best
 from .model_setup import SUCCESS, DurationFit, new_constraint_model, new_surrogate
@@ -388,7 +388,7 @@ class Optimizer:
                 x = self._model_proposal(avoid, n_pending, both(keep_away, crowded), thompson)
                 # A model that draws paths cheaply chooses the rest of the batch around this one at once.
                 chosen += [x, *self._batch_from_draws(np.vstack([avoid, x]), n_pending + 1, n - len(chosen) - 1,
-                                                      keep_away)]
+                                                      keep_away, top_up=bool(running))]
                 chosen_by += [self.surrogate_name] * (len(chosen) - len(chosen_by))
                 continue
             chosen.append(x)
@@ -497,18 +497,24 @@ class Optimizer:
             log.warning("search space exhausted: every valid point has been tried; repeating the best one")
         return proposal.x
 
-    def _batch_from_draws(self, avoid: np.ndarray, n_pending: int, n: int, keep_away: KeepAway | None) -> np.ndarray:
+    def _batch_from_draws(self, avoid: np.ndarray, n_pending: int, n: int, keep_away: KeepAway | None,
+                          top_up: bool) -> np.ndarray:
         """The next n points chosen together on joint posterior draws
         (:func:`~spearmint_nn.search.batch_draws.choose_batch`), or none (shape (0, dim)) where
-        that does not apply: it needs a fitted model that draws paths cheaply (DNGO; the GP's
-        joint draws cost M^3, so it fantasises point by point), expected improvement as the
-        acquisition, and a feasible observation. ``avoid``'s last n_pending rows are pending.
+        that does not apply: it needs a fitted model that draws paths, expected improvement as
+        the acquisition, and a feasible observation. ``avoid``'s last n_pending rows are pending.
 
         The batch's first point, chosen before by maximising EI with gradient refinement, gives
         it the precision that screening alone lacks near the incumbent; the draws spread the
-        rest (measured in RESULTS.md, "`benchmarks.parallel`")."""
+        rest (measured in RESULTS.md, "`benchmarks.parallel`"). DNGO draws for every batch. The
+        GP draws (on ``GP_DRAW_CANDIDATES`` candidates: its draws cost M^3) only for a
+        ``top_up``, a call made while other jobs run: its points are completions that piled up
+        during the last call, and fantasising them one by one would make the next call longer
+        still. A batch that starts with nothing running is better fantasised point by point."""
         none = np.zeros((0, self.space.dim))
-        if n < 1 or self.settings.acquisition != "ei" or not hasattr(self._model, "sample_paths"):
+        is_gp = self.surrogate_name in GP_MODELS
+        if (n < 1 or self.settings.acquisition != "ei" or not hasattr(self._model, "sample_paths")
+                or (is_gp and not top_up)):
             return none
         start = self._segment_start
         objective = np.asarray(self._data.objective[start:], dtype=float)
@@ -517,13 +523,15 @@ class Optimizer:
             return none
         ranked = feasible[np.argsort(objective[feasible])]
         X = np.asarray(self._data.X)[start:]
+        n_candidates = self.settings.n_candidates or default_n_candidates(self.space.dim)
+        if is_gp:
+            n_candidates = min(n_candidates, GP_DRAW_CANDIDATES)
         return choose_batch(
             self._model, self.space, n, observed=X[feasible], avoid=avoid,
             pending=avoid[len(avoid) - n_pending:], anchors=X[ranked[:BATCH_ANCHORS]],
             feasibility=[c for c in self._classifiers.values() if not c.trivial],
-            n_candidates=self.settings.n_candidates or default_n_candidates(self.space.dim),
-            thompson_every=self.settings.thompson_every, crowding_share=self.settings.crowding_share,
-            seed=self._seed_draw(), keep_away=keep_away)
+            n_candidates=n_candidates, thompson_every=self.settings.thompson_every,
+            crowding_share=self.settings.crowding_share, seed=self._seed_draw(), keep_away=keep_away)
 
     def _refit_if_needed(self) -> None:
         """Refit the surrogate (on the current segment) and the classifiers (on everything) once

@@ -237,6 +237,25 @@ def test_a_thompson_draw_has_its_rows_posterior_mean_and_covariance():
     assert np.corrcoef(draws[:, 0], draws[:, 1])[0, 1] > 0.9 and abs(np.corrcoef(draws[:, 0], draws[:, 2])[0, 1]) < 0.5
 
 
+def test_many_joint_draws_spread_evenly_over_every_sample_and_fantasy_row():
+    X, y = data(n=10)
+    gp = GP(seed=3, burn_in=3, sweeps_per_fit=1, n_samples=4)
+    gp.fit(torch.tensor(X), torch.tensor(y))
+    fantasy = gp.fantasize(torch.tensor([[0.5, 0.45]], dtype=torch.float64), 3, torch.Generator().manual_seed(2))
+    points = torch.tensor([[0.5, 0.5], [0.5001, 0.5], [0.9, 0.1]], dtype=torch.float64)
+    paths = fantasy.sample_paths(points, 4800, torch.Generator().manual_seed(6))
+    assert paths.shape == (4800, 3)
+    mean, var = fantasy.posterior(points)  # (12, 3): 400 draws of each (sample, fantasy) row
+    mixture_mean = mean.mean(0)
+    mixture_var = (var + mean**2).mean(0) - mixture_mean**2
+    z = (paths.mean(0) - mixture_mean) / (mixture_var.sqrt() / math.sqrt(4800))
+    assert z.abs().max() < 4.5
+    torch.testing.assert_close(paths.var(0) / mixture_var, torch.ones(3, dtype=torch.float64), rtol=0, atol=0.12)
+    # one function per path: next-door points move together, far ones much less
+    assert torch.corrcoef(paths[:, :2].T)[0, 1] > 0.99
+    assert torch.corrcoef(paths[:, [0, 2]].T)[0, 1].abs() < 0.5
+
+
 def test_chains_advance_in_proportion_to_the_new_observations(monkeypatch):
     import spearmint_nn.models.gp as gp_module
     sweeps = []

@@ -91,6 +91,27 @@ def test_a_dngo_batch_is_chosen_on_draws_valid_distinct_and_around_the_optimum()
     assert max(xs) - min(xs) > 0.05  # spread along the valley, not stacked on the EI maximum
 
 
+def test_the_gp_draws_the_rest_of_a_top_up_and_fantasises_a_batch_started_with_nothing_running(monkeypatch):
+    from spearmint_nn.search import optimizer as optimizer_module
+
+    maximisations = []
+    original = optimizer_module.maximize
+    monkeypatch.setattr(optimizer_module, "maximize", lambda *a, **k: (maximisations.append(1), original(*a, **k))[1])
+    space = {"x": {"type": "FLOAT", "min": 0, "max": 1}, "y": {"type": "FLOAT", "min": 0, "max": 1}}
+    opt = Optimizer(space, model="gp", seed=0, thompson_every=0, model_options={"n_samples": 3, "burn_in": 3})
+    rng = np.random.default_rng(0)
+    for x, y in rng.random((12, 2)):
+        opt.observe({"x": [float(x)], "y": [float(y)]}, (x - 0.3) ** 2 + (y - 0.6) ** 2)
+    assert len(opt.suggest(3)) == 3 and len(maximisations) == 3  # nothing running: one EI maximisation a point
+    maximisations.clear()
+    batch = opt.suggest(6)  # the first three still run: a top-up
+    assert len(maximisations) == 1
+    keys = {(p["x"][0], p["y"][0]) for p in batch + opt.pending}
+    assert len(batch) == 6 and len(keys) == 9  # distinct from each other and from the running jobs
+    values = sorted((p["x"][0] - 0.3) ** 2 + (p["y"][0] - 0.6) ** 2 for p in batch)
+    assert np.median(values) < 0.05  # chosen where the bowl is low (uniform points: ~0.2)
+
+
 def test_thompson_steps_take_the_lowest_free_point_of_one_draw():
     g = torch.Generator().manual_seed(3)
     paths = torch.randn(8, 50, generator=g, dtype=DT)
