@@ -26,7 +26,8 @@ The daemon uses exactly this class, built from config.json's
    (:func:`~spearmint_nn.search.acquisition.condition_on_pending`), and the acquisition (integrated
    EI by default, times P(feasible)) is maximised by :func:`~spearmint_nn.search.maximize.maximize`.
    DNGO, which draws f jointly at thousands of points cheaply, then chooses the rest of the
-   batch at once on those draws (:mod:`spearmint_nn.search.batch_draws`).
+   batch at once on those draws (:mod:`spearmint_nn.search.batch_draws`); so does the GP, on
+   fewer candidates, when other jobs are running (see :meth:`Optimizer._batch_from_draws`).
 
 A NOISELESS objective's failed points also rule out their neighbourhoods (radius
 :func:`~spearmint_nn.search.exploration.failure_radius`) for every later proposal: a deterministic job
