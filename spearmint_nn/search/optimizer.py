@@ -73,19 +73,16 @@ from .batch_draws import choose_batch, crowding
 from .maximize import GP_DRAW_CANDIDATES, KeepAway, both, default_n_candidates, maximize, minimize_sample_path
 from .model_picture import describe_model, monotone_inverse
 from .model_best import ModelBest, model_best
-from .model_setup import SUCCESS, DurationFit, new_constraint_model, new_surrogate
-from .names import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, VALUE_MODEL, check_registry
+from .names import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, check_registry
 from .observations import Observations
-from .persistence import OBJECTIVE_MODEL, ModelStore, constraint_model_name
+from .persistence import ModelStore
 from .related import RelatedTask, related_tasks, summarise_related
 from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
+from .search_models import MIN_VALUES_TO_FIT, SearchModels
 from .settings import SearchSettings
 from .space import Space
 from .suggestion import Suggestion
-from .transforms import OUTPUT_TRANSFORMS, LogShift, Standardise, YeoJohnson, default_transform
 from ..models import GP_MODELS, MODELS
-from ..models.classifier import ConstraintClassifier
-from ..models.constraint_value import ConstraintValueModel
 from ..models.kernels import CORRELATIONS
 
 log = logging.getLogger(__name__)
@@ -94,8 +91,6 @@ log = logging.getLogger(__name__)
 check_registry("spearmint_nn.models.MODELS", MODELS, SURROGATES)
 check_registry("spearmint_nn.models.kernels.CORRELATIONS", CORRELATIONS, KERNELS)
 
-# A surrogate is fitted once this many objective values are finite (standardising needs a spread).
-MIN_VALUES_TO_FIT = 2
 # A batch chosen on joint draws screens the neighbourhoods of this many best observations.
 BATCH_ANCHORS = 5
 
@@ -149,7 +144,7 @@ class Optimizer:
             if state is not None:
                 raise TypeError("Optimizer takes state or state_dir, not both")
             state = ModelStore(state_dir)
-        self.settings, self.state = settings, state
+        self._settings, self.state = settings, state
         if settings.torch_threads is not None:
             torch.set_num_threads(settings.torch_threads)
 
@@ -157,28 +152,18 @@ class Optimizer:
         self._rng = np.random.default_rng(settings.seed)
         self._data = Observations(self.space, settings.tasks, settings.sign)
         self._sobol = SobolStream(self.space, self._seed_draw(), self._rng)
-        self._model = None
-        self._classifiers: dict[str, ConstraintClassifier | ConstraintValueModel] = {}
-        self._fitted_n = 0
-        self._fits = 0  # refits so far: a proposal tells whether it made one
-        self._transform: Standardise | LogShift | YeoJohnson = Standardise()
-        self._durations = DurationFit(settings.seed)
-        self._auto_choice = state.auto_choice() if state is not None else "gp"
-        # After a restart, best_by_model's model of all the observations (the objective model
-        # sees only the segment): the surrogate, its transform, and the count it was fitted at.
-        self._whole: tuple[Any, Any, int] | None = None
+        auto_choice = state.auto_choice() if state is not None else "gp"
+        #: The fitted models (:class:`~spearmint_nn.search.search_models.SearchModels`).
+        self.models = SearchModels(self.space, settings, auto_choice if settings.model == AUTO else settings.model,
+                                   state, self.related)
         # Where the current search segment starts (restart_index); None until first computed,
         # so that a model restored from the state is taken as the current segment's.
         self._segment_start: int | None = None
-        self._warpings: dict[str, Any] | None = None
-        self._warpings_new = False  # the objective model was fitted since the last proposal
         # The most jobs in flight at once (pending plus those being proposed) in any proposal so
         # far: the round size restarts count in (search_start).
         self._most_in_flight = 1
-        self._trained_on = 0  # observations (failures too) in the segment when its network was last trained
         # The GP's last asynchronous proposals, (seconds, points, jobs in flight): the auto rule's pace.
         self._gp_calls: deque[tuple[float, int, int]] = deque(maxlen=PACE_CALLS)
-        self.last_fit_seconds: float | None = None
         self.last_suggest_seconds: float | None = None
 
     # ------------------------------------------------------------------------------- tell
@@ -213,6 +198,16 @@ class Optimizer:
         self.settings = replace(self.settings, budget=budget)
 
     @property
+    def settings(self) -> SearchSettings:
+        """The :class:`~spearmint_nn.search.settings.SearchSettings` of the proposals from now on;
+        assigning new ones tells the models too."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: SearchSettings) -> None:
+        self._settings = self.models.settings = settings
+
+    @property
     def n_observed(self) -> int:
         return len(self._data)
 
@@ -243,20 +238,19 @@ class Optimizer:
     @property
     def surrogate_name(self) -> str:
         """The model in use for the objective: ``model``, or for "auto" its current choice."""
-        return self._auto_choice if self.settings.model == AUTO else self.settings.model
+        return self.models.surrogate_name
 
     @property
     def warpings(self) -> dict[str, Any] | None:
         """The learned input warpings of the objective model's latest fit, in the format of
         :func:`spearmint_nn.models.warping.warping_summary` (reports draw them), or None before
         a fit or for a model that warps no input."""
-        return self._warpings
+        return self.models.warpings
 
-    def _output_transform_name(self) -> str:
-        """The configured output transform, or for "auto" the one measured best for the surrogate."""
-        if self.settings.output_transform != AUTO:
-            return self.settings.output_transform
-        return default_transform(model_is_gp=self.surrogate_name in GP_MODELS)
+    @property
+    def last_fit_seconds(self) -> float | None:
+        """Seconds the latest refit of the models took (None before the first)."""
+        return self.models.last_fit_seconds
 
     def feasible_mask(self) -> np.ndarray:
         """Boolean (N,): the job succeeded and every constraint value is >= 0."""
@@ -279,8 +273,8 @@ class Optimizer:
 
         The model is the objective model while the search has not restarted. After a restart
         that model sees only the current segment, and the best point most likely lies before
-        it, so a second model of the same kind is fitted to every observation (in memory, and
-        again only when observations arrived). Mean and std are mapped back through the output
+        it, so a second model of the same kind is fitted to every observation
+        (:meth:`SearchModels.whole_data_model`). Mean and std are mapped back through the output
         transform by sampling (:mod:`spearmint_nn.search.model_best`).
         """
         fitted = self._model_of_all_data()
@@ -307,8 +301,8 @@ class Optimizer:
 
     def _model_of_all_data(self) -> tuple[Any, Any] | None:
         """The objective model and its output transform fitted to every finite value (the
-        current model before a restart, :meth:`_whole_data_model` after), refitted if results
-        arrived; None without a model, a feasible observation or enough values to fit."""
+        current model before a restart, :meth:`SearchModels.whole_data_model` after), refitted if
+        results arrived; None without a model, a feasible observation or enough values to fit."""
         objective = np.asarray(self._data.objective, dtype=float)
         if (self.settings.model == RANDOM_SEARCH or not self.feasible_mask().any()
                 or np.isfinite(objective).sum() < MIN_VALUES_TO_FIT):
@@ -316,21 +310,8 @@ class Optimizer:
         self._follow_restarts()
         if self._segment_start == 0:
             self._refit_if_needed()  # fits the objective model to every finite value
-            return self._model, self._transform
-        return self._whole_data_model()
-
-    def _whole_data_model(self) -> tuple[Any, Any]:
-        """A surrogate fitted to every finite objective value and its output transform, refitted
-        only when observations arrived since (:meth:`best_by_model`)."""
-        if self._whole is None or self._whole[2] != self.n_observed:
-            objective = np.asarray(self._data.objective, dtype=float)
-            finite = np.isfinite(objective)
-            model = self._whole[0] if self._whole is not None else self._new_surrogate(self.settings.tasks.objective)
-            transform = OUTPUT_TRANSFORMS[self._output_transform_name()].fit(objective[finite])
-            X = _torch_rows(self._data.X, self.space.dim)[torch.as_tensor(finite)]
-            model.fit(X, torch.as_tensor(transform(objective[finite])))
-            self._whole = (model, transform, self.n_observed)
-        return self._whole[0], self._whole[1]
+            return self.models.objective, self.models.transform
+        return self.models.whole_data_model(self._data)
 
     # -------------------------------------------------------------------------------- ask
 
@@ -360,7 +341,7 @@ class Optimizer:
         """
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n: expected a number of points >= 0, got {n!r}")
-        start, fits_before = time.perf_counter(), self._fits
+        start, fits_before = time.perf_counter(), self.models.fits
         running = self._data.pending_rows(pending)
         self._most_in_flight = max(self._most_in_flight, len(running) + n)
         if self.settings.model == AUTO:
@@ -395,8 +376,9 @@ class Optimizer:
             chosen.append(x)
             chosen_by.append(source)
         self._data.handed_out += chosen
-        predicted = [self._durations.predict(x) for x in chosen]
-        warpings, self._warpings_new = (self._warpings if self._warpings_new else None), False
+        predicted = [self.models.durations.predict(x) for x in chosen]
+        warpings = self.models.warpings if self.models.warpings_new else None
+        self.models.warpings_new = False
         self.last_suggest_seconds = time.perf_counter() - start
         if self.settings.model == AUTO and running and "gp" in chosen_by:
             self._gp_calls.append((self.last_suggest_seconds, n, len(running) + n))
@@ -404,7 +386,7 @@ class Optimizer:
             points=self.space.decode(np.asarray(chosen).reshape(-1, self.space.dim)),
             predicted_durations=predicted,
             seconds=self.last_suggest_seconds,
-            refit_seconds=self.last_fit_seconds if self._fits != fits_before else None,
+            refit_seconds=self.last_fit_seconds if self.models.fits != fits_before else None,
             n_observed=self.n_observed,
             segment_start=self._segment_start,
             warpings=warpings,
@@ -421,8 +403,7 @@ class Optimizer:
         if self._segment_start is not None and start != self._segment_start:
             log.info("no improvement in %d evaluations: restarting the search at evaluation %d "
                      "(the objective model now sees only what follows)", self.settings.restart_after, start)
-            self._model = self._new_surrogate(self.settings.tasks.objective)
-            self._fitted_n, self._trained_on = -1, 0
+            self.models.restart()
         self._segment_start = start
 
     def _seed_draw(self) -> int:
@@ -462,23 +443,22 @@ class Optimizer:
         feasible = self.feasible_mask()[start:]
         generator = torch.Generator().manual_seed(self._seed_draw())
         X_pending = _torch_rows(avoid[len(avoid) - n_pending:], self.space.dim)
-        feasibility = [
-            c.fantasize(X_pending, fantasies, generator) if n_pending else c
-            for c in self._classifiers.values() if not c.trivial
-        ]
+        feasibility = [c.fantasize(X_pending, fantasies, generator) if n_pending else c
+                       for c in self.models.feasibility]
         model, best, anchors = None, None, None
         # The auto switch to DNGO can make a model before there is anything to fit it to.
-        fitted = self._model is not None and finite.sum() >= MIN_VALUES_TO_FIT
+        objective_model, transform = self.models.objective, self.models.transform
+        fitted = objective_model is not None and finite.sum() >= MIN_VALUES_TO_FIT
         if fitted and feasible.any():
             best_index = np.flatnonzero(feasible)[np.argmin(objective[feasible])]
-            best_value = float(self._transform(objective[best_index]))
-            model, best = condition_on_pending(self._model, best_value, X_pending, fantasies, generator)
+            best_value = float(transform(objective[best_index]))
+            model, best = condition_on_pending(objective_model, best_value, X_pending, fantasies, generator)
             anchors = self._data.X[start + best_index][None]
         elif fitted and not feasibility:
             # No feasible point yet and nothing learned about feasibility: improve on the best
             # finite value, the only signal there is.
-            best_value = float(self._transform(np.min(objective[finite])))
-            model, best = condition_on_pending(self._model, best_value, X_pending, fantasies, generator)
+            best_value = float(transform(np.min(objective[finite])))
+            model, best = condition_on_pending(objective_model, best_value, X_pending, fantasies, generator)
         elif not feasibility:
             return self._next_sobol(avoid, keep_away)  # fewer than two finite values and no failure model
         if thompson and anchors is not None:
@@ -488,7 +468,7 @@ class Optimizer:
                 return x
         options = dict(self.settings.acquisition_options)
         if self.settings.acquisition == DURATION_ACQUISITION:
-            options["duration"] = self._durations.model
+            options["duration"] = self.models.durations.model
         acquisition = make_acquisition(self.settings.acquisition, model, best, feasibility, **options)
         proposal = maximize(
             acquisition, self.space, avoid=avoid, anchors=anchors,
@@ -514,7 +494,8 @@ class Optimizer:
         still. A batch that starts with nothing running is better fantasised point by point."""
         none = np.zeros((0, self.space.dim))
         is_gp = self.surrogate_name in GP_MODELS
-        if (n < 1 or self.settings.acquisition != "ei" or not hasattr(self._model, "sample_paths")
+        model = self.models.objective
+        if (n < 1 or self.settings.acquisition != "ei" or not hasattr(model, "sample_paths")
                 or (is_gp and not top_up)):
             return none
         start = self._segment_start
@@ -528,78 +509,22 @@ class Optimizer:
         if is_gp:
             n_candidates = min(n_candidates, GP_DRAW_CANDIDATES)
         return choose_batch(
-            self._model, self.space, n, observed=X[feasible], avoid=avoid,
+            model, self.space, n, observed=X[feasible], avoid=avoid,
             pending=avoid[len(avoid) - n_pending:], anchors=X[ranked[:BATCH_ANCHORS]],
-            feasibility=[c for c in self._classifiers.values() if not c.trivial],
+            feasibility=self.models.feasibility,
             n_candidates=n_candidates, thompson_every=self.settings.thompson_every,
             crowding_share=self.settings.crowding_share, seed=self._seed_draw(), keep_away=keep_away)
 
     def _refit_if_needed(self) -> None:
-        """Refit the surrogate (on the current segment) and the classifiers (on everything) once
-        if observations arrived since the last fit."""
-        if self._fitted_n == self.n_observed:
-            return
-        start = time.perf_counter()
-        X = _torch_rows(self._data.X, self.space.dim)
-        objective = np.asarray(self._data.objective, dtype=float)
-        finite = np.isfinite(objective)
-        in_segment = finite & (np.arange(len(objective)) >= self._segment_start)
-        if in_segment.sum() >= MIN_VALUES_TO_FIT:
-            y = objective[in_segment]
-            self._transform = OUTPUT_TRANSFORMS[self._output_transform_name()].fit(y)
-            if self._model is None:
-                self._model = self._restore(OBJECTIVE_MODEL, self._new_surrogate(self.settings.tasks.objective))
-            X_fit, y_fit = X[torch.as_tensor(in_segment)], torch.as_tensor(self._transform(y))
-            # DNGO absorbs new results into its output layer without training its network. It
-            # trains once per round of results (the most jobs in flight: each result when
-            # sequential, each batch when synchronous), so that on an asynchronous cluster
-            # proposals keep pace with completions; and whenever the data have doubled, so that
-            # a basis trained on the first few results of 800 is not kept for the next 800.
-            # Failed jobs count as results: a sequential run that conditions after a crash keeps
-            # its basis and proposes beside the crash again (measured on crash_region).
-            n_segment = len(objective) - self._segment_start
-            since = n_segment - self._trained_on
-            if hasattr(self._model, "condition") and since < min(self._most_in_flight, max(1, self._trained_on)):
-                self._model.condition(X_fit, y_fit)
-            else:
-                self._model.fit(X_fit, y_fit)
-                self._trained_on = n_segment
-            self._save(OBJECTIVE_MODEL, self._model)
-            # A test double or another model may have no warps to report.
-            self._warpings = self._model.warpings() if hasattr(self._model, "warpings") else None
-            self._warpings_new = True
-        labels = {name: np.asarray(v, dtype=float) for name, v in self._data.constraints.items()}
-        if not finite.all() or SUCCESS in self._classifiers:
-            labels[SUCCESS] = np.where(finite, 1.0, -1.0)
-        for name, values in labels.items():
-            known = np.isfinite(values)
-            # A value regression (ConstraintValueModel) needs two values; a classifier one label.
-            by_value = name != SUCCESS and self.settings.constraint_model == VALUE_MODEL
-            if known.sum() < (2 if by_value else 1):
-                continue
-            if name not in self._classifiers:
-                self._classifiers[name] = self._restore(constraint_model_name(name), self._new_constraint_model(name))
-            target = values[known] if by_value else values[known] >= 0
-            self._classifiers[name].fit(X[torch.as_tensor(known)], torch.as_tensor(target))
-            self._save(constraint_model_name(name), self._classifiers[name])
-        if self.settings.acquisition == DURATION_ACQUISITION:
-            self._durations.refit(X, np.asarray(self._data.durations, dtype=float))
-        self._fitted_n = self.n_observed
-        self._fits += 1
-        self.last_fit_seconds = time.perf_counter() - start
-
-    def _new_constraint_model(self, task: str) -> ConstraintClassifier | ConstraintValueModel:
-        return new_constraint_model(self.space, self.settings, self.surrogate_name, task)
-
-    def _new_surrogate(self, task: str) -> Any:
-        related = self.related if task == self.settings.tasks.objective else ()
-        return new_surrogate(self.space, self.settings, self.surrogate_name, task, related,
-                             self._output_transform_name())
+        """Refit the models (:meth:`SearchModels.refit`; the objective model on the current
+        segment) if observations arrived since the last fit."""
+        self.models.refit(self._data, self._segment_start, round_size=self._most_in_flight)
 
     def related_summary(self) -> list[dict[str, Any]]:
         """Per related search, what it gave the model: :func:`~spearmint_nn.search.related.summarise_related`."""
-        fitted = hasattr(self._model, "task_correlations") and self._fitted_n > 0
-        return summarise_related(self.related, self._model.task_correlations().numpy() if fitted else None,
+        model = self.models.objective
+        fitted = hasattr(model, "task_correlations") and self.models.fits > 0
+        return summarise_related(self.related, model.task_correlations().numpy() if fitted else None,
                                  self.settings.seed)
 
     def _update_auto_choice(self, n_in_flight: int) -> None:
@@ -610,25 +535,10 @@ class Optimizer:
         N only grows, a large batch tends to recur, and each switch costs a model trained from scratch.
         """
         waiting = waiting_share(self._gp_calls)
-        if self._auto_choice == "dngo" or auto_model_choice(self.n_observed, n_in_flight, waiting) == "gp":
+        if self.surrogate_name == "dngo" or auto_model_choice(self.n_observed, n_in_flight, waiting) == "gp":
             return
         log.info("model auto: switching from the GP to DNGO at %d observations with %d job(s) in flight, "
                  "the GP keeping %.0f%% of the workers waiting", self.n_observed, n_in_flight, 100 * waiting)
-        # Fresh DNGOs, not ones restored from the state: that holds the GPs' states.
-        self._auto_choice = "dngo"
-        self._model = self._new_surrogate(self.settings.tasks.objective)
-        self._whole = None
-        for name in self._classifiers:
-            if name != SUCCESS:
-                self._classifiers[name] = self._new_constraint_model(name)
-        self._fitted_n, self._trained_on = 0, 0  # fit the new model at the next model proposal
+        self.models.switch_surrogate("dngo")
         if self.state is not None:
             self.state.record_auto_switch(self.n_observed, n_in_flight)
-
-    def _restore(self, name: str, fresh: Any) -> Any:
-        """The model saved in the state under name, else ``fresh``."""
-        return fresh if self.state is None else self.state.restore(name, fresh, self.space.dim)
-
-    def _save(self, name: str, model: Any) -> None:
-        if self.state is not None:
-            self.state.save(name, model)

@@ -85,8 +85,9 @@ def restart_index(objective: Sequence[float], restart_after: int, earliest: int,
     Why: a model sure of the basin it sits in keeps EI there, however long the search goes on
     (DNGO and the GP alike on Hartmann6, whose second-best basin holds -3.20 against the global
     -3.32); the observations say nothing about the better basin, so only a search that forgets
-    them reaches it. It is computed from the history alone, so a restarted daemon that observes
-    the same results in the same order finds the same segment.
+    them reaches it (a restart that kept them and only ruled out a ball around the old best hugged
+    the ball's rim: search/DESIGN.md, "Why forget"). It is computed from the history alone, so a
+    restarted daemon that observes the same results in the same order finds the same segment.
     """
     if restart_after <= 0:
         return 0

@@ -143,8 +143,8 @@ def test_one_refit_for_several_completions():
         opt.observe(params, problem(params))
     opt.suggest(1)
     fits = []
-    real_fit = opt._model.fit
-    opt._model.fit = lambda X, y: (fits.append(len(y)), real_fit(X, y))
+    real_fit = opt.models.objective.fit
+    opt.models.objective.fit = lambda X, y: (fits.append(len(y)), real_fit(X, y))
     for x in rng.random((7, 2)):
         params = opt.space.decode(x[None])[0]
         opt.observe(params, problem(params))

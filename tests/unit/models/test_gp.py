@@ -562,7 +562,7 @@ def test_the_optimizer_warps_the_float_and_int_value_columns_only(tmp_path):
     value_columns = [col for name in ("shared", "layers", "only_a", "second")
                      for col in range(space.dim)[space.value_columns(name)]]
     assert np.flatnonzero(continuous_columns(space)).tolist() == value_columns
-    gp = opt._new_surrogate("main")
+    gp = opt.models.new_surrogate("main")
     assert gp.layout_for(space.dim).warped == tuple(value_columns)
     # Not warped: the three one-hot columns of "kind" and the indicators of "only_a" and "second".
     assert space.dim - len(value_columns) == 5
@@ -570,24 +570,24 @@ def test_the_optimizer_warps_the_float_and_int_value_columns_only(tmp_path):
     assert every.layout_for(space.dim).size - gp.layout_for(space.dim).size == 2 * 5
     _observe_random(opt, 6)
     opt.suggest(1)
-    assert opt._model.hyperparameters()["warped_columns"] == value_columns
-    assert opt._model.warpings()["columns"] == value_columns
-    assert Optimizer(MIXED, model="gp-nowarp", seed=0)._new_surrogate("main").layout_for(space.dim).warped == ()
+    assert opt.models.objective.hyperparameters()["warped_columns"] == value_columns
+    assert opt.models.objective.warpings()["columns"] == value_columns
+    assert Optimizer(MIXED, model="gp-nowarp", seed=0).models.new_surrogate("main").layout_for(space.dim).warped == ()
     # DNGO's trained warp gets the same columns, and reports its warp the same way.
     dngo_dir = tmp_path / "dngo"
     opt = Optimizer(MIXED, model="dngo-warp", seed=0, initial_design=3, state_dir=dngo_dir,
                     model_options={"n_samples": 3, "burn_in": 2, "lbfgs_steps": 30, "lbfgs_warm_steps": 10})
-    assert opt._new_surrogate("main").net.warped_columns == tuple(value_columns)
+    assert opt.models.new_surrogate("main").net.warped_columns == tuple(value_columns)
     _observe_random(opt, 6)
     opt.suggest(1)
-    assert opt._model.warpings()["columns"] == value_columns
-    plain = Optimizer(MIXED, model="dngo", seed=0)._new_surrogate("main").net
+    assert opt.models.objective.warpings()["columns"] == value_columns
+    plain = Optimizer(MIXED, model="dngo", seed=0).models.new_surrogate("main").net
     assert plain.warped_columns == () and plain.fourier_features == 128
-    assert opt._new_surrogate("main").net.fourier_features == 0  # dngo-warp keeps the paper's basis
+    assert opt.models.new_surrogate("main").net.fourier_features == 0  # dngo-warp keeps the paper's basis
 
 
 def test_the_optimizer_starts_fresh_chains_over_a_state_that_warped_every_column(tmp_path, caplog):
-    fresh = Optimizer(MIXED, model="gp", seed=0, model_options=QUICK)._new_surrogate("main")
+    fresh = Optimizer(MIXED, model="gp", seed=0, model_options=QUICK).models.new_surrogate("main")
     space_dim = fresh.n_inputs
     everything = GP(n_inputs=space_dim, n_samples=3, conditional=fresh.conditional, noiseless=fresh.noiseless)
     layout = everything.layout_for(space_dim)
@@ -599,9 +599,9 @@ def test_the_optimizer_starts_fresh_chains_over_a_state_that_warped_every_column
     with caplog.at_level("WARNING", logger="spearmint_nn"):
         opt.suggest(1)
     assert "ignoring saved objective model" in caplog.text and "layout" in caplog.text
-    assert opt._model.layout.warped == tuple(np.flatnonzero(continuous_columns(opt.space)))
+    assert opt.models.objective.layout.warped == tuple(np.flatnonzero(continuous_columns(opt.space)))
     saved = torch.load(tmp_path / "objective" / model_state.STATE_FILE, weights_only=True)
-    assert saved["layout"]["warped"] == list(opt._model.layout.warped)  # replaced by the fresh chains
+    assert saved["layout"]["warped"] == list(opt.models.objective.layout.warped)  # replaced by the fresh chains
 
 
 def test_few_points_of_a_smooth_function_are_not_explained_as_noise():

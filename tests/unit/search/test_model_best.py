@@ -79,9 +79,9 @@ def test_after_a_restart_the_best_is_sought_among_all_observations():
         opt.observe({"x": [x]}, true_f(x))
     assert opt.search_start == 20
     opt.suggest(1)  # fits the objective model to the three of the new segment
-    segment_model = opt._model
+    segment_model = opt.models.objective
     best = opt.best_by_model()
-    assert opt._model is segment_model  # the search's own model is left as it was
+    assert opt.models.objective is segment_model  # the search's own model is left as it was
     assert best.index == 6 and abs(float(best.params["x"][0]) - 0.3) < 0.05  # x = 0.316, the floor
     assert abs(best.mean - true_f(6 / 19)) < 1.0
 

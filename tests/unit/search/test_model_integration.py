@@ -62,8 +62,8 @@ def test_the_objective_likelihood_reaches_the_gp(likelihood, noiseless):
                     model_options=QUICK_GP)
     _observe_line(opt, [0.1, 0.5, 0.9, 0.7])
     opt.suggest(1)
-    noise = opt._model.hyperparameters()["noise"]
-    assert opt._model.noiseless is noiseless
+    noise = opt.models.objective.hyperparameters()["noise"]
+    assert opt.models.objective.noiseless is noiseless
     if noiseless:
         assert noise == [NOISELESS_JITTER] * 4
     else:
@@ -74,7 +74,7 @@ def test_dngo_is_built_without_gp_only_options():
     opt = Optimizer({**LINE, "k": {"type": "INT", "min": 1, "max": 2},
                      "c": {"type": "FLOAT", "min": 0, "max": 1, "when": {"k": 2}}},
                     model="dngo", seed=0, likelihoods={"main": "NOISELESS"})
-    assert isinstance(opt._new_surrogate("main"), DNGO)  # neither noiseless= nor conditional= passed
+    assert isinstance(opt.models.new_surrogate("main"), DNGO)  # neither noiseless= nor conditional= passed
 
 
 # ---- 2. EI per second --------------------------------------------------------------------------
@@ -93,14 +93,14 @@ def test_ei_per_second_fits_a_duration_model_and_reports_predicted_seconds():
     assert isinstance(predicted, float) and predicted > 0
     assert abs(math.log(predicted) - math.log(seconds(x))) < math.log(1.5), (x, predicted)
     # the duration model is fitted on log seconds and orders cheap before expensive
-    low, high = opt._durations.predict(np.array([0.1])), opt._durations.predict(np.array([0.9]))
+    low, high = opt.models.durations.predict(np.array([0.1])), opt.models.durations.predict(np.array([0.9]))
     assert high / low > 10
 
 
 def test_plain_ei_predicts_no_durations():
     opt = Optimizer(LINE, model="gp-nowarp", seed=0, initial_design=3, model_options=QUICK_GP)
     _observe_line(opt, [0.1, 0.5, 0.9], duration=lambda x: 5.0)
-    assert opt.propose(2).predicted_durations == [None, None] and opt._durations.model is None
+    assert opt.propose(2).predicted_durations == [None, None] and opt.models.durations.model is None
 
 
 def test_the_proposer_hands_predicted_durations_to_the_daemon_as_job_fields():
@@ -212,7 +212,7 @@ def test_the_proposer_writes_the_gps_warpings_where_the_report_reads_them(tmp_pa
         proposer.close()
     summary = plots.read_warpings(paths)
     assert summary is not None and len(summary["inputs"]) == 2
-    assert summary == opt._model.warpings() == opt.warpings
+    assert summary == opt.models.objective.warpings() == opt.warpings
     assert opt.propose(1).warpings is None  # no refit since: nothing new to write
 
 
@@ -230,7 +230,7 @@ def test_conditional_kernel_covers_value_columns_of_conditional_variables_only()
 
 def test_optimizer_gp_ignores_inactive_values_and_dngo_reads_the_encoding():
     opt = Optimizer(CONDITIONAL, model="gp", seed=0, initial_design=4, model_options=QUICK_GP)
-    assert isinstance(opt._new_surrogate("main"), GP) and opt._new_surrogate("main").conditional is not None
+    assert isinstance(opt.models.new_surrogate("main"), GP) and opt.models.new_surrogate("main").conditional is not None
     rng = np.random.default_rng(0)
     for params in opt.space.decode(rng.random((8, opt.space.dim))):
         opt.observe(params, float(rng.random()))
@@ -241,10 +241,10 @@ def test_optimizer_gp_ignores_inactive_values_and_dngo_reads_the_encoding():
     scrambled[inactive] = rng.random(inactive.sum())  # change only values that do not matter
     assert inactive.any()
     with torch.no_grad():
-        mean, var = opt._model.posterior(torch.as_tensor(X))
-        mean2, var2 = opt._model.posterior(torch.as_tensor(scrambled))
+        mean, var = opt.models.objective.posterior(torch.as_tensor(X))
+        mean2, var2 = opt.models.objective.posterior(torch.as_tensor(scrambled))
     assert torch.allclose(mean, mean2, atol=1e-10) and torch.allclose(var, var2, atol=1e-10)
-    assert Optimizer(CONDITIONAL, model="dngo", seed=0)._new_surrogate("main").n_inputs == opt.space.dim
+    assert Optimizer(CONDITIONAL, model="dngo", seed=0).models.new_surrogate("main").n_inputs == opt.space.dim
 
 
 class _Uphill(Acquisition):
@@ -318,13 +318,13 @@ def test_auto_starts_with_the_gp_and_a_large_batch_switches_it_to_dngo_for_good(
     assert opt.settings.model == "auto" and opt.surrogate_name == "gp"
     _observe_line(opt, [0.1, 0.5, 0.9])
     opt.suggest(1)
-    assert isinstance(opt._model, GP) and (state / "objective" / model_state.STATE_FILE).exists()
+    assert isinstance(opt.models.objective, GP) and (state / "objective" / model_state.STATE_FILE).exists()
     assert not (state / AUTO_STATE_FILE).exists()
 
     pending = [{"x": [x]} for x in np.linspace(0.01, 0.99, AUTO_GP_MAX_IN_FLIGHT)]
     opt.settings = dataclasses.replace(opt.settings, model_options={"train_steps": 50, "burn_in": 2, "n_samples": 4})
     opt.suggest(1, pending=pending)  # 20 pending + 1 proposed: more than the GP's batch limit
-    assert opt.surrogate_name == "dngo" and isinstance(opt._model, DNGO)
+    assert opt.surrogate_name == "dngo" and isinstance(opt.models.objective, DNGO)
     assert json.loads((state / AUTO_STATE_FILE).read_text())["model"] == "dngo"
     opt.suggest(1)  # a small batch again: still DNGO, no switch back
     assert opt.surrogate_name == "dngo"

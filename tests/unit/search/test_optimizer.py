@@ -73,8 +73,8 @@ def test_the_kernel_reaches_the_gp_and_the_config_offers_every_kernel():
     for params in opt.suggest(4):
         opt.observe(params, bowl(params))
     opt.suggest(1)
-    assert opt._model.kernel == "squared-exponential"
-    assert Optimizer(SQUARE, model="gp", seed=0)._new_surrogate("main").kernel == "matern52"
+    assert opt.models.objective.kernel == "squared-exponential"
+    assert Optimizer(SQUARE, model="gp", seed=0).models.new_surrogate("main").kernel == "matern52"
 
 
 def test_exhausted_space_returns_repeats_with_a_warning_instead_of_looping(caplog):
@@ -172,7 +172,7 @@ def test_failures_train_a_success_classifier_and_steer_proposals_away(exact_gp):
         p = opt.suggest(1)[0]
         later.append(p["x"][0])
         opt.observe(p, run(p))
-    assert "success" in opt._classifiers and not opt._classifiers["success"].trivial
+    assert "success" in opt.models.constraints and not opt.models.constraints["success"].trivial
     # Ignoring failures, every proposal lands at x ~ 0.77 (the finite values keep improving
     # towards x = 1); with the success classifier the search hugs the crash boundary instead.
     assert sum(x > 0.65 for x in later) <= 1, later
@@ -216,7 +216,7 @@ def test_state_dir_holds_model_weights_and_a_new_optimizer_warm_starts(tmp_path)
     for p in params:
         restarted.observe(p, bowl(p))
     restarted.suggest(1)
-    assert restarted._model.fits_since_reinit == 2  # continued from the saved fit, not fresh
+    assert restarted.models.objective.fits_since_reinit == 2  # continued from the saved fit, not fresh
 
 
 @pytest.mark.slow
@@ -305,17 +305,17 @@ def test_a_stuck_search_restarts_with_a_fresh_model_fitted_only_to_what_follows(
     for i in range(19):
         opt.observe({"x": [i / 20]}, 1.0 if i else 0.0)  # nothing improves on the first value
     opt.suggest(1)
-    stuck_model = opt._model
+    stuck_model = opt.models.objective
     assert opt.search_start == 0 and stuck_model.X.shape[0] == 19
     opt.observe(opt.pending[0], 1.0)
     assert opt.search_start == 20
     opt.suggest(1)
-    assert opt._model is not stuck_model and opt._model.X.shape[0] == 0  # fresh, not fitted yet
-    assert opt._model.n_fits == 0  # the new segment's initial design (Sobol) came first
+    assert opt.models.objective is not stuck_model and opt.models.objective.X.shape[0] == 0  # fresh, not fitted yet
+    assert opt.models.objective.n_fits == 0  # the new segment's initial design (Sobol) came first
     opt.observe({"x": [0.33]}, 0.5)
     opt.observe({"x": [0.66]}, 0.4)
     opt.suggest(1)
-    assert opt._model.X.shape[0] == 2  # the segment's two observations, not all 22
+    assert opt.models.objective.X.shape[0] == 2  # the segment's two observations, not all 22
     assert opt.incumbent[1] == 0.0  # the user still sees the best of everything
 
 

@@ -89,7 +89,7 @@ def test_the_optimizer_models_related_searches_with_the_multi_task_gp_and_says_h
     for _ in range(8):
         params = opt.suggest(1)[0]
         opt.observe(params, _quadratic(params))
-    assert isinstance(opt._model, MultiTaskGP)
+    assert isinstance(opt.models.objective, MultiTaskGP)
     (summary,) = opt.related_summary()
     assert summary["observations"] == summary["used"] == 25
     mean, sd = summary["correlation"]

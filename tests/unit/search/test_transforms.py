@@ -119,7 +119,7 @@ def test_the_optimizer_fits_its_model_to_the_configured_transform():
         for x, value in zip([0.1, 0.4, 0.9, 0.6], values):
             opt.observe({"x": x}, value)
         opt.suggest(1)
-        assert opt._transform == cls.fit(np.array(values)), (model, name)
+        assert opt.models.transform == cls.fit(np.array(values)), (model, name)
 
 
 @pytest.mark.parametrize("problem, chosen", [("branin", LogShift), ("hartmann6", Standardise)])

@@ -1,0 +1,184 @@
+"""The models one search fits to its observations, refitted together: :class:`SearchModels`.
+
+They are the objective surrogate with its output transform (fitted to the current search
+segment: the observations since the search last restarted), one feasibility model per
+CONSTRAINT task (plus "success" once a job has failed), and, for EI per second, the model of
+job durations. The :class:`~spearmint_nn.search.optimizer.Optimizer` asks for a refit before it
+proposes; the refit happens once, however many observations arrived since the last one. Each
+model's state goes to the :class:`~spearmint_nn.search.persistence.ModelStore`, if one is
+given, after every fit, and a model made for the first time is restored from it (a restarted
+daemon warm-starts); nothing here touches a file otherwise.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from .model_setup import SUCCESS, DurationFit, new_constraint_model, new_surrogate
+from .names import AUTO, DURATION_ACQUISITION, VALUE_MODEL
+from .observations import Observations
+from .persistence import OBJECTIVE_MODEL, ModelStore, constraint_model_name
+from .related import RelatedTask
+from .settings import SearchSettings
+from .space import Space
+from .transforms import OUTPUT_TRANSFORMS, LogShift, Standardise, YeoJohnson, default_transform
+from ..models import GP_MODELS
+from ..models.classifier import ConstraintClassifier
+from ..models.constraint_value import ConstraintValueModel
+
+# A surrogate is fitted once this many objective values are finite (standardising needs a spread).
+MIN_VALUES_TO_FIT = 2
+
+
+def _rows(data: Observations, dim: int) -> torch.Tensor:
+    """The observed points (N, dim) as a float64 tensor."""
+    return torch.as_tensor(np.asarray(data.X, dtype=float).reshape(-1, dim), dtype=torch.float64)
+
+
+class SearchModels:
+    """The fitted models of one search over ``space``: ``objective`` (the surrogate named
+    ``surrogate_name``, None before its first fit), ``transform`` (the output transform its
+    values went through), ``feasibility`` (the constraint models), ``durations``.
+
+    ``related`` searches make the objective GP a multi-task GP; ``store`` keeps the states
+    (None: nothing kept)."""
+
+    def __init__(self, space: Space, settings: SearchSettings, surrogate_name: str,
+                 store: ModelStore | None = None, related: Sequence[RelatedTask] = ()):
+        self.space, self.settings, self.surrogate_name = space, settings, surrogate_name
+        self.store, self.related = store, related
+        self.objective: Any = None
+        self.transform: Standardise | LogShift | YeoJohnson = Standardise()
+        self.constraints: dict[str, ConstraintClassifier | ConstraintValueModel] = {}
+        self.durations = DurationFit(settings.seed)
+        self.fits = 0  # refits so far: a proposal tells whether it made one
+        self.last_fit_seconds: float | None = None
+        # The objective model's latest input warpings, and whether they are new since the last
+        # proposal (a Suggestion carries them once).
+        self.warpings: dict[str, Any] | None = None
+        self.warpings_new = False
+        self._fitted_n = 0  # observations at the last refit (-1: refit whatever arrived)
+        self._trained_on = 0  # observations (failures too) in the segment when its network was last trained
+        # After a restart, the reports' model of every observation (whole_data_model): the
+        # surrogate, its transform, and the count it was fitted at.
+        self._whole: tuple[Any, Any, int] | None = None
+
+    @property
+    def feasibility(self) -> list[ConstraintClassifier | ConstraintValueModel]:
+        """The constraint models that have learned anything (a classifier of one label has not)."""
+        return [model for model in self.constraints.values() if not model.trivial]
+
+    def output_transform_name(self) -> str:
+        """The configured output transform, or for "auto" the one measured best for the surrogate."""
+        if self.settings.output_transform != AUTO:
+            return self.settings.output_transform
+        return default_transform(model_is_gp=self.surrogate_name in GP_MODELS)
+
+    def restart(self) -> None:
+        """A fresh objective model, trained from scratch at the next refit: nothing of the
+        stuck fit (hyperparameters, network) carries over to the restarted search."""
+        self.objective = self.new_surrogate(self.settings.tasks.objective)
+        self._fitted_n, self._trained_on = -1, 0
+
+    def switch_surrogate(self, name: str) -> None:
+        """Use the surrogate ``name`` from now on: fresh objective and constraint value models
+        (not restored from the store, which holds the earlier surrogate's states); the
+        "success" classifier does not depend on the surrogate and stays."""
+        self.surrogate_name = name
+        self.objective, self._whole = self.new_surrogate(self.settings.tasks.objective), None
+        for task in self.constraints:
+            if task != SUCCESS:
+                self.constraints[task] = self._new_constraint_model(task)
+        self._fitted_n, self._trained_on = 0, 0
+
+    def refit(self, data: Observations, segment_start: int, round_size: int) -> None:
+        """Refit the models once if observations arrived since the last refit: the objective
+        model to the finite values from index ``segment_start`` on, the constraint models to
+        every observation. ``round_size`` is the most jobs the search has had in flight at once."""
+        n = len(data)
+        if self._fitted_n == n:
+            return
+        start = time.perf_counter()
+        X = _rows(data, self.space.dim)
+        objective = np.asarray(data.objective, dtype=float)
+        finite = np.isfinite(objective)
+        in_segment = finite & (np.arange(n) >= segment_start)
+        if in_segment.sum() >= MIN_VALUES_TO_FIT:
+            self._refit_objective(X[torch.as_tensor(in_segment)], objective[in_segment], n - segment_start, round_size)
+        labels = {name: np.asarray(values, dtype=float) for name, values in data.constraints.items()}
+        if not finite.all() or SUCCESS in self.constraints:
+            labels[SUCCESS] = np.where(finite, 1.0, -1.0)
+        for name, values in labels.items():
+            known = np.isfinite(values)
+            # A value regression (ConstraintValueModel) needs two values; a classifier one label.
+            by_value = name != SUCCESS and self.settings.constraint_model == VALUE_MODEL
+            if known.sum() < (2 if by_value else 1):
+                continue
+            if name not in self.constraints:
+                self.constraints[name] = self._restore(constraint_model_name(name), self._new_constraint_model(name))
+            target = values[known] if by_value else values[known] >= 0
+            self.constraints[name].fit(X[torch.as_tensor(known)], torch.as_tensor(target))
+            self._save(constraint_model_name(name), self.constraints[name])
+        if self.settings.acquisition == DURATION_ACQUISITION:
+            self.durations.refit(X, np.asarray(data.durations, dtype=float))
+        self._fitted_n = n
+        self.fits += 1
+        self.last_fit_seconds = time.perf_counter() - start
+
+    def _refit_objective(self, X: torch.Tensor, y: np.ndarray, n_segment: int, round_size: int) -> None:
+        """Fit the objective model to the finite values y (K,) at X (K, dim) of the segment's
+        n_segment observations."""
+        self.transform = OUTPUT_TRANSFORMS[self.output_transform_name()].fit(y)
+        if self.objective is None:
+            self.objective = self._restore(OBJECTIVE_MODEL, self.new_surrogate(self.settings.tasks.objective))
+        y_fit = torch.as_tensor(self.transform(y))
+        # DNGO absorbs new results into its output layer without training its network. It
+        # trains once per round of results (the most jobs in flight: each result when
+        # sequential, each batch when synchronous), so that on an asynchronous cluster
+        # proposals keep pace with completions; and whenever the data have doubled, so that
+        # a basis trained on the first few results of 800 is not kept for the next 800.
+        # Failed jobs count as results: a sequential run that conditions after a crash keeps
+        # its basis and proposes beside the crash again (measured on crash_region).
+        since = n_segment - self._trained_on
+        if hasattr(self.objective, "condition") and since < min(round_size, max(1, self._trained_on)):
+            self.objective.condition(X, y_fit)
+        else:
+            self.objective.fit(X, y_fit)
+            self._trained_on = n_segment
+        self._save(OBJECTIVE_MODEL, self.objective)
+        # A test double or another model may have no warps to report.
+        self.warpings = self.objective.warpings() if hasattr(self.objective, "warpings") else None
+        self.warpings_new = True
+
+    def whole_data_model(self, data: Observations) -> tuple[Any, Any]:
+        """A surrogate of the objective fitted to every finite value and its output transform,
+        refitted only when observations arrived since: after a restart the objective model
+        sees only the segment, and the best point most likely lies before it (the reports)."""
+        if self._whole is None or self._whole[2] != len(data):
+            objective = np.asarray(data.objective, dtype=float)
+            finite = np.isfinite(objective)
+            model = self._whole[0] if self._whole is not None else self.new_surrogate(self.settings.tasks.objective)
+            transform = OUTPUT_TRANSFORMS[self.output_transform_name()].fit(objective[finite])
+            model.fit(_rows(data, self.space.dim)[torch.as_tensor(finite)], torch.as_tensor(transform(objective[finite])))
+            self._whole = (model, transform, len(data))
+        return self._whole[0], self._whole[1]
+
+    def new_surrogate(self, task: str) -> Any:
+        """A fresh surrogate of ``task``'s values (:func:`~spearmint_nn.search.model_setup.new_surrogate`)."""
+        related = self.related if task == self.settings.tasks.objective else ()
+        return new_surrogate(self.space, self.settings, self.surrogate_name, task, related,
+                             self.output_transform_name())
+
+    def _new_constraint_model(self, task: str) -> ConstraintClassifier | ConstraintValueModel:
+        return new_constraint_model(self.space, self.settings, self.surrogate_name, task)
+
+    def _restore(self, name: str, fresh: Any) -> Any:
+        """The model saved in the store under name, else ``fresh``."""
+        return fresh if self.store is None else self.store.restore(name, fresh, self.space.dim)
+
+    def _save(self, name: str, model: Any) -> None:
+        if self.store is not None:
+            self.store.save(name, model)
