@@ -78,7 +78,7 @@ from .observations import Observations
 from .persistence import ModelStore
 from .related import RelatedTask, related_tasks, summarise_related
 from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
-from .search_models import MIN_VALUES_TO_FIT, SearchModels
+from .search_models import MIN_VALUES_TO_FIT, SearchModels, torch_rows
 from .settings import SearchSettings
 from .space import Space
 from .suggestion import Suggestion
@@ -93,10 +93,6 @@ check_registry("spearmint_nn.models.kernels.CORRELATIONS", CORRELATIONS, KERNELS
 
 # A batch chosen on joint draws screens the neighbourhoods of this many best observations.
 BATCH_ANCHORS = 5
-
-
-def _torch_rows(rows: Sequence[np.ndarray] | np.ndarray, dim: int) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(rows, dtype=float).reshape(-1, dim), dtype=torch.float64)
 
 
 class Optimizer:
@@ -281,7 +277,7 @@ class Optimizer:
         if fitted is None:
             return None
         objective = np.asarray(self._data.objective, dtype=float)
-        return model_best(*fitted, _torch_rows(self._data.X, self.space.dim), np.flatnonzero(self.feasible_mask()),
+        return model_best(*fitted, torch_rows(self._data.X, self.space.dim), np.flatnonzero(self.feasible_mask()),
                           objective, objective[np.isfinite(objective)], lambda row: self.space.decode(row[None])[0],
                           self.settings.sign)
 
@@ -442,7 +438,7 @@ class Optimizer:
         finite = np.isfinite(objective)
         feasible = self.feasible_mask()[start:]
         generator = torch.Generator().manual_seed(self._seed_draw())
-        X_pending = _torch_rows(avoid[len(avoid) - n_pending:], self.space.dim)
+        X_pending = torch_rows(avoid[len(avoid) - n_pending:], self.space.dim)
         feasibility = [c.fantasize(X_pending, fantasies, generator) if n_pending else c
                        for c in self.models.feasibility]
         model, best, anchors = None, None, None

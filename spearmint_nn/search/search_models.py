@@ -33,9 +33,9 @@ from ..models.constraint_value import ConstraintValueModel
 MIN_VALUES_TO_FIT = 2
 
 
-def _rows(data: Observations, dim: int) -> torch.Tensor:
-    """The observed points (N, dim) as a float64 tensor."""
-    return torch.as_tensor(np.asarray(data.X, dtype=float).reshape(-1, dim), dtype=torch.float64)
+def torch_rows(rows: Sequence[np.ndarray] | np.ndarray, dim: int) -> torch.Tensor:
+    """Encoded points (K rows of dim) as a float64 tensor (K, dim)."""
+    return torch.as_tensor(np.asarray(rows, dtype=float).reshape(-1, dim), dtype=torch.float64)
 
 
 class SearchModels:
@@ -102,7 +102,7 @@ class SearchModels:
         if self._fitted_n == n:
             return
         start = time.perf_counter()
-        X = _rows(data, self.space.dim)
+        X = torch_rows(data.X, self.space.dim)
         objective = np.asarray(data.objective, dtype=float)
         finite = np.isfinite(objective)
         in_segment = finite & (np.arange(n) >= segment_start)
@@ -162,7 +162,8 @@ class SearchModels:
             finite = np.isfinite(objective)
             model = self._whole[0] if self._whole is not None else self.new_surrogate(self.settings.tasks.objective)
             transform = OUTPUT_TRANSFORMS[self.output_transform_name()].fit(objective[finite])
-            model.fit(_rows(data, self.space.dim)[torch.as_tensor(finite)], torch.as_tensor(transform(objective[finite])))
+            X = torch_rows(data.X, self.space.dim)[torch.as_tensor(finite)]
+            model.fit(X, torch.as_tensor(transform(objective[finite])))
             self._whole = (model, transform, len(data))
         return self._whole[0], self._whole[1]
 
