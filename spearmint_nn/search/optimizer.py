@@ -140,7 +140,7 @@ class Optimizer:
             if state is not None:
                 raise TypeError("Optimizer takes state or state_dir, not both")
             state = ModelStore(state_dir)
-        self._settings, self.state = settings, state
+        self.state = state
         if settings.torch_threads is not None:
             torch.set_num_threads(settings.torch_threads)
 
@@ -195,13 +195,13 @@ class Optimizer:
 
     @property
     def settings(self) -> SearchSettings:
-        """The :class:`~spearmint_nn.search.settings.SearchSettings` of the proposals from now on;
-        assigning new ones tells the models too."""
-        return self._settings
+        """The :class:`~spearmint_nn.search.settings.SearchSettings` of the proposals from now on,
+        kept once, by the models (assigning new ones tells them)."""
+        return self.models.settings
 
     @settings.setter
     def settings(self, settings: SearchSettings) -> None:
-        self._settings = self.models.settings = settings
+        self.models.settings = settings
 
     @property
     def n_observed(self) -> int:
