@@ -364,6 +364,10 @@ class Optimizer:
                 crowded = crowding(self.space, avoid[len(avoid) - n_pending:], n - len(chosen),
                                    self.settings.crowding_share)
                 x = self._model_proposal(avoid, n_pending, both(keep_away, crowded), thompson)
+                if x is None:  # nothing to model yet: fewer than two finite values and no failure model
+                    chosen.append(self._next_sobol(avoid, both(keep_away, crowded)))
+                    chosen_by.append(source)
+                    continue
                 # A model that draws paths cheaply chooses the rest of the batch around this one at once.
                 chosen += [x, *self._batch_from_draws(np.vstack([avoid, x]), n_pending + 1, n - len(chosen) - 1,
                                                       keep_away, top_up=bool(running))]
@@ -427,11 +431,12 @@ class Optimizer:
         return avoid[int(self._rng.integers(len(avoid)))]
 
     def _model_proposal(self, avoid: np.ndarray, n_pending: int, keep_away: KeepAway | None,
-                        thompson: bool = False) -> np.ndarray:
+                        thompson: bool = False) -> np.ndarray | None:
         """Maximise the acquisition, or with ``thompson`` minimise a posterior draw of f (once
         there is a model and a feasible point), outside ``keep_away``; ``avoid``'s last
         n_pending rows are pending. The objective, its best value and the anchor are the
-        current segment's."""
+        current segment's. None while there is nothing to model: fewer than two finite values
+        and no failure model."""
         self._refit_if_needed()
         start, fantasies = self._segment_start, self.settings.fantasies
         objective = np.asarray(self._data.objective[start:], dtype=float)
@@ -456,7 +461,7 @@ class Optimizer:
             best_value = float(transform(np.min(objective[finite])))
             model, best = condition_on_pending(objective_model, best_value, X_pending, fantasies, generator)
         elif not feasibility:
-            return self._next_sobol(avoid, keep_away)  # fewer than two finite values and no failure model
+            return None
         if thompson and anchors is not None:
             x = minimize_sample_path(model, self.space, avoid=avoid, anchors=anchors,
                                      feasibility=feasibility, seed=self._seed_draw(), keep_away=keep_away)

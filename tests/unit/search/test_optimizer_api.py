@@ -86,6 +86,13 @@ def test_a_point_both_remembered_and_passed_as_pending_counts_once():
     assert keys(opt, batch) != keys(opt, elsewhere) and opt.surrogate_name == "dngo"
 
 
+def test_points_chosen_before_there_is_anything_to_model_are_labelled_sobol():
+    # A daemon's first call fills every worker: past the initial design of 3 nothing is observed
+    # yet, so the rest are Sobol points too, and the reports must not credit them to a model.
+    opt = Optimizer(SQUARE, seed=2, initial_design=3)
+    assert opt.propose(8).chosen_by == ["sobol"] * 8
+
+
 # ------------------------------------------------------------------------------------ direction
 
 def test_maximize_negates_the_objective_and_reports_in_the_users_sign(exact_gp):
