@@ -366,7 +366,7 @@ class Optimizer:
                 x = self._model_proposal(avoid, n_pending, both(keep_away, crowded), thompson)
                 if x is None:  # nothing to model yet: fewer than two finite values and no failure model
                     chosen.append(self._next_sobol(avoid, both(keep_away, crowded)))
-                    chosen_by.append(source)
+                    chosen_by.append("sobol")
                     continue
                 # A model that draws paths cheaply chooses the rest of the batch around this one at once.
                 chosen += [x, *self._batch_from_draws(np.vstack([avoid, x]), n_pending + 1, n - len(chosen) - 1,
