@@ -364,15 +364,13 @@ class Optimizer:
                 crowded = crowding(self.space, avoid[len(avoid) - n_pending:], n - len(chosen),
                                    self.settings.crowding_share)
                 x = self._model_proposal(avoid, n_pending, both(keep_away, crowded), thompson)
-                if x is None:  # nothing to model yet: fewer than two finite values and no failure model
-                    chosen.append(self._next_sobol(avoid, both(keep_away, crowded)))
-                    chosen_by.append("sobol")
+                if x is not None:
+                    # A model that draws paths cheaply chooses the rest of the batch around this one at once.
+                    chosen += [x, *self._batch_from_draws(np.vstack([avoid, x]), n_pending + 1, n - len(chosen) - 1,
+                                                          keep_away, top_up=bool(running))]
+                    chosen_by += [self.surrogate_name] * (len(chosen) - len(chosen_by))
                     continue
-                # A model that draws paths cheaply chooses the rest of the batch around this one at once.
-                chosen += [x, *self._batch_from_draws(np.vstack([avoid, x]), n_pending + 1, n - len(chosen) - 1,
-                                                      keep_away, top_up=bool(running))]
-                chosen_by += [self.surrogate_name] * (len(chosen) - len(chosen_by))
-                continue
+                x = self._next_sobol(avoid, both(keep_away, crowded))  # nothing to model yet
             chosen.append(x)
             chosen_by.append(source)
         self._data.handed_out += chosen
