@@ -187,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--include", nargs="+", default=[], metavar="JSON",
                         help="earlier reports of the same mode and sizes whose runs join the summary")
     args = parser.parse_args(argv)
+    unknown = [p for p in args.problems.split(",") if p not in FUNCTIONS]
+    if unknown:  # before any run starts, not as a worker's traceback minutes later
+        parser.error(f"--problems: unknown {', '.join(unknown)} (choose from {', '.join(FUNCTIONS)})")
     q, evals = args.workers_in_flight, args.evals
     checkpoints = sorted({min(evals, c) for c in (q, 2 * q, evals // 2, evals)})
     time_points = [args.job_seconds * k for k in (2, 5, 10)] if args.mode == "async" else []

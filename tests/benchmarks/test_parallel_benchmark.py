@@ -76,6 +76,14 @@ def test_earlier_reports_join_the_summary_and_a_rerun_replaces_its_run(tmp_path,
     assert "not async, 2 and 8" in capsys.readouterr().err
 
 
+def test_a_misspelt_problem_is_named_before_any_run_starts(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--problems", "hartmann6,hartman6", "--methods", "sobol", "--json", str(tmp_path / "out.json")])
+    assert stopped.value.code == 2
+    assert "--problems: unknown hartman6 (choose from" in capsys.readouterr().err
+    assert not (tmp_path / "out.json").exists()
+
+
 def test_a_method_list_keeps_our_settings_together():
     assert split_methods("ours,ours:model=gp,restart_after=0,sobol,ours:fantasies=20") == [
         "ours", "ours:model=gp,restart_after=0", "sobol", "ours:fantasies=20"]
