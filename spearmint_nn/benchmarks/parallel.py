@@ -187,20 +187,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--include", nargs="+", default=[], metavar="JSON",
                         help="earlier reports of the same mode and sizes whose runs join the summary")
     args = parser.parse_args(argv)
-    unknown = [p for p in args.problems.split(",") if p not in FUNCTIONS]
+    problems = args.problems.split(",")
+    unknown = [p for p in problems if p not in FUNCTIONS]
     if unknown:  # before any run starts, not as a worker's traceback minutes later
         parser.error(f"--problems: unknown {', '.join(unknown)} (choose from {', '.join(FUNCTIONS)})")
     q, evals = args.workers_in_flight, args.evals
     checkpoints = sorted({min(evals, c) for c in (q, 2 * q, evals // 2, evals)})
     time_points = [args.job_seconds * k for k in (2, 5, 10)] if args.mode == "async" else []
-    if args.mode == "batch":
-        jobs = [(p, m, s, q, evals)
-                for p in args.problems.split(",") for m in split_methods(args.methods) for s in args.seeds]
-        function = run_batches
-    else:
-        jobs = [(p, m, s, q, evals, args.job_seconds)
-                for p in args.problems.split(",") for m in split_methods(args.methods) for s in args.seeds]
-        function = run_async
+    function, sizes = (run_batches, (q, evals)) if args.mode == "batch" else (run_async, (q, evals, args.job_seconds))
+    jobs = [(p, m, s, *sizes) for p in problems for m in split_methods(args.methods) for s in args.seeds]
     earlier = earlier_runs(args.include, ("problem", "method", "seed"))
     for job in jobs:  # what runs now replaces the earlier run of its problem, method and seed
         earlier.pop(job[:3], None)
