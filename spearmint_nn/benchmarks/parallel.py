@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .functions import FUNCTIONS
-from .parallel_methods import split_methods
+from .parallel_methods import check_method, split_methods
 from .runs import earlier_runs, run_in_processes, seed_list, write_report
 
 DURATION_SIGMA = 0.5  # of log duration: the slowest of 50 jobs takes about 3x the median
@@ -187,15 +187,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--include", nargs="+", default=[], metavar="JSON",
                         help="earlier reports of the same mode and sizes whose runs join the summary")
     args = parser.parse_args(argv)
-    problems = args.problems.split(",")
+    # mistakes in the names are usage errors before any run starts, not a worker's traceback later
+    problems, methods = args.problems.split(","), split_methods(args.methods)
     unknown = [p for p in problems if p not in FUNCTIONS]
-    if unknown:  # before any run starts, not as a worker's traceback minutes later
+    if unknown:
         parser.error(f"--problems: unknown {', '.join(unknown)} (choose from {', '.join(FUNCTIONS)})")
+    for method in methods:
+        try:
+            check_method(method)
+        except ValueError as error:
+            parser.error(f"--methods: {error}")
     q, evals = args.workers_in_flight, args.evals
     checkpoints = sorted({min(evals, c) for c in (q, 2 * q, evals // 2, evals)})
     time_points = [args.job_seconds * k for k in (2, 5, 10)] if args.mode == "async" else []
     function, sizes = (run_batches, (q, evals)) if args.mode == "batch" else (run_async, (q, evals, args.job_seconds))
-    jobs = [(p, m, s, *sizes) for p in problems for m in split_methods(args.methods) for s in args.seeds]
+    jobs = [(p, m, s, *sizes) for p in problems for m in methods for s in args.seeds]
     earlier = earlier_runs(args.include, ("problem", "method", "seed"))
     for job in jobs:  # what runs now replaces the earlier run of its problem, method and seed
         earlier.pop(job[:3], None)

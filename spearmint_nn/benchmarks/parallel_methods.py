@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
+from dataclasses import fields
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from ..search.settings import SearchSettings
 from ..search.space import Space
 
 Params = dict[str, Any]
@@ -177,22 +179,39 @@ class OptunaMethod:
         return {name: float(np.clip(u, 0.0, 1.0)) for name, u in zip(self._names, unit)}
 
 
+REFERENCES: dict[str, Callable[[Space, int, int], Method]] = {  # name -> (space, seed, initial) -> method
+    "sobol": lambda space, seed, initial: Sobol(space, seed, initial),
+    "botorch-qlognei": lambda space, seed, initial: BoTorchMethod(space, seed, "qlognei"),
+    "botorch-ts": lambda space, seed, initial: BoTorchMethod(space, seed, "ts"),
+    "optuna-gp": lambda space, seed, initial: OptunaMethod(space, seed, "gp"),
+    "optuna-tpe": lambda space, seed, initial: OptunaMethod(space, seed, "tpe"),
+}
+# what "ours:KEY=VALUE" takes: the search settings but the two the harness gives every method
+SETTING_NAMES = tuple(f.name for f in fields(SearchSettings) if f.name not in ("seed", "budget"))
+
+
 def make_method(name: str, space: Space, seed: int, budget: int, initial: int) -> Method:
     """The method called ``name``: "ours" (the default settings), "ours:KEY=VALUE,..." (settings
     such as ``model=dngo`` or ``restart_after=0``), or a reference named in the module docstring."""
+    check_method(name)
     if name == "ours" or name.startswith("ours:"):
         settings = dict(item.split("=", 1) for item in name[5:].split(",") if item)
         return Ours(space, seed, budget, **{k: _setting(v) for k, v in settings.items()})
-    factories: dict[str, Callable[[], Method]] = {
-        "sobol": lambda: Sobol(space, seed, initial),
-        "botorch-qlognei": lambda: BoTorchMethod(space, seed, "qlognei"),
-        "botorch-ts": lambda: BoTorchMethod(space, seed, "ts"),
-        "optuna-gp": lambda: OptunaMethod(space, seed, "gp"),
-        "optuna-tpe": lambda: OptunaMethod(space, seed, "tpe"),
-    }
-    if name not in factories:
-        raise ValueError(f"unknown method {name!r}; known: ours, ours:KEY=VALUE,..., {', '.join(factories)}")
-    return factories[name]()
+    return REFERENCES[name](space, seed, initial)
+
+
+def check_method(name: str) -> None:
+    """Raise ValueError naming the mistake and the choices unless :func:`make_method` knows
+    ``name``; imports no reference library, so a command line is checked before any run starts."""
+    if name == "ours" or name.startswith("ours:"):
+        items = [item for item in name[5:].split(",") if item]
+        mistakes = [f"{item!r} is not KEY=VALUE" for item in items if "=" not in item]
+        mistakes += [f"unknown setting {key!r}" for key in (item.split("=", 1)[0] for item in items if "=" in item)
+                     if key not in SETTING_NAMES]
+        if mistakes:
+            raise ValueError(f"method {name!r}: {'; '.join(mistakes)} (settings: {', '.join(SETTING_NAMES)})")
+    elif name not in REFERENCES:
+        raise ValueError(f"unknown method {name!r}; known: ours, ours:KEY=VALUE,..., {', '.join(REFERENCES)}")
 
 
 def split_methods(text: str) -> list[str]:

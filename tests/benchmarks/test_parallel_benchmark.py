@@ -9,7 +9,8 @@ import pytest
 
 from spearmint_nn.benchmarks.functions import FUNCTIONS
 from spearmint_nn.benchmarks.parallel import DURATION_SIGMA, main, run_async, run_batches, summarise, table
-from spearmint_nn.benchmarks.parallel_methods import split_methods
+from spearmint_nn.benchmarks.parallel_methods import make_method, split_methods
+from spearmint_nn.search.space import Space
 
 
 class _Timer:
@@ -82,6 +83,28 @@ def test_a_misspelt_problem_is_named_before_any_run_starts(tmp_path, capsys):
     assert stopped.value.code == 2
     assert "--problems: unknown hartman6 (choose from" in capsys.readouterr().err
     assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("methods, named", [
+    ("sobol,botorch_ts", "--methods: unknown method 'botorch_ts'; known: ours, ours:KEY=VALUE,..., sobol, botorch-qlognei"),
+    ("ours:restart_afte=0", "--methods: method 'ours:restart_afte=0': unknown setting 'restart_afte' (settings: "),
+    ("ours:model", "--methods: method 'ours:model': 'model' is not KEY=VALUE"),
+    ("ours:seed=3", "--methods: method 'ours:seed=3': unknown setting 'seed'"),
+])
+def test_a_misspelt_method_or_setting_is_named_before_any_run_starts(tmp_path, capsys, methods, named):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--methods", methods, "--seeds", "0", "--json", str(tmp_path / "out.json")])
+    assert stopped.value.code == 2
+    assert named in capsys.readouterr().err
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_our_settings_reach_the_optimizer_and_a_misspelt_one_does_not_build():
+    space = Space.from_config(FUNCTIONS["branin"].variables)
+    ours = make_method("ours:fantasies=3,model=gp", space, 0, 10, 2)
+    assert (ours.optimizer.settings.fantasies, ours.optimizer.settings.model) == (3, "gp")
+    with pytest.raises(ValueError, match="unknown setting 'fantasy'"):
+        make_method("ours:fantasy=3", space, 0, 10, 2)
 
 
 def test_a_method_list_keeps_our_settings_together():
