@@ -193,10 +193,9 @@ SETTING_NAMES = tuple(f.name for f in fields(SearchSettings) if f.name not in ("
 def make_method(name: str, space: Space, seed: int, budget: int, initial: int) -> Method:
     """The method called ``name``: "ours" (the default settings), "ours:KEY=VALUE,..." (settings
     such as ``model=dngo`` or ``restart_after=0``), or a reference named in the module docstring."""
-    check_method(name)
     if name == "ours" or name.startswith("ours:"):
-        settings = dict(item.split("=", 1) for item in name[5:].split(",") if item)
-        return Ours(space, seed, budget, **{k: _setting(v) for k, v in settings.items()})
+        return Ours(space, seed, budget, **{k: _setting(v) for k, v in _our_settings(name).items()})
+    check_method(name)
     return REFERENCES[name](space, seed, initial)
 
 
@@ -204,14 +203,21 @@ def check_method(name: str) -> None:
     """Raise ValueError naming the mistake and the choices unless :func:`make_method` knows
     ``name``; imports no reference library, so a command line is checked before any run starts."""
     if name == "ours" or name.startswith("ours:"):
-        items = [item for item in name[5:].split(",") if item]
-        mistakes = [f"{item!r} is not KEY=VALUE" for item in items if "=" not in item]
-        mistakes += [f"unknown setting {key!r}" for key in (item.split("=", 1)[0] for item in items if "=" in item)
-                     if key not in SETTING_NAMES]
-        if mistakes:
-            raise ValueError(f"method {name!r}: {'; '.join(mistakes)} (settings: {', '.join(SETTING_NAMES)})")
+        _our_settings(name)
     elif name not in REFERENCES:
         raise ValueError(f"unknown method {name!r}; known: ours, ours:KEY=VALUE,..., {', '.join(REFERENCES)}")
+
+
+def _our_settings(name: str) -> dict[str, str]:
+    """The settings of "ours:KEY=VALUE,...", as text; ValueError naming every malformed item and
+    unknown key."""
+    items = [item for item in name[5:].split(",") if item]
+    mistakes = [f"{item!r} is not KEY=VALUE" for item in items if "=" not in item]
+    settings = dict(item.split("=", 1) for item in items if "=" in item)
+    mistakes += [f"unknown setting {key!r}" for key in settings if key not in SETTING_NAMES]
+    if mistakes:
+        raise ValueError(f"method {name!r}: {'; '.join(mistakes)} (settings: {', '.join(SETTING_NAMES)})")
+    return settings
 
 
 def split_methods(text: str) -> list[str]:
