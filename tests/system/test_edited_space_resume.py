@@ -93,3 +93,22 @@ def test_status_names_the_jobs_outside_edited_variables(tmp_path):
     text = cli("status", folder).stdout
     assert (f"{below} earlier job{'s' if below > 1 else ''} lie outside the current variables and are not shown "
             f"to the model: layers below min 3 ({below} job") in text
+
+
+def test_a_job_left_running_across_the_edit_is_recorded_and_kept_from_the_model(tmp_path):
+    folder = write_finished_experiment(tmp_path, 4, running=1)  # job 5 ran while the daemon was stopped
+    running = folder / ".spearmint" / "jobs" / "running" / "000005.json"
+    job = json.loads(running.read_text())
+    job["params"]["layers"] = [1]
+    running.write_text(json.dumps(job))
+    (folder / ".spearmint" / "results" / "000005.json").write_text(
+        json.dumps({"id": 5, "status": "ok", "values": {"loss": 1.0}}))
+    config = json.loads((folder / "config.json").read_text())
+    config.update({"model": "sobol", "polling-time": 0.5, "variables": {
+        **MIXED_VARIABLES, "layers": {"type": "INT", "min": 3, "max": 8}}, "max-finished-jobs": 6})
+    (folder / "config.json").write_text(json.dumps(config))
+    result = cli("run", folder, timeout=600)
+    assert result.returncode == 0, result.stderr  # was: the optimizer failed on params outside the space
+    assert all_jobs(folder)[5][0] == "complete"
+    log = (folder / ".spearmint" / "daemon.log").read_text()
+    assert "job 5 lies outside the current variables (layers below min 3); not shown to the model" in log
