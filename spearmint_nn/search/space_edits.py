@@ -80,8 +80,8 @@ def _why_outside(var: Variable, value: Any) -> list[str]:
     if len(elements) != var.size:
         return [f"{var.name} has {len(elements)} element(s), now size {var.size}"]
     if var.type == "ENUM":
-        return [f"{var.name} option {v!r} no longer offered"
-                for v in dict.fromkeys(elements) if v not in var.options]
+        gone = [v for v in elements if v not in var.options]
+        return [f"{var.name} option {v!r} no longer offered" for i, v in enumerate(gone) if v not in gone[:i]]
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in elements):
         return [f"{var.name} is not a number"]
     reasons = []
