@@ -298,8 +298,9 @@ def status_text(summary: dict[str, Any]) -> str:
     feas = summary["feasibility"]
     lines.append(f"feasible: {feas['feasible']}, infeasible (constraint < 0): {feas['infeasible']}, "
                  f"failed: {feas['failed']}, failed but not about the point: {feas['ignored']}")
-    outside = summary["outside_variables"]
-    lines += [line for line in [outside_line(outside["jobs"], outside["reasons"])] if line]
+    outside = outside_line(summary["outside_variables"]["jobs"], summary["outside_variables"]["reasons"])
+    if outside:
+        lines.append(outside)
     lines += related_lines(summary.get("related"))
     if summary["running"]:
         lines.append("running:")
