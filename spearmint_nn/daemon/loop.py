@@ -30,6 +30,7 @@ from ..experiment.failures import FailureGroup, FailureStreak
 from ..drivers.base import JobSpec, PollError, SubmitError
 from ..experiment.claims import read_claim
 from ..runner import command_for
+from ..search.space_edits import EarlierJobs, fit_to_space
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
 from ..text import CONTROL_IN_LINES, plain
 from .reporting import Reporter
@@ -209,19 +210,25 @@ class Daemon:
         self._submit(job_id)
 
     def _replay(self) -> None:
-        """Show every finished evaluation to the optimizer (in id order)."""
+        """Show every finished evaluation to the optimizer (in id order), each read as a point of
+        the current variables (see spearmint_nn.search.space_edits); what an edit of them left
+        out or changed is said in one line each."""
         replayed = 0
+        earlier = EarlierJobs(self.config.space)
         for job in self.store.jobs((JobState.COMPLETE, JobState.FAILED)):
             if not job.counts_toward_budget(self.config.ignored_failures):
                 continue
             self._finished += 1
-            if _params_problem(self.config, job.params) is not None:
-                self.reporter.event("warning", f"job {job.id} does not fit the current variables; not shown to the model")
-                continue
-            self._observe(job)
-            replayed += 1
+            params = earlier.fit(job.params)
+            if params is not None:
+                self._show(job, params)
+                replayed += 1
+        outside, adapted = earlier.outside_line(), earlier.adapted_line()
+        if outside:
+            self.reporter.event("warning", outside)
         if replayed:
-            self.reporter.event("replayed", f"{replayed} finished job(s) shown to the model")
+            self.reporter.event("replayed", f"{replayed} finished job(s) shown to the model"
+                                + (f" ({adapted})" if adapted else ""))
 
     def _watch(self) -> Any:
         """Watchdog observer waking the loop on changes (None if inotify is unavailable)."""
@@ -556,8 +563,18 @@ class Daemon:
             self._observe(job)
 
     def _observe(self, job: Job) -> None:
+        """Show a finished evaluation to the model as a point of the current variables (a job
+        left running across an edit of them may no longer be one: then it is only reported)."""
+        fit = fit_to_space(self.config.space, job.params)
+        if fit.params is None:
+            self.reporter.event("warning", f"job {job.id} lies outside the current variables "
+                                f"({', '.join(fit.outside)}); not shown to the model", job=job.id)
+            return
+        self._show(job, fit.params)
+
+    def _show(self, job: Job, params: Mapping[str, Any]) -> None:
         value = job.values if job.state is JobState.COMPLETE else math.nan
-        self._proposer.observe(job.id, job.params, value, job.duration)
+        self._proposer.observe(job.id, params, value, job.duration)
 
     # -- requests from the CLI ---------------------------------------------------------------
 

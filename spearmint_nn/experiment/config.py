@@ -146,7 +146,8 @@ KEYS: dict[str, Key] = {
     "main-file": Key(None, _optional_string, "the wrapper module in the experiment folder, with or without .py (PYTHON)"),
     "experiment-name": Key(None, _optional_string, "a name for logs and reports (default: the folder name)"),
     "likelihood": Key("GAUSSIAN", _choice(*LIKELIHOODS), "noise model of every task without its own: NOISELESS or GAUSSIAN"),
-    "variables": Key(None, _object, "the search space: name -> {type FLOAT|INT|ENUM, size, min, max, options, scale}"),
+    "variables": Key(None, _object, "the search space: name -> {type FLOAT|INT|ENUM, size, min, max, options, scale, when, "
+                 "default}"),
     "tasks": Key(None, _object, "name -> {type OBJECTIVE|CONSTRAINT, likelihood}; default one objective named 'main' "
                  "(Spearmint's main-file, language and resources of a task are read too)"),
     "resources": Key(None, _object, "one {scheduler local|SGE|SLURM, max-concurrent, max-finished-jobs}, as "

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -35,7 +35,7 @@ from ..errors import ConfigError, closest, did_you_mean, unknown_keys
 
 VARIABLE_TYPES = ("FLOAT", "INT", "ENUM")
 SCALES = ("linear", "log")
-_VARIABLE_KEYS = {"type", "size", "min", "max", "options", "scale", "when"}
+_VARIABLE_KEYS = {"type", "size", "min", "max", "options", "scale", "when", "default"}
 MAX_SIZE = 1000  # a vector variable larger than this is almost surely a typo
 NEUTRAL = 0.5  # value columns of an inactive numeric variable
 _COMPARISONS = {
@@ -106,10 +106,18 @@ class Condition:
             return value in self.values
         return all(_COMPARISONS[op](value, bound) for op, bound in self.tests)
 
+    def holds_in(self, params: Mapping[str, Any]) -> bool:
+        """Whether the parent's value in ``params`` (either form) satisfies it; False when absent."""
+        return self.parent in params and self.holds(_scalar(params[self.parent]))
+
 
 @dataclass(frozen=True)
 class Variable:
-    """One entry of ``variables``: a FLOAT, INT or ENUM of ``size`` elements."""
+    """One entry of ``variables``: a FLOAT, INT or ENUM of ``size`` elements.
+
+    ``default`` (JSON form, or None) is the value that jobs run before the variable was added
+    are taken to have had (see :mod:`spearmint_nn.search.space_edits`).
+    """
 
     name: str
     type: str
@@ -119,6 +127,7 @@ class Variable:
     options: tuple[str, ...] = ()
     scale: str = "linear"
     conditions: tuple[Condition, ...] = ()
+    default: tuple | None = None
 
     @property
     def width(self) -> int:
@@ -225,7 +234,7 @@ def parse_variable(name: str, spec: Any) -> Variable:
         if len(set(options)) != len(options):
             dup = next(o for o in options if options.count(o) > 1)
             raise ConfigError(f"{path}.options", f"duplicate option {dup!r}")
-        return Variable(name, vtype, size, options=tuple(options), conditions=conditions)
+        return _with_default(Variable(name, vtype, size, options=tuple(options), conditions=conditions), spec)
     if "options" in spec:
         raise ConfigError(f"{path}.options", f"only allowed for an ENUM (this is a {vtype})")
     for key in ("min", "max"):
@@ -243,7 +252,18 @@ def parse_variable(name: str, spec: Any) -> Variable:
         raise ConfigError(f"{path}.scale", f"must be 'linear' or 'log' (got {scale!r})")
     if scale == "log" and lo <= 0:
         raise ConfigError(f"{path}.min", f"must be > 0 for a log scale (got {spec['min']!r})")
-    return Variable(name, vtype, size, min=lo, max=hi, scale=scale, conditions=conditions)
+    return _with_default(Variable(name, vtype, size, min=lo, max=hi, scale=scale, conditions=conditions), spec)
+
+
+def _with_default(var: Variable, spec: Mapping[str, Any]) -> Variable:
+    """``var`` with the spec's ``default``, checked against the variable's own type, size,
+    bounds and options (errors name ``variables.<name>.default``)."""
+    if "default" not in spec:
+        return var
+    elements = _checked_elements(var, spec["default"], f"variables.{var.name}.default")
+    if var.type != "ENUM":
+        elements = [int(v) if var.type == "INT" else float(v) for v in elements]
+    return replace(var, default=tuple(elements))
 
 
 class Space:
@@ -272,6 +292,11 @@ class Space:
                 start += 1
         self.dim = start
         self._order = self._check_conditions()
+
+    @property
+    def parents_first(self) -> list[Variable]:
+        """The variables in an order where every parent comes before its children."""
+        return list(self._order)
 
     def _check_conditions(self) -> list[Variable]:
         """Validate parents and return the variables with every parent before its children."""
@@ -404,7 +429,7 @@ class Space:
         for x in X:
             params: dict[str, Any] = {}
             for var in self._order:
-                if not all(c.parent in params and c.holds(_scalar(params[c.parent])) for c in var.conditions):
+                if not all(c.holds_in(params) for c in var.conditions):
                     continue
                 cols = x[self._slices[var.name]]
                 if var.type == "ENUM":
@@ -451,17 +476,7 @@ class Space:
                 continue
             if var.name not in params:
                 raise ConfigError(path, "missing")
-            for v in _elements(var, params[var.name], path):
-                if var.type == "ENUM":
-                    if not isinstance(v, str) or v not in var.options:
-                        raise ConfigError(path, f"{v!r} is not one of {list(var.options)}")
-                    continue
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                    raise ConfigError(path, f"must hold finite numbers (got {v!r})")
-                if var.type == "INT" and v != int(v):
-                    raise ConfigError(path, f"must hold integers (got {v!r})")
-                if not var.min <= v <= var.max:
-                    raise ConfigError(path, f"{v!r} is outside [{var.min:g}, {var.max:g}]")
+            _checked_elements(var, params[var.name], path)
             active.append(var.name)
         return [name for name in self.names if name in active]
 
@@ -510,6 +525,25 @@ def _elements(var: Variable, value: Any, path: str) -> list:
                   else f"a list of {var.size} {kind}s")
         raise ConfigError(path, f"must be {wanted} (got {value!r:.80})")
     return [v.item() if isinstance(v, np.generic) else v for v in value]
+
+
+def _checked_elements(var: Variable, value: Any, path: str) -> list:
+    """The elements of a value of ``var`` (see :func:`_elements`); raises :class:`ConfigError`
+    at ``path`` unless each is one of its options, or a finite number within its bounds (an
+    integer for an INT)."""
+    elements = _elements(var, value, path)
+    for v in elements:
+        if var.type == "ENUM":
+            if not isinstance(v, str) or v not in var.options:
+                raise ConfigError(path, f"{v!r} is not one of {list(var.options)}")
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ConfigError(path, f"must hold finite numbers (got {v!r})")
+        if var.type == "INT" and v != int(v):
+            raise ConfigError(path, f"must hold integers (got {v!r})")
+        if not var.min <= v <= var.max:
+            raise ConfigError(path, f"{v!r} is outside [{var.min:g}, {var.max:g}]")
+    return elements
 
 
 def _scalar(value: Any) -> Any:

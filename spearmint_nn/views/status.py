@@ -26,6 +26,7 @@ from ..experiment.lock import daemon_state
 from ..experiment.store import Store
 from ..files import read_json
 from ..search.space import Space
+from ..search.space_edits import EarlierJobs, outside_line
 from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES
 
 RECENT_FAILURES = 5
@@ -166,6 +167,19 @@ class Snapshot:
         return group_failures(self.jobs)
 
     @cached_property
+    def outside_variables(self) -> dict[str, Any]:
+        """Finished jobs that count against the budget but lie outside the current variables (an
+        edit of them since they ran), so the model is not shown them: ``{"jobs": n, "reasons":
+        {reason: jobs}}`` (see :mod:`spearmint_nn.search.space_edits`)."""
+        if self.space is None:
+            return {"jobs": 0, "reasons": {}}
+        earlier = EarlierJobs(self.space)
+        for job in self.finished:
+            if job.counts_toward_budget(self.ignored_failures):
+                earlier.fit(job.params)
+        return {"jobs": earlier.outside, "reasons": dict(earlier.reasons.most_common())}
+
+    @cached_property
     def feasibility(self) -> dict[str, int]:
         """Finished jobs as the constraint model sees them: feasible, infeasible (complete but a
         constraint < 0), failed (an infeasible observation of "job success") and ignored (failed
@@ -241,6 +255,7 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
                      "age_s": round(now - j.fields.get("submitted", now), 1)} for j in snap.in_state(JobState.RUNNING)],
         "recent_failures": [{"id": j.id, "failure": j.failure, "reason": j.reason} for j in recent],
         "feasibility": snap.feasibility,
+        "outside_variables": snap.outside_variables,
         "failures_by_kind": failures_by_kind(failed),
         "failure_groups": [group.as_dict() for group in groups[:JSON_FAILURE_GROUPS]],
         "failure_group_count": len(groups),
@@ -283,6 +298,9 @@ def status_text(summary: dict[str, Any]) -> str:
     feas = summary["feasibility"]
     lines.append(f"feasible: {feas['feasible']}, infeasible (constraint < 0): {feas['infeasible']}, "
                  f"failed: {feas['failed']}, failed but not about the point: {feas['ignored']}")
+    outside = outside_line(summary["outside_variables"]["jobs"], summary["outside_variables"]["reasons"])
+    if outside:
+        lines.append(outside)
     lines += related_lines(summary.get("related"))
     if summary["running"]:
         lines.append("running:")

@@ -78,6 +78,12 @@ def test_inactive_variable_given_is_rejected():
     ({"x": {"type": "FLOAT", "min": float("nan"), "max": 1}}, "variables.x.min: must be finite (got nan)"),
     ({"x": {"type": "INT", "min": 0.5, "max": 3}}, "variables.x.min: must be an integer for an INT (got 0.5)"),
     ({"x": {"type": "FLOAT", "min": 0, "max": 1, "size": 10**6}}, "variables.x.size: must be at most 1000 (got 1000000)"),
+    ({"wd": {"type": "FLOAT", "min": 0, "max": 1, "default": 2}}, "variables.wd.default: 2 is outside [0, 1]"),
+    ({"n": {"type": "INT", "min": 0, "max": 4, "default": 1.5}}, "variables.n.default: must hold integers (got 1.5)"),
+    ({"w": {"type": "FLOAT", "min": 0, "max": 1, "size": 2, "default": 0}},
+     "variables.w.default: must be a list of 2 numbers (got 0)"),
+    ({"act": {"type": "ENUM", "options": ["relu"], "default": "gelu"}},
+     "variables.act.default: 'gelu' is not one of ['relu']"),
 ])
 def test_bad_variables_name_the_key(variables, message):
     with pytest.raises(ConfigError) as err:
@@ -145,3 +151,11 @@ def test_unknown_keys_of_every_variable_in_one_error():
                            "b": {"type": "INT", "min": 0, "max": 4, "sise": 2}})
     assert str(info.value) == ("variables.a.step, variables.b.sise: unknown keys "
                                "(variables.b.sise: did you mean 'size'?)")
+
+
+def test_a_default_is_kept_in_json_form():
+    space = Space.from_config({"wd": {"type": "FLOAT", "min": 0, "max": 1, "default": 0},
+                               "n": {"type": "INT", "min": 0, "max": 4, "size": 2, "default": [1, 2.0]},
+                               "act": {"type": "ENUM", "options": ["relu", "tanh"], "default": ["tanh"]}})
+    assert [var.default for var in space.variables] == [(0.0,), (1, 2), ("tanh",)]
+    assert isinstance(space.variables[1].default[1], int)

@@ -177,7 +177,8 @@ def test_status_json_is_stable(tmp_path):
     status = json.loads(result.stdout)
     assert set(status) == {"experiment", "name", "daemon", "counts", "finished", "max_finished_jobs",
                            "objective", "best", "running", "recent_failures", "feasibility",
-                           "failures_by_kind", "failure_groups", "failure_group_count", "model_best", "related"}
+                           "failures_by_kind", "failure_groups", "failure_group_count", "model_best", "related",
+                           "outside_variables"}
     snap = take_snapshot(exp)
     assert status["counts"] == snap.counts and status["finished"] == snap.budget_used == 20
     assert status["max_finished_jobs"] == 30 and status["objective"] == "loss" and status["name"] == "demo"
@@ -191,6 +192,7 @@ def test_status_json_is_stable(tmp_path):
     # every 7th job failed the same way: one group; no model_best (no best.json written)
     assert status["failure_group_count"] == 1 and status["model_best"] is None
     assert [(g["count"], g["first_job"], g["last_job"], g["kind"]) for g in status["failure_groups"]] == [(2, 7, 14, "exception")]
+    assert status["outside_variables"] == {"jobs": 0, "reasons": {}}  # the variables were not edited
     feasibility = status["feasibility"]
     assert set(feasibility) == {"feasible", "infeasible", "failed", "ignored"}
     assert feasibility["feasible"] == sum(1 for j in snap.jobs if snap.is_feasible(j))
