@@ -284,7 +284,8 @@ class Daemon:
             cancel_jobs(store, self.driver, ids, self.reporter, "cancelled at daemon exit (--cancel-on-exit)")
         self.summaries.write()
         counts = store.counts()
-        best = best_job(store.jobs(JobState.COMPLETE), self.config.objective, self.config.constraints)
+        best = best_job(store.jobs(JobState.COMPLETE), self.config.objective, self.config.constraints,
+                        self.config.direction)
         best_text = f"best {best.value:.6g} (job {best.id})" if best else "no complete job yet"
         left = ""
         if counts["running"] or counts["pending"]:

@@ -26,8 +26,8 @@ from ..errors import ConfigError, closest, did_you_mean, unknown_keys
 from .jobs import DEFAULT_IGNORED_FAILURES, FAILURE_KINDS
 from .layout import ExperimentPaths
 from ..search.arguments import Tasks, share, single_objective
-from ..search.names import (ACQUISITIONS, AUTO, CONSTRAINT_MODELS, DEFAULT_TASK_NAME, KERNELS, LIKELIHOODS,
-                            MODEL_CHOICES, TASK_TYPES, TRANSFORM_CHOICES)
+from ..search.names import (ACQUISITIONS, AUTO, CONSTRAINT_MODELS, DEFAULT_TASK_NAME, DIRECTIONS, KERNELS,
+                            LIKELIHOODS, MODEL_CHOICES, TASK_TYPES, TRANSFORM_CHOICES)
 from ..search.settings import DEFAULT_CROWDING_SHARE, SearchSettings
 from ..search.space import Space, unknown_variable_keys
 
@@ -160,6 +160,8 @@ KEYS: dict[str, Key] = {
     "database": Key(None, _object, "Spearmint's MongoDB settings: not used (the experiment folder holds the jobs)"),
     "chooser": Key(None, _object, "Spearmint's chooser module: not used (see \"model\" and \"acquisition\")"),
     # our keys
+    "direction": Key(DIRECTIONS[0], _choice(*DIRECTIONS, upper=False),
+                     "minimize or maximize the objective (values stay in the wrapper's sign everywhere)", "direction"),
     "driver": Key({"name": "local"}, _object, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
     "command": Key(None, _command, "argument list run for a SHELL wrapper; the params file path is appended"),
     "model": Key(AUTO, _choice(*MODEL_CHOICES, upper=False),
@@ -255,6 +257,11 @@ class ExperimentConfig:
     def objective(self) -> str:
         """Name of the one OBJECTIVE task."""
         return next(t.name for t in self.tasks.values() if t.type == "OBJECTIVE")
+
+    @property
+    def direction(self) -> str:
+        """"minimize" or "maximize": which objective values are better."""
+        return self.values["direction"]
 
     @property
     def constraints(self) -> list[str]:

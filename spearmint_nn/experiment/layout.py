@@ -67,10 +67,11 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
     location      "<file>:<line>" of the innermost traceback frame in the experiment folder,
                   from the runner's result file, when known (failed)
 
-best.json: the best observed feasible job (id, value, values, params, duration, finished); for
-a GAUSSIAN (noisy) objective, also ``model_best``: the evaluated feasible point with the lowest
-posterior mean of the objective model, as Spearmint reported it, ``{"id", "params", "mean",
-"std", "value" (observed there), "observations" (the model's data), "fitted" (unix time)}``.
+best.json: the best observed feasible job (id, value, values, params, duration, finished): the
+lowest value, the highest with ``"direction": "maximize"``; for a GAUSSIAN (noisy) objective,
+also ``model_best``: the evaluated feasible point with the best posterior mean of the objective
+model, as Spearmint reported it, ``{"id", "params", "mean", "std", "value" (observed there),
+"observations" (the model's data), "fitted" (unix time)}``.
 
 Claim file (``claims/<id>.json``), created once by the runner before it evaluates anything:
 

@@ -75,6 +75,8 @@ BAD_CONFIGS = [
      'command: required for language SHELL: an argument list such as ["bash", "run.sh"]'),
     ("command as one string", _with(language="SHELL", command="bash run.sh", **{"main-file": DELETE}),
      'command: must be a list of arguments such as ["bash", "run.sh"], not one string'),
+    ("direction typo", _with(direction="maximise"),
+     "direction: must be one of minimize, maximize (got 'maximise') (did you mean 'maximize'?)"),
     ("seed negative", _with(seed=-1), "seed: must be >= 0 (got -1)"),
     ("restart-after negative", _with(restart_after=-1), "restart-after: must be >= 0 (got -1)"),
 ]
