@@ -6,9 +6,9 @@ that the pid is alive *and* started at that moment, so a recycled pid is never m
 the job. For jobs it started itself the driver also knows the exit status; for adopted ones
 the result file alone tells success from failure.
 
-The optional ``time-limit`` is measured from the process start time, so it also holds for
-adopted jobs. At the limit, or on cancel, the whole process group gets SIGTERM and, after a
-short grace period, SIGKILL.
+The ``time-limit`` (default :data:`DEFAULT_TIME_LIMIT_S`; ``null``: none) is measured from the
+process start time, so it also holds for adopted jobs. At the limit, or on cancel, the whole
+process group gets SIGTERM and, after a short grace period, SIGKILL.
 """
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ from typing import Any, Mapping, Sequence
 from .base import Driver, JobSpec, JobStatus, PollError, SchedulerState, SubmitError
 
 KILL_GRACE_S = 2.0
+# No scheduler stands behind a local job: without a limit a hung job (a deadlocked data loader,
+# a wrapper waiting on input) holds its slot forever. A day is longer than any training run meant
+# for a workstation's search, and short enough that a hang costs a slot for one day, not the search.
+DEFAULT_TIME_LIMIT_S = 24 * 3600.0
 
 
 def _proc_stat(pid: int) -> tuple[str, int] | None:
@@ -56,8 +60,12 @@ class LocalDriver(Driver):
     """Runs jobs as local processes (see the module docstring)."""
 
     name = "local"
-    options: Mapping[str, str] = dict(Driver.options)
+    options: Mapping[str, str] = {
+        **Driver.options,
+        "time-limit": "wall time per job: seconds, or [D-]HH:MM:SS (default 24:00:00); null: none",
+    }
     result_grace_s = 0.0  # a local job's result file is complete before its process exits
+    default_time_limit = DEFAULT_TIME_LIMIT_S
 
     def __init__(self, options: Mapping[str, Any], state_dir: Path):
         super().__init__(options, state_dir)

@@ -159,7 +159,7 @@ class Daemon:
 
     def _load(self) -> None:
         config, store = self.config, self.store
-        self.reporter.event("started", f"experiment {config.name} in {self.paths.experiment}: driver {self.driver.name}, "
+        self.reporter.event("started", f"experiment {config.name} in {self.paths.experiment}: driver {self.driver.describe()}, "
                             f"model {config['model']}, max-concurrent {config.max_concurrent}, "
                             f"max-finished-jobs {config.max_finished_jobs}, pid {os.getpid()}")
         for task in self.optimizer.related:

@@ -120,3 +120,18 @@ def test_unstartable_command_is_a_permanent_submit_error(tmp_path):
     with pytest.raises(SubmitError) as info:
         LocalDriver({}, tmp_path).submit(spec)
     assert not info.value.transient
+
+
+def test_a_job_gets_the_default_time_limit_and_null_means_none(tmp_path, monkeypatch):
+    from spearmint_nn.drivers import local
+
+    assert LocalDriver({}, tmp_path).time_limit == local.DEFAULT_TIME_LIMIT_S == 24 * 3600
+    assert LocalDriver({"time-limit": None}, tmp_path).time_limit is None
+    monkeypatch.setattr(LocalDriver, "default_time_limit", 0.5)  # the default's mechanism, made quick
+    limited, unlimited = LocalDriver({}, tmp_path), LocalDriver({"time-limit": None}, tmp_path)
+    hung = limited.submit(_spec(tmp_path, "sleep 60", 1))
+    free = unlimited.submit(_spec(tmp_path, "sleep 60", 2))
+    status = _wait_end(limited, hung)
+    assert status.state is SchedulerState.TIMEOUT and "time limit of 0.5 s" in status.reason
+    assert unlimited.poll([free])[free].state is SchedulerState.RUNNING
+    unlimited.cancel([free])
