@@ -162,6 +162,10 @@ class Daemon:
         self.reporter.event("started", f"experiment {config.name} in {self.paths.experiment}: driver {self.driver.describe()}, "
                             f"model {config['model']}, max-concurrent {config.max_concurrent}, "
                             f"max-finished-jobs {config.max_finished_jobs}, pid {os.getpid()}")
+        asked = config.raw.get("max-concurrent")
+        if isinstance(asked, int) and asked > config.max_concurrent:
+            self.reporter.event("warning", f"max-concurrent {asked} is more than the {config.max_concurrent} GPU slots "
+                                           f"of driver.gpus: {config.max_concurrent} jobs run at once")
         for task in self.optimizer.related:
             self.reporter.event("related", f"learning from related experiment {task.name}: "
                                            f"{len(task)} successful jobs, read as of now")

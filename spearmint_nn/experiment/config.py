@@ -381,6 +381,12 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
     main_file = _parse_wrapper(paths.experiment, values)
     driver_name, driver_options = _parse_driver(_driver_spec(raw, implied), driver_override, check_driver)
     values["driver"] = {"name": driver_name, **driver_options}
+    gpus = driver_options.get("gpus") if driver_name == "local" else None
+    if isinstance(gpus, list) and gpus:
+        # one job per GPU slot: a workstation user listing four GPUs expects four jobs at once, and a
+        # fifth would have no GPU to run on; a smaller max-concurrent leaves some GPUs free, as asked
+        given = raw.get("max-concurrent") is not None or "max-concurrent" in implied
+        values["max-concurrent"] = min(values["max-concurrent"], len(gpus)) if given else len(gpus)
     return ExperimentConfig(paths=paths, values=values, space=space, tasks=tasks, main_file=main_file,
                             driver_name=driver_name, driver_options=driver_options, raw=raw)
 

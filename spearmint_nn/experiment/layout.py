@@ -76,7 +76,8 @@ model, as Spearmint reported it, ``{"id", "params", "mean", "std", "value" (obse
 Claim file (``claims/<id>.json``), created once by the runner before it evaluates anything:
 
     host, pid, start_ticks (field 22 of /proc/<pid>/stat), claimed (unix time),
-    scheduler_ids ({environment variable: value} for variables ending in JOB_ID or JOBID)
+    scheduler_ids ({environment variable: value} for variables ending in JOB_ID or JOBID),
+    cuda_visible_devices (the job's CUDA_VISIBLE_DEVICES, or null: the local driver's GPU slot)
 
 Result file (``results/<id>.json``), written atomically by the runner:
 

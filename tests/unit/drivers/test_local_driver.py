@@ -135,3 +135,42 @@ def test_a_job_gets_the_default_time_limit_and_null_means_none(tmp_path, monkeyp
     assert status.state is SchedulerState.TIMEOUT and "time limit of 0.5 s" in status.reason
     assert unlimited.poll([free])[free].state is SchedulerState.RUNNING
     unlimited.cancel([free])
+
+
+def test_each_job_runs_on_the_devices_of_a_free_gpu_slot(tmp_path):
+    from spearmint_nn.drivers.base import SubmitError
+
+    driver = LocalDriver({"gpus": [0, "1,2"]}, tmp_path)
+    script = f'echo "$CUDA_VISIBLE_DEVICES" > {tmp_path}/$JOB.devices; sleep 60'
+    spec = lambda n: JobSpec(job_id=n, command=["bash", "-c", script], workdir=tmp_path, stdout=tmp_path / f"{n}.out",
+                             stderr=tmp_path / f"{n}.err", script_path=tmp_path / f"{n}.sh", name=f"job-{n}",
+                             env={"JOB": str(n)})
+    first, second = driver.submit(spec(1)), driver.submit(spec(2))
+    assert _wait_file(tmp_path / "1.devices") == "0\n" and _wait_file(tmp_path / "2.devices") == "1,2\n"
+    assert first.endswith(":0") and second.endswith(":1,2")  # the job record keeps its devices
+    with pytest.raises(SubmitError, match="all 2 GPU slots of driver.gpus are taken") as info:
+        driver.submit(spec(3))
+    assert info.value.transient
+    driver.cancel([first])
+    third = driver.submit(spec(3))  # the cancelled job's slot, free again
+    assert _wait_file(tmp_path / "3.devices") == "0\n"
+
+    restarted = LocalDriver({"gpus": [0, "1,2", 3]}, tmp_path)  # a new daemon, one GPU more
+    assert {status.state for status in restarted.poll([second, third]).values()} == {SchedulerState.RUNNING}
+    fourth = restarted.submit(spec(4))  # the adopted jobs keep 0 and 1,2
+    assert _wait_file(tmp_path / "4.devices") == "3\n"
+    driver.cancel([second, third])
+    restarted.cancel([fourth])
+
+
+@pytest.mark.parametrize("gpus,message", [
+    (2, 'driver.gpus: must be a list of devices, one per job slot, such as [0, 1] or ["0,1", "2,3"] for two a job (got 2)'),
+    ([0, "1, 2"], 'driver.gpus[1]: must be a device number such as 0, or devices such as "0,1" (got \'1, 2\')'),
+    ([-1], 'driver.gpus[0]: must be a device number such as 0, or devices such as "0,1" (got -1)'),
+])
+def test_a_bad_gpus_option_names_its_entry(tmp_path, gpus, message):
+    from spearmint_nn.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        LocalDriver({"gpus": gpus}, tmp_path)
+    assert str(info.value) == message

@@ -65,7 +65,7 @@ BAD_CONFIGS = [
     ("driver name", _with(driver={"name": "slrum"}),
      f"driver.name: no driver named 'slrum' (did you mean 'slurm'?); installed: {INSTALLED}"),
     ("driver option", _with(driver={"name": "local", "time-limt": 10}),
-     "driver.time-limt: unknown option for the local driver (did you mean 'time-limit'?); valid options: time-limit"),
+     "driver.time-limt: unknown option for the local driver (did you mean 'time-limit'?); valid options: gpus, time-limit"),
     ("driver time-limit", _with(driver={"name": "local", "time-limit": "soon"}),
      "driver.time-limit: must be seconds or [D-]HH:MM:SS (got 'soon')"),
     ("model typo", _with(model="dnog"), "model: must be one of auto, dngo, dngo-warp, gp, gp-nowarp, sobol (got 'dnog') (did you mean 'dngo'?)"),
