@@ -116,8 +116,11 @@ class Driver(abc.ABC):
 
     def describe(self) -> str:
         """The driver's name and the settings a user should see at the start, for the log."""
-        limit = "none" if self.time_limit is None else f"{self.time_limit:g} s"
-        return f"{self.name} (time-limit {limit})"
+        return f"{self.name} ({', '.join(self.settings_text())})"
+
+    def settings_text(self) -> list[str]:
+        """What :meth:`describe` lists after the name; a driver with settings of its own adds them."""
+        return [f"time-limit {'none' if self.time_limit is None else f'{self.time_limit:g} s'}"]
 
     @classmethod
     def validate_options(cls, options: Mapping[str, Any]) -> None:

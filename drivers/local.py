@@ -36,6 +36,10 @@ KILL_GRACE_S = 2.0
 # a wrapper waiting on input) holds its slot forever. A day is longer than any training run meant
 # for a workstation's search, and short enough that a hang costs a slot for one day, not the search.
 DEFAULT_TIME_LIMIT_S = 24 * 3600.0
+# The daemon submits the next job as soon as it reads a result, while the process that wrote it
+# may still be exiting (interpreter teardown, the CUDA context's release): a GPU slot is waited
+# for this long before the submission fails (and is retried).
+SLOT_WAIT_S = 5.0
 
 
 def _proc_stat(pid: int) -> tuple[str, int] | None:
@@ -117,15 +121,16 @@ class LocalDriver(Driver):
         if "gpus" in options:
             gpu_slots(options["gpus"])
 
-    def describe(self) -> str:
-        text = super().describe()
-        return text if self.gpus is None else f"{text[:-1]}, GPU slots {' | '.join(self.gpus)})"
+    def settings_text(self) -> list[str]:
+        return super().settings_text() + ([f"GPU slots {' | '.join(self.gpus)}"] if self.gpus is not None else [])
 
     def submit(self, spec: JobSpec) -> str:
         env = {**os.environ, **spec.env}
         devices = None
         if self.gpus is not None:
-            devices = self._free_gpu_slot()
+            deadline = time.monotonic() + SLOT_WAIT_S
+            while (devices := self._free_gpu_slot()) is None and time.monotonic() < deadline:
+                time.sleep(0.02)
             if devices is None:
                 raise SubmitError(f"all {len(self.gpus)} GPU slots of driver.gpus are taken", transient=True)
             env["CUDA_VISIBLE_DEVICES"] = devices

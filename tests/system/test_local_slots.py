@@ -62,6 +62,7 @@ def test_gpu_slots_one_job_each_also_across_a_daemon_killed_and_restarted(make_e
     assert cli("run", folder, timeout=300).returncode == 0
     runs = _runs(folder)
     assert len(runs) == 6 and {devices for devices, _, _ in runs} == {"0", "1,2"}
+    assert "warning" not in (folder / ".spearmint" / "daemon.log").read_text()  # no submission waited on a slot
     for devices in ("0", "1,2"):  # never two jobs at once on a slot, the adopted ones included
         spans = sorted((start, end) for d, start, end in runs if d == devices)
         assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:])), spans

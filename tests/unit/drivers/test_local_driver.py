@@ -137,8 +137,11 @@ def test_a_job_gets_the_default_time_limit_and_null_means_none(tmp_path, monkeyp
     unlimited.cancel([free])
 
 
-def test_each_job_runs_on_the_devices_of_a_free_gpu_slot(tmp_path):
+def test_each_job_runs_on_the_devices_of_a_free_gpu_slot(tmp_path, monkeypatch):
+    from spearmint_nn.drivers import local
     from spearmint_nn.drivers.base import SubmitError
+
+    monkeypatch.setattr(local, "SLOT_WAIT_S", 0.2)
 
     driver = LocalDriver({"gpus": [0, "1,2"]}, tmp_path)
     script = f'echo "$CUDA_VISIBLE_DEVICES" > {tmp_path}/$JOB.devices; sleep 60'
