@@ -81,7 +81,7 @@ _DEVICE = re.compile(r"[0-9]+|(GPU|MIG)-[A-Za-z0-9-]+")
 
 def gpu_slots(value: Any) -> list[str]:
     """The ``gpus`` option as one CUDA_VISIBLE_DEVICES value per slot; ConfigError naming the entry."""
-    example = "a list of devices, one per job slot, such as [0, 1] or [\"0,1\", \"2,3\"] for two a job"
+    example = "a list of devices, one per job slot, such as [0, 1] or [\"0,1\", \"2,3\"] for two devices a job"
     if not isinstance(value, list) or not value:
         raise ConfigError("driver.gpus", f"must be {example} (got {value!r})")
     slots = []
@@ -101,7 +101,8 @@ class LocalDriver(Driver):
     options: Mapping[str, str] = {
         **Driver.options,
         "time-limit": "wall time per job: seconds, or [D-]HH:MM:SS (default 24:00:00); null: none",
-        "gpus": "GPU slots, one job each: a list of CUDA devices such as [0, 1], or [\"0,1\", \"2,3\"] for two a job",
+        "gpus": "GPU slots, one job each: a list of CUDA devices such as [0, 1], or [\"0,1\", \"2,3\"] "
+                "for two devices a job",
     }
     result_grace_s = 0.0  # a local job's result file is complete before its process exits
     default_time_limit = DEFAULT_TIME_LIMIT_S

@@ -159,9 +159,10 @@ class Daemon:
 
     def _load(self) -> None:
         config, store = self.config, self.store
-        self.reporter.event("started", f"experiment {config.name} in {self.paths.experiment}: driver {self.driver.describe()}, "
-                            f"model {config['model']}, max-concurrent {config.max_concurrent}, "
-                            f"max-finished-jobs {config.max_finished_jobs}, pid {os.getpid()}")
+        self.reporter.event("started", f"experiment {config.name} in {self.paths.experiment}: "
+                            f"driver {self.driver.describe()}, model {config['model']}, "
+                            f"max-concurrent {config.max_concurrent}, max-finished-jobs {config.max_finished_jobs}, "
+                            f"pid {os.getpid()}")
         asked = config.raw.get("max-concurrent")
         if isinstance(asked, int) and asked > config.max_concurrent:
             self.reporter.event("warning", f"max-concurrent {asked} is more than the {config.max_concurrent} GPU slots "

@@ -74,7 +74,8 @@ def test_max_concurrent_is_the_number_of_gpu_slots_unless_it_asks_for_fewer(make
     config = quick_config(driver=gpus)
     del config["max-concurrent"]
     assert load_config(make_experiment(config, name="default")).max_concurrent == 4
-    assert load_config(make_experiment(quick_config(driver=gpus, **{"max-concurrent": 2}), name="fewer")).max_concurrent == 2
+    fewer = make_experiment(quick_config(driver=gpus, **{"max-concurrent": 2}), name="fewer")
+    assert load_config(fewer).max_concurrent == 2
     capped = make_experiment(quick_config(driver=gpus, **{"max-concurrent": 8, "max-finished-jobs": 1}), name="capped")
     assert load_config(capped).max_concurrent == 4
     assert cli("run", capped, timeout=300).returncode == 0

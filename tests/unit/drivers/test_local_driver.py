@@ -167,7 +167,7 @@ def test_each_job_runs_on_the_devices_of_a_free_gpu_slot(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("gpus,message", [
-    (2, 'driver.gpus: must be a list of devices, one per job slot, such as [0, 1] or ["0,1", "2,3"] for two a job (got 2)'),
+    (2, 'driver.gpus: must be a list of devices, one per job slot, such as [0, 1] or ["0,1", "2,3"] for two devices a job (got 2)'),
     ([0, "1, 2"], 'driver.gpus[1]: must be a device number such as 0, or devices such as "0,1" (got \'1, 2\')'),
     ([-1], 'driver.gpus[0]: must be a device number such as 0, or devices such as "0,1" (got -1)'),
 ])
