@@ -101,15 +101,26 @@ class Driver(abc.ABC):
     # shared filesystem the job's last write can reach the daemon's node late.
     result_grace_s: ClassVar[float] = 30.0
     options: ClassVar[Mapping[str, str]] = {
-        "time-limit": "wall time per job: seconds, or [D-]HH:MM:SS",
+        "time-limit": "wall time per job: seconds, or [D-]HH:MM:SS; null: none",
     }
+    # Seconds of wall time per job when the config names no time-limit; None: no limit (a batch
+    # scheduler then applies its own default).
+    default_time_limit: ClassVar[float | None] = None
 
     def __init__(self, options: Mapping[str, Any], state_dir: Path):
         self.validate_options(options)
         self.config = dict(options)
         self.state_dir = Path(state_dir)
-        limit = options.get("time-limit")
+        limit = options.get("time-limit", self.default_time_limit)  # an explicit null: no limit
         self.time_limit: float | None = None if limit is None else parse_duration("driver.time-limit", limit)
+
+    def describe(self) -> str:
+        """The driver's name and the settings a user should see at the start, for the log."""
+        return f"{self.name} ({', '.join(self.settings_text())})"
+
+    def settings_text(self) -> list[str]:
+        """What :meth:`describe` lists after the name; a driver with settings of its own adds them."""
+        return [f"time-limit {'none' if self.time_limit is None else f'{self.time_limit:g} s'}"]
 
     @classmethod
     def validate_options(cls, options: Mapping[str, Any]) -> None:
@@ -117,7 +128,7 @@ class Driver(abc.ABC):
 
         Subclasses that check values extend this and call ``super().validate_options``.
         """
-        if "time-limit" in options:
+        if options.get("time-limit") is not None:
             parse_duration("driver.time-limit", options["time-limit"])
         for key in options:
             if key == "name":

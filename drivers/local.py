@@ -6,23 +6,40 @@ that the pid is alive *and* started at that moment, so a recycled pid is never m
 the job. For jobs it started itself the driver also knows the exit status; for adopted ones
 the result file alone tells success from failure.
 
-The optional ``time-limit`` is measured from the process start time, so it also holds for
-adopted jobs. At the limit, or on cancel, the whole process group gets SIGTERM and, after a
-short grace period, SIGKILL.
+With ``gpus`` (a list, one entry per job slot: a device such as ``0`` or several such as
+``"0,1"``), each job runs with ``CUDA_VISIBLE_DEVICES`` set to a slot no live job holds, and its
+scheduler id ends with them, ``"<pid>:<start time>:<devices>"``: a restarted daemon that adopts
+the job knows its devices are taken. A device listed twice is two slots (two jobs share it).
+
+The ``time-limit`` (default :data:`DEFAULT_TIME_LIMIT_S`; ``null``: none) is measured from the
+process start time, so it also holds for adopted jobs. At the limit, or on cancel, the whole
+process group gets SIGTERM and, after a short grace period, SIGKILL.
 """
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+from spearmint_nn.errors import ConfigError
 
 from .base import Driver, JobSpec, JobStatus, PollError, SchedulerState, SubmitError
 
 KILL_GRACE_S = 2.0
+# No scheduler stands behind a local job: without a limit a hung job (a deadlocked data loader,
+# a wrapper waiting on input) holds its slot forever. A day is longer than any training run meant
+# for a workstation's search, and short enough that a hang costs a slot for one day, not the search.
+DEFAULT_TIME_LIMIT_S = 24 * 3600.0
+# The daemon submits the next job as soon as it reads a result, while the process that wrote it
+# may still be exiting (interpreter teardown, the CUDA context's release): a GPU slot is waited
+# for this long before the submission fails (and is retried).
+SLOT_WAIT_S = 5.0
 
 
 def _proc_stat(pid: int) -> tuple[str, int] | None:
@@ -48,16 +65,47 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _parse_id(scheduler_id: str) -> tuple[int, int]:
-    pid, _, start = scheduler_id.partition(":")
+    pid, start = scheduler_id.split(":")[:2]
     return int(pid), int(start)
+
+
+def _devices_of(scheduler_id: str) -> str | None:
+    """The CUDA devices a job's scheduler id names (None: a job without a GPU slot)."""
+    parts = scheduler_id.split(":", 2)
+    return parts[2] if len(parts) == 3 else None
+
+
+# One CUDA device as CUDA_VISIBLE_DEVICES names it: an index, or a GPU-/MIG- UUID.
+_DEVICE = re.compile(r"[0-9]+|(GPU|MIG)-[A-Za-z0-9-]+")
+
+
+def gpu_slots(value: Any) -> list[str]:
+    """The ``gpus`` option as one CUDA_VISIBLE_DEVICES value per slot; ConfigError naming the entry."""
+    example = "a list of devices, one per job slot, such as [0, 1] or [\"0,1\", \"2,3\"] for two devices a job"
+    if not isinstance(value, list) or not value:
+        raise ConfigError("driver.gpus", f"must be {example} (got {value!r})")
+    slots = []
+    for i, entry in enumerate(value):
+        text = str(entry) if isinstance(entry, int) and not isinstance(entry, bool) and entry >= 0 else entry
+        if not isinstance(text, str) or not all(_DEVICE.fullmatch(d) for d in text.split(",")):
+            raise ConfigError(f"driver.gpus[{i}]", f"must be a device number such as 0, or devices such as "
+                              f"\"0,1\" (got {entry!r})")
+        slots.append(text)
+    return slots
 
 
 class LocalDriver(Driver):
     """Runs jobs as local processes (see the module docstring)."""
 
     name = "local"
-    options: Mapping[str, str] = dict(Driver.options)
+    options: Mapping[str, str] = {
+        **Driver.options,
+        "time-limit": "wall time per job: seconds, or [D-]HH:MM:SS (default 24:00:00); null: none",
+        "gpus": "GPU slots, one job each: a list of CUDA devices such as [0, 1], or [\"0,1\", \"2,3\"] "
+                "for two devices a job",
+    }
     result_grace_s = 0.0  # a local job's result file is complete before its process exits
+    default_time_limit = DEFAULT_TIME_LIMIT_S
 
     def __init__(self, options: Mapping[str, Any], state_dir: Path):
         super().__init__(options, state_dir)
@@ -65,27 +113,65 @@ class LocalDriver(Driver):
         self._timed_out: set[str] = set()
         self._cancelled: set[str] = set()
         self._boot = _boot_time()
+        self.gpus: list[str] | None = gpu_slots(options["gpus"]) if "gpus" in options else None
+        self._holding: dict[str, str] = {}  # scheduler id -> the devices of a job in a GPU slot
+
+    @classmethod
+    def validate_options(cls, options: Mapping[str, Any]) -> None:
+        super().validate_options(options)
+        if "gpus" in options:
+            gpu_slots(options["gpus"])
+
+    def settings_text(self) -> list[str]:
+        return super().settings_text() + ([f"GPU slots {' | '.join(self.gpus)}"] if self.gpus is not None else [])
 
     def submit(self, spec: JobSpec) -> str:
+        env = {**os.environ, **spec.env}
+        devices = None
+        if self.gpus is not None:
+            deadline = time.monotonic() + SLOT_WAIT_S
+            while (devices := self._free_gpu_slot()) is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if devices is None:
+                raise SubmitError(f"all {len(self.gpus)} GPU slots of driver.gpus are taken", transient=True)
+            env["CUDA_VISIBLE_DEVICES"] = devices
         try:
             with open(spec.stdout, "ab") as out, open(spec.stderr, "ab") as err:
                 proc = subprocess.Popen(spec.command, cwd=spec.workdir, stdin=subprocess.DEVNULL,
-                                        stdout=out, stderr=err, env={**os.environ, **spec.env},
-                                        start_new_session=True)
+                                        stdout=out, stderr=err, env=env, start_new_session=True)
         except OSError as exc:
             raise SubmitError(f"cannot start {spec.command[0]!r}: {exc.strerror}", transient=False) from None
         stat = _proc_stat(proc.pid)
         # A job that exits before we read /proc is still ours: Popen keeps its exit status.
-        scheduler_id = f"{proc.pid}:{stat[1] if stat else 0}"
+        scheduler_id = f"{proc.pid}:{stat[1] if stat else 0}" + (f":{devices}" if devices is not None else "")
         self._children[scheduler_id] = proc
+        if devices is not None:
+            self._holding[scheduler_id] = devices
         return scheduler_id
 
+    def _free_gpu_slot(self) -> str | None:
+        """The devices of a slot no live job holds, or None. A slot is free once its job's process
+        has gone, whether or not the daemon has polled it since (it may have read the result file)."""
+        self._holding = {sid: devices for sid, devices in self._holding.items() if self._running(sid)}
+        taken = Counter(self._holding.values())
+        for devices in self.gpus or ():
+            if taken[devices] > 0:
+                taken[devices] -= 1  # a device listed twice: the other entry may still be free
+            else:
+                return devices
+        return None
+
+    def _running(self, scheduler_id: str) -> bool:
+        proc = self._children.get(scheduler_id)
+        return proc.poll() is None if proc is not None else self._alive(scheduler_id)
+
     def adopt_claim(self, claim: Mapping[str, Any]) -> str | None:
-        """``"<pid>:<start time>"`` of a runner that claimed its job on this host."""
+        """``"<pid>:<start time>[:<devices>]"`` of a runner that claimed its job on this host."""
         pid, start = claim.get("pid"), claim.get("start_ticks")
         if claim.get("host") != socket.gethostname() or not isinstance(pid, int) or not isinstance(start, int):
             return None
-        return f"{pid}:{start}"
+        devices = claim.get("cuda_visible_devices") if self.gpus is not None else None
+        return f"{pid}:{start}" + (f":{devices}" if isinstance(devices, str) and devices else "")
 
     def _alive(self, scheduler_id: str) -> bool:
         pid, start = _parse_id(scheduler_id)
@@ -98,6 +184,9 @@ class LocalDriver(Driver):
     def poll(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
         statuses = {}
         for sid in scheduler_ids:
+            devices = _devices_of(sid)
+            if devices is not None and self.gpus is not None:
+                self._holding.setdefault(sid, devices)  # a job a previous daemon started holds its slot
             proc = self._children.get(sid)
             code = proc.poll() if proc is not None else None
             if code is not None or (proc is None and not self._alive(sid)):

@@ -219,7 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--svg", action="store_true", help="write the plots as SVG instead of PNG")
     p.add_argument("--html", metavar="PATH", help="write a self-contained HTML report to PATH")
     p.add_argument("--optimum", type=float, metavar="VALUE",
-                   help="the objective's known minimum: the plots show the regret over it on a log scale")
+                   help="the objective's known optimum (its maximum with direction maximize): the plots show "
+                        "the regret on a log scale")
     p.add_argument("--failures", action="store_true",
                    help="instead of the CSV, print the failed jobs grouped by kind, reason and place, "
                    "each group with the last lines of its output")

@@ -160,9 +160,14 @@ class Daemon:
 
     def _load(self) -> None:
         config, store = self.config, self.store
-        self.reporter.event("started", f"experiment {config.name} in {self.paths.experiment}: driver {self.driver.name}, "
-                            f"model {config['model']}, max-concurrent {config.max_concurrent}, "
-                            f"max-finished-jobs {config.max_finished_jobs}, pid {os.getpid()}")
+        self.reporter.event("started", f"experiment {config.name} in {self.paths.experiment}: "
+                            f"driver {self.driver.describe()}, model {config['model']}, "
+                            f"max-concurrent {config.max_concurrent}, max-finished-jobs {config.max_finished_jobs}, "
+                            f"pid {os.getpid()}")
+        asked = config.raw.get("max-concurrent")
+        if isinstance(asked, int) and asked > config.max_concurrent:
+            self.reporter.event("warning", f"max-concurrent {asked} is more than the {config.max_concurrent} GPU slots "
+                                           f"of driver.gpus: {config.max_concurrent} jobs run at once")
         for task in self.optimizer.related:
             self.reporter.event("related", f"learning from related experiment {task.name}: "
                                            f"{len(task)} successful jobs, read as of now")
@@ -291,7 +296,8 @@ class Daemon:
             cancel_jobs(store, self.driver, ids, self.reporter, "cancelled at daemon exit (--cancel-on-exit)")
         self.summaries.write()
         counts = store.counts()
-        best = best_job(store.jobs(JobState.COMPLETE), self.config.objective, self.config.constraints)
+        best = best_job(store.jobs(JobState.COMPLETE), self.config.objective, self.config.constraints,
+                        self.config.direction)
         best_text = f"best {best.value:.6g} (job {best.id})" if best else "no complete job yet"
         left = ""
         if counts["running"] or counts["pending"]:

@@ -38,9 +38,12 @@ def make_optimizer(config: ExperimentConfig) -> "Optimizer":
     from ..search.persistence import ModelStore
     from ..search.related import related_task
 
-    related = [related_task(config.space, folder.space, folder.results, folder.name, folder.tasks, where=folder.where)
+    settings = search_settings(config)
+    # a related search measured the same quantity: its values are better in this search's direction
+    related = [related_task(config.space, folder.space, folder.results, folder.name, folder.tasks, settings.sign,
+                            where=folder.where)
                for folder in read_related_folders(config)]
-    return Optimizer(config.space, search_settings(config), state=ModelStore(config.paths.model), related=related)
+    return Optimizer(config.space, settings, state=ModelStore(config.paths.model), related=related)
 
 
 class Proposer:

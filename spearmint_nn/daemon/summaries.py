@@ -11,6 +11,7 @@ from .. import files
 from ..experiment.config import ExperimentConfig
 from ..experiment.jobs import FINAL_STATES, Job, JobState, best_job, best_summary
 from ..experiment.store import Store
+from ..search.arguments import parse_direction
 
 # Rewriting results.csv and best.json, or the progress line, is O(finished jobs): each may take at
 # most this share of the daemon's time (see TimeShare).
@@ -80,11 +81,12 @@ def job_table(jobs: Iterable[Job], config: ExperimentConfig) -> tuple[list[str],
               + [column for column, _, _ in columns]
               + ["duration", "failure", "reason", "best_so_far"])
     rows, best_so_far = [], None
+    sign = parse_direction(config.direction)
     for job in jobs:
         values = job.values
         feasible = job.is_feasible(config.objective, config.constraints)
-        if feasible:
-            best_so_far = job.value if best_so_far is None else min(best_so_far, job.value)
+        if feasible and (best_so_far is None or sign * job.value < sign * best_so_far):
+            best_so_far = job.value
         params = job.params if isinstance(job.params, dict) else {}
         cells = []
         for _, name, i in columns:
@@ -111,7 +113,7 @@ def write_summaries(store: Store, config: ExperimentConfig, model_best: Mapping[
     writer.writerow(header)
     writer.writerows(rows)
     files.atomic_write_bytes(store.paths.results_csv, buffer.getvalue().encode("utf-8"))
-    best = best_job(store.jobs(JobState.COMPLETE), config.objective, config.constraints)
+    best = best_job(store.jobs(JobState.COMPLETE), config.objective, config.constraints, config.direction)
     if best is not None:
         summary = best_summary(best)
         if model_best is not None:

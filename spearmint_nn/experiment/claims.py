@@ -35,7 +35,8 @@ def my_claim() -> dict[str, Any]:
     stat = _proc_stat(os.getpid())
     return {"host": socket.gethostname(), "pid": os.getpid(), "start_ticks": stat[1] if stat else None,
             "claimed": time.time(),
-            "scheduler_ids": {k: v for k, v in os.environ.items() if SCHEDULER_ID_VARIABLE.search(k)}}
+            "scheduler_ids": {k: v for k, v in os.environ.items() if SCHEDULER_ID_VARIABLE.search(k)},
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
 
 
 def take_claim(paths: ExperimentPaths, job_id: int) -> dict[str, Any] | None:

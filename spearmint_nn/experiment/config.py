@@ -26,8 +26,8 @@ from ..errors import ConfigError, closest, did_you_mean, unknown_keys
 from .jobs import DEFAULT_IGNORED_FAILURES, FAILURE_KINDS
 from .layout import ExperimentPaths
 from ..search.arguments import Tasks, share, single_objective
-from ..search.names import (ACQUISITIONS, AUTO, CONSTRAINT_MODELS, DEFAULT_TASK_NAME, KERNELS, LIKELIHOODS,
-                            MODEL_CHOICES, TASK_TYPES, TRANSFORM_CHOICES)
+from ..search.names import (ACQUISITIONS, AUTO, CONSTRAINT_MODELS, DEFAULT_TASK_NAME, DIRECTIONS, KERNELS,
+                            LIKELIHOODS, MODEL_CHOICES, TASK_TYPES, TRANSFORM_CHOICES)
 from ..search.settings import DEFAULT_CROWDING_SHARE, SearchSettings
 from ..search.space import Space, unknown_variable_keys
 
@@ -161,6 +161,8 @@ KEYS: dict[str, Key] = {
     "database": Key(None, _object, "Spearmint's MongoDB settings: not used (the experiment folder holds the jobs)"),
     "chooser": Key(None, _object, "Spearmint's chooser module: not used (see \"model\" and \"acquisition\")"),
     # our keys
+    "direction": Key(DIRECTIONS[0], _choice(*DIRECTIONS, upper=False),
+                     "minimize or maximize the objective (values stay in the wrapper's sign everywhere)", "direction"),
     "driver": Key({"name": "local"}, _object, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
     "command": Key(None, _command, "argument list run for a SHELL wrapper; the params file path is appended"),
     "model": Key(AUTO, _choice(*MODEL_CHOICES, upper=False),
@@ -256,6 +258,11 @@ class ExperimentConfig:
     def objective(self) -> str:
         """Name of the one OBJECTIVE task."""
         return next(t.name for t in self.tasks.values() if t.type == "OBJECTIVE")
+
+    @property
+    def direction(self) -> str:
+        """"minimize" or "maximize": which objective values are better."""
+        return self.values["direction"]
 
     @property
     def constraints(self) -> list[str]:
@@ -375,6 +382,12 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
     main_file = _parse_wrapper(paths.experiment, values)
     driver_name, driver_options = _parse_driver(_driver_spec(raw, implied), driver_override, check_driver)
     values["driver"] = {"name": driver_name, **driver_options}
+    gpus = driver_options.get("gpus") if driver_name == "local" else None
+    if isinstance(gpus, list) and gpus:
+        # one job per GPU slot: a workstation user listing four GPUs expects four jobs at once, and a
+        # fifth would have no GPU to run on; a smaller max-concurrent leaves some GPUs free, as asked
+        given = raw.get("max-concurrent") is not None or "max-concurrent" in implied
+        values["max-concurrent"] = min(values["max-concurrent"], len(gpus)) if given else len(gpus)
     return ExperimentConfig(paths=paths, values=values, space=space, tasks=tasks, main_file=main_file,
                             driver_name=driver_name, driver_options=driver_options, raw=raw)
 

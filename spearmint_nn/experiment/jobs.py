@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..drivers.base import SchedulerState
+from ..search.arguments import parse_direction
 
 
 class JobState(str, enum.Enum):
@@ -208,10 +209,13 @@ class Job:
         return all(_as_number(values.get(name)) is not None and values[name] >= 0 for name in constraints)
 
 
-def best_job(jobs: Iterable[Job], objective: str, constraints: Sequence[str]) -> Job | None:
-    """The feasible job with the lowest objective value; ties go to the lowest id."""
+def best_job(jobs: Iterable[Job], objective: str, constraints: Sequence[str],
+             direction: str = "minimize") -> Job | None:
+    """The feasible job with the lowest objective value (the highest when ``direction`` is
+    "maximize"); ties go to the lowest id."""
+    sign = parse_direction(direction)
     feasible = [job for job in jobs if job.is_feasible(objective, constraints)]
-    return min(feasible, key=lambda job: (job.objective_value(objective), job.id), default=None)
+    return min(feasible, key=lambda job: (sign * job.objective_value(objective), job.id), default=None)
 
 
 def best_summary(job: Job) -> dict[str, Any]:

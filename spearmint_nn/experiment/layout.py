@@ -67,15 +67,17 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
     location      "<file>:<line>" of the innermost traceback frame in the experiment folder,
                   from the runner's result file, when known (failed)
 
-best.json: the best observed feasible job (id, value, values, params, duration, finished); for
-a GAUSSIAN (noisy) objective, also ``model_best``: the evaluated feasible point with the lowest
-posterior mean of the objective model, as Spearmint reported it, ``{"id", "params", "mean",
-"std", "value" (observed there), "observations" (the model's data), "fitted" (unix time)}``.
+best.json: the best observed feasible job (id, value, values, params, duration, finished): the
+lowest value, the highest with ``"direction": "maximize"``; for a GAUSSIAN (noisy) objective,
+also ``model_best``: the evaluated feasible point with the best posterior mean of the objective
+model, as Spearmint reported it, ``{"id", "params", "mean", "std", "value" (observed there),
+"observations" (the model's data), "fitted" (unix time)}``.
 
 Claim file (``claims/<id>.json``), created once by the runner before it evaluates anything:
 
     host, pid, start_ticks (field 22 of /proc/<pid>/stat), claimed (unix time),
-    scheduler_ids ({environment variable: value} for variables ending in JOB_ID or JOBID)
+    scheduler_ids ({environment variable: value} for variables ending in JOB_ID or JOBID),
+    cuda_visible_devices (the job's CUDA_VISIBLE_DEVICES, or null: the local driver's GPU slot)
 
 Result file (``results/<id>.json``), written atomically by the runner:
 

@@ -163,7 +163,7 @@ def summary_html(snap: Snapshot) -> str:
         ("finished", f"{finished} of {snap.budget}" if snap.budget else str(finished)),
         ("complete / failed", f"{counts['complete']} / {counts['failed']}"),
         ("running / pending", f"{counts['running']} / {counts['pending']}"),
-        ("objective", f"{snap.objective} (minimised)"),
+        ("objective", f"{snap.objective} ({'minimised' if snap.sign > 0 else 'maximised'})"),
     ]
     if snap.constraints:
         facts.append(("constraints (feasible when >= 0)", ", ".join(snap.constraints)))
@@ -222,7 +222,7 @@ def best_html(snap: Snapshot) -> str:
         model_facts.append(("observations in the model", str(by_model["observations"])))
     if by_model["fitted"] is not None:
         model_facts.append(("model fitted", _when(by_model["fitted"])))
-    return ('<section id="best"><h2>Best job</h2><p class="muted">The objective is noisy: its lowest '
+    return ('<section id="best"><h2>Best job</h2><p class="muted">The objective is noisy: its best '
             "observed value is the luckiest draw, and the model's posterior mean, which averages the "
             "noise over every evaluation, names the evaluated point the model expects to be best.</p>"
             '<div id="model-best"><h3>Best by the model\'s posterior mean</h3>' + _facts(model_facts)

@@ -66,7 +66,7 @@ def coordinates(snap: Snapshot) -> Coordinates:
     for k, (var, i, _) in enumerate(columns):
         raw = [element(job.params, var.name, i) for job in out.jobs]
         positions[:, k] = unit_positions(var, parameter_positions(var, raw))
-    limits = value_limits(out.values[out.feasible | out.infeasible])
+    limits = value_limits(out.values[out.feasible | out.infeasible], snap.sign)
     if limits is not None:
         # values above the axis (a diverged run) sit on its top, as in the other plots
         positions[:, -1] = np.clip((out.values - limits[0]) / (limits[1] - limits[0]), 0.0, 1.0)
@@ -115,7 +115,7 @@ def draw_coordinates(snap: Snapshot, fig: "Figure | SubFigure") -> None:
                                   cmap=VALUE_COLORMAP, norm=Normalize(*data.value_range))
         feasible.set_array(out.values[order])
         ax.add_collection(feasible)
-        fig.colorbar(feasible, ax=ax, label=f"{snap.objective} (lower is better)", pad=0.01)
+        fig.colorbar(feasible, ax=ax, label=f"{snap.objective} ({snap.better} is better)", pad=0.01)
         best = order[-1]
         ax.plot(xs, data.positions[best], color=BEST["color"], linewidth=2.5, zorder=5,
                 label=f"best job {out.jobs[best].id} ({out.values[best]:.6g})")
@@ -155,7 +155,7 @@ def draw_landing(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     jitter = np.random.default_rng(0).uniform(-0.18, 0.18, len(out.jobs))
     x = [parameter_positions(var, [element(job.params, var.name, i) for job in out.jobs], jitter)
          for var, i, _ in shown]
-    limits = value_limits(out.values[out.feasible | out.infeasible])
+    limits = value_limits(out.values[out.feasible | out.infeasible], snap.sign)
     norm = Normalize(*limits) if limits is not None else None
     many = len(out.jobs) > RASTERIZE_ABOVE
     size = 4 if many else 10
@@ -190,7 +190,7 @@ def draw_landing(snap: Snapshot, fig: "Figure | SubFigure") -> None:
             if c == 0 and r > 0:
                 ax.set_ylabel(shown[r][2] + axis_unit(var_r), fontsize="small")
     if colored is not None:
-        fig.colorbar(colored, ax=axes, label=f"{snap.objective} (lower is better)", shrink=0.6)
+        fig.colorbar(colored, ax=axes, label=f"{snap.objective} ({snap.better} is better)", shrink=0.6)
     note = f" (first {d} of {len(columns)} parameters)" if len(columns) > d else ""
     fig.suptitle(f"{snap.name}: where the jobs landed{note}\nstar = best job, orange x = constraint violated, "
                  f"red = failed", fontweight="bold")

@@ -144,9 +144,9 @@ def draw_contour(snap: Snapshot, fig: "Figure | SubFigure", picture: dict[str, A
     if snap.best is not None:
         ax.scatter([element(snap.best.params, xv.name, xi)], [element(snap.best.params, yv.name, yi)], s=150,
                    edgecolor="black", linewidth=0.6, zorder=5, label="best job", **BEST)
-    low = np.unravel_index(np.argmin(mean), mean.shape)
+    low = np.unravel_index(np.argmin(snap.sign * mean), mean.shape)
     ax.scatter([contour["x"][low[1]]], [contour["y"][low[0]]], marker="X", s=90, color="red", edgecolor="white",
-               zorder=6, label="the mean's minimum")
+               zorder=6, label="the mean's minimum" if snap.sign > 0 else "the mean's maximum")
     format_parameter_axis(ax, xv, "x")
     format_parameter_axis(ax, yv, "y")
     ax.set_xlabel(contour["x_name"] + axis_unit(xv))

@@ -55,20 +55,22 @@ def outcomes(snap: Snapshot) -> Outcomes:
     return Outcomes(jobs=jobs, order=np.arange(1, len(jobs) + 1), values=values, feasible=feasible, infeasible=infeasible, failed=~(feasible | infeasible))
 
 
-def best_so_far(values: np.ndarray, feasible: np.ndarray) -> np.ndarray:
-    """Running minimum over feasible values (NaN until the first feasible job); shape of values."""
-    masked = np.where(feasible, values, np.inf)
+def best_so_far(values: np.ndarray, feasible: np.ndarray, sign: float = 1.0) -> np.ndarray:
+    """Running minimum over feasible values (the maximum when ``sign`` is -1; NaN until the
+    first feasible job); shape of values."""
+    masked = np.where(feasible, sign * values, np.inf)
     running = np.minimum.accumulate(masked) if masked.size else masked
-    return np.where(np.isfinite(running), running, np.nan)
+    return np.where(np.isfinite(running), sign * running, np.nan)
 
 
-def value_limits(values: np.ndarray) -> tuple[float, float] | None:
-    """(low, high) of the value axis: all finite values, unless a few lie far above the rest.
+def value_limits(values: np.ndarray, sign: float = 1.0) -> tuple[float, float] | None:
+    """(low, high) of the value axis: all finite values, unless a few lie far on the bad side
+    of the rest (above when minimising, ``sign`` 1; below when maximising, ``sign`` -1).
 
-    With at least 10 values and the maximum more than 3 times the 10%-90% spread above the 90th
-    percentile, the axis ends half that spread above the 90th percentile.
+    With at least 10 values and the worst more than 3 times the 10%-90% spread beyond the 90th
+    percentile of badness, the axis ends half that spread beyond it.
     """
-    v = values[np.isfinite(values)]
+    v = sign * values[np.isfinite(values)]
     if v.size == 0:
         return None
     lo, hi = float(v.min()), float(v.max())
@@ -78,7 +80,7 @@ def value_limits(values: np.ndarray) -> tuple[float, float] | None:
         if spread > 0 and hi > p90 + 3 * spread:
             hi = float(p90 + 0.5 * spread)
     pad = 0.05 * (hi - lo) if hi > lo else max(abs(lo) * 0.05, 0.5)
-    return lo - pad, hi + pad
+    return (lo - pad, hi + pad) if sign > 0 else (-hi - pad, -lo + pad)
 
 
 def parameter_columns(snap: Snapshot) -> list[tuple[Any, int, str]]:

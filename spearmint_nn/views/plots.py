@@ -75,15 +75,19 @@ def require_matplotlib() -> None:
 # ---- drawing ------------------------------------------------------------------------------
 
 def _objective_label(snap: Snapshot) -> str:
-    return f"{snap.objective} (lower is better)"
+    return f"{snap.objective} ({snap.better} is better)"
 
 
-def _mark_above(ax, x: np.ndarray, values: np.ndarray, limits: tuple[float, float] | None, style: dict) -> np.ndarray:
-    """Draw values above the axis as triangles on its upper edge; return the mask of those."""
-    above = np.isfinite(values) & (values > limits[1]) if limits else np.zeros(values.shape, bool)
+def _mark_above(ax, x: np.ndarray, values: np.ndarray, limits: tuple[float, float] | None, style: dict,
+                sign: float = 1.0) -> np.ndarray:
+    """Draw values beyond the axis's bad end (:func:`value_limits`) as triangles on that edge
+    (the upper one when minimising, the lower when maximising); return the mask of those."""
+    if not limits:
+        return np.zeros(values.shape, bool)
+    above = np.isfinite(values) & (values > limits[1] if sign > 0 else values < limits[0])
     if above.any():
-        ax.scatter(x[above], np.full(above.sum(), 0.985), transform=ax.get_xaxis_transform(),
-                   marker="^", s=22, color=style["color"], clip_on=False, zorder=3)
+        ax.scatter(x[above], np.full(above.sum(), 0.985 if sign > 0 else 0.04), transform=ax.get_xaxis_transform(),
+                   marker="^" if sign > 0 else "v", s=22, color=style["color"], clip_on=False, zorder=3)
     return above
 
 
@@ -94,24 +98,24 @@ def draw_convergence(snap: Snapshot, fig: "Figure | SubFigure", optimum: float |
     panels = fig.subplot_mosaic([["jobs", "jobs"], ["best", "time"]], height_ratios=[1.7, 1])
     ax = panels["jobs"]
     out = outcomes(snap)
-    limits = value_limits(out.values[out.feasible | out.infeasible])
+    limits = value_limits(out.values[out.feasible | out.infeasible], snap.sign)
     size = 28 if len(out.jobs) <= 200 else 10
     many = len(out.jobs) > RASTERIZE_ABOVE
     for mask, style, label in ((out.feasible, FEASIBLE, "feasible job"),
                                (out.infeasible, INFEASIBLE, "constraint violated")):
         if mask.any():
-            above = _mark_above(ax, out.order[mask], out.values[mask], limits, style)
+            above = _mark_above(ax, out.order[mask], out.values[mask], limits, style, snap.sign)
             ax.scatter(out.order[mask][~above], out.values[mask][~above], s=size, alpha=0.75, rasterized=many,
                        label=f"{label} ({int(mask.sum())})", zorder=2, **style)
     if out.failed.any():
         ax.scatter(out.order[out.failed], np.full(out.failed.sum(), 0.015), transform=ax.get_xaxis_transform(),
                    s=size + 6, clip_on=False, label=f"failed, no value ({int(out.failed.sum())})", zorder=3, **FAILED)
-    running_best = best_so_far(out.values, out.feasible)
+    running_best = best_so_far(out.values, out.feasible, snap.sign)
     by_model = snap.model_best
     if np.isfinite(running_best).any():
         label = "best observed so far (luckiest draw)" if by_model else "best so far"
         ax.step(out.order, running_best, where="post", color="black", linewidth=1.5,
-                label=f"{label} ({np.nanmin(running_best):.6g})", zorder=4)
+                label=f"{label} ({snap.sign * np.nanmin(snap.sign * running_best):.6g})", zorder=4)
     if by_model is not None:
         _draw_model_best(ax, out, by_model)
     if limits:
@@ -152,9 +156,11 @@ def _draw_best_curves(by_jobs, by_time, snap: Snapshot, out: Outcomes, running_b
     itself when every value is positive."""
     known = np.isfinite(running_best)
     if optimum is not None:
-        curve, label = running_best - optimum, f"regret: best {snap.objective} − {optimum:.6g}"
+        curve = snap.sign * (running_best - optimum)
+        label = (f"regret: best {snap.objective} − {optimum:.6g}" if snap.sign > 0
+                 else f"regret: {optimum:.6g} − best {snap.objective}")
         positive = curve[known & (curve > 0)]
-        # a best at or below the given optimum (noise, or a rounded optimum) sits on the floor
+        # a best at or beyond the given optimum (noise, or a rounded optimum) sits on the floor
         curve = np.maximum(curve, positive.min() / 10 if positive.size else 1e-12)
     else:
         curve, label = running_best, f"best {snap.objective} so far"
@@ -192,7 +198,7 @@ def draw_parameters(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     ncols = min(4, max(len(shown), 1))
     axes = np.atleast_1d(fig.subplots(math.ceil(len(shown) / ncols), ncols, squeeze=False, sharey=True)).ravel()
     out = outcomes(snap)
-    limits = value_limits(out.values[out.feasible | out.infeasible])
+    limits = value_limits(out.values[out.feasible | out.infeasible], snap.sign)
     best, by_model = snap.best, snap.model_best
     jitter = np.random.default_rng(0).uniform(-0.18, 0.18, len(out.jobs))
     many = len(out.jobs) > RASTERIZE_ABOVE
@@ -203,7 +209,7 @@ def draw_parameters(snap: Snapshot, fig: "Figure | SubFigure") -> None:
         format_parameter_axis(ax, var)
         for mask, style in ((out.feasible, FEASIBLE), (out.infeasible, INFEASIBLE)):
             m = mask & present
-            above = _mark_above(ax, x[m], out.values[m], limits, style)
+            above = _mark_above(ax, x[m], out.values[m], limits, style, snap.sign)
             ax.scatter(x[m][~above], out.values[m][~above], s=12, alpha=0.7, rasterized=many, **style)
         m = out.failed & present
         if m.any():

@@ -215,11 +215,12 @@ def pace_text(snap: Snapshot, now: float | None = None, chars: str = SPARK_BLOCK
     free, the cluster is waiting for the optimizer."""
     now = time.time() if now is None else now
     finished = sorted(snap.finished, key=lambda job: job.fields.get("finished", 0))
-    best, running_best = math.inf, []
+    sign = snap.sign
+    best, running_best = sign * math.inf, []
     for job in finished:
         value = job.objective_value(snap.objective)
         if value is not None and math.isfinite(value) and snap.is_feasible(job):
-            best = min(best, value)
+            best = min(best, value, key=lambda v: sign * v)
         running_best.append(best)
     line = sparkline(running_best, chars=chars)
     first = next((v for v in running_best if math.isfinite(v)), None)

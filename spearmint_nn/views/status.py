@@ -25,6 +25,8 @@ from ..experiment.layout import ExperimentPaths
 from ..experiment.lock import daemon_state
 from ..experiment.store import Store
 from ..files import read_json
+from ..search.arguments import parse_direction
+from ..search.names import DIRECTIONS
 from ..search.space import Space
 from ..search.space_edits import EarlierJobs, outside_line
 from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES
@@ -108,6 +110,21 @@ class Snapshot:
         return tuple(self.config.constraints) if self.config else ()
 
     @property
+    def direction(self) -> str:
+        """"minimize" or "maximize" (the config's ``direction``; minimize without a config)."""
+        return self.config.direction if self.config else DIRECTIONS[0]
+
+    @property
+    def sign(self) -> float:
+        """1 when lower objective values are better, -1 when higher are."""
+        return parse_direction(self.direction)
+
+    @property
+    def better(self) -> str:
+        """"lower" or "higher": which values are better, for labels."""
+        return "lower" if self.sign > 0 else "higher"
+
+    @property
     def budget(self) -> int | None:
         """``max-finished-jobs`` (None: no budget)."""
         return self.config.max_finished_jobs if self.config else None
@@ -153,8 +170,8 @@ class Snapshot:
 
     @cached_property
     def best(self) -> Job | None:
-        """The feasible complete job with the lowest objective value (ties: lowest id)."""
-        return best_job(self.jobs, self.objective, self.constraints)
+        """The feasible complete job with the best objective value (ties: lowest id)."""
+        return best_job(self.jobs, self.objective, self.constraints, self.direction)
 
     @cached_property
     def model_best(self) -> dict[str, Any] | None:
@@ -249,6 +266,7 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "finished": snap.budget_used,
         "max_finished_jobs": config.max_finished_jobs,
         "objective": config.objective,
+        "direction": config.direction,
         "best": best_summary(snap.best) if snap.best else None,
         "model_best": snap.model_best,
         "running": [{"id": j.id, "scheduler_id": j.scheduler_id, "driver": j.driver,
@@ -341,7 +359,7 @@ def _params_line(params: dict[str, Any]) -> str:
 
 def _best_lines(summary: dict[str, Any]) -> list[str]:
     """The best job; for a noisy objective also the model's best, each labelled as what it is
-    (the lowest observation of a noisy objective is its luckiest draw, not its best point)."""
+    (the best observation of a noisy objective is its luckiest draw, not its best point)."""
     best, by_model, objective = summary["best"], summary.get("model_best"), summary["objective"]
     if not best:
         return ["best: no complete job yet"]

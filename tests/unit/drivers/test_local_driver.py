@@ -120,3 +120,60 @@ def test_unstartable_command_is_a_permanent_submit_error(tmp_path):
     with pytest.raises(SubmitError) as info:
         LocalDriver({}, tmp_path).submit(spec)
     assert not info.value.transient
+
+
+def test_a_job_gets_the_default_time_limit_and_null_means_none(tmp_path, monkeypatch):
+    from spearmint_nn.drivers import local
+
+    assert LocalDriver({}, tmp_path).time_limit == local.DEFAULT_TIME_LIMIT_S == 24 * 3600
+    assert LocalDriver({"time-limit": None}, tmp_path).time_limit is None
+    monkeypatch.setattr(LocalDriver, "default_time_limit", 0.5)  # the default's mechanism, made quick
+    limited, unlimited = LocalDriver({}, tmp_path), LocalDriver({"time-limit": None}, tmp_path)
+    hung = limited.submit(_spec(tmp_path, "sleep 60", 1))
+    free = unlimited.submit(_spec(tmp_path, "sleep 60", 2))
+    status = _wait_end(limited, hung)
+    assert status.state is SchedulerState.TIMEOUT and "time limit of 0.5 s" in status.reason
+    assert unlimited.poll([free])[free].state is SchedulerState.RUNNING
+    unlimited.cancel([free])
+
+
+def test_each_job_runs_on_the_devices_of_a_free_gpu_slot(tmp_path, monkeypatch):
+    from spearmint_nn.drivers import local
+    from spearmint_nn.drivers.base import SubmitError
+
+    monkeypatch.setattr(local, "SLOT_WAIT_S", 0.2)
+
+    driver = LocalDriver({"gpus": [0, "1,2"]}, tmp_path)
+    script = f'echo "$CUDA_VISIBLE_DEVICES" > {tmp_path}/$JOB.devices; sleep 60'
+    spec = lambda n: JobSpec(job_id=n, command=["bash", "-c", script], workdir=tmp_path, stdout=tmp_path / f"{n}.out",
+                             stderr=tmp_path / f"{n}.err", script_path=tmp_path / f"{n}.sh", name=f"job-{n}",
+                             env={"JOB": str(n)})
+    first, second = driver.submit(spec(1)), driver.submit(spec(2))
+    assert _wait_file(tmp_path / "1.devices") == "0\n" and _wait_file(tmp_path / "2.devices") == "1,2\n"
+    assert first.endswith(":0") and second.endswith(":1,2")  # the job record keeps its devices
+    with pytest.raises(SubmitError, match="all 2 GPU slots of driver.gpus are taken") as info:
+        driver.submit(spec(3))
+    assert info.value.transient
+    driver.cancel([first])
+    third = driver.submit(spec(3))  # the cancelled job's slot, free again
+    assert _wait_file(tmp_path / "3.devices") == "0\n"
+
+    restarted = LocalDriver({"gpus": [0, "1,2", 3]}, tmp_path)  # a new daemon, one GPU more
+    assert {status.state for status in restarted.poll([second, third]).values()} == {SchedulerState.RUNNING}
+    fourth = restarted.submit(spec(4))  # the adopted jobs keep 0 and 1,2
+    assert _wait_file(tmp_path / "4.devices") == "3\n"
+    driver.cancel([second, third])
+    restarted.cancel([fourth])
+
+
+@pytest.mark.parametrize("gpus,message", [
+    (2, 'driver.gpus: must be a list of devices, one per job slot, such as [0, 1] or ["0,1", "2,3"] for two devices a job (got 2)'),
+    ([0, "1, 2"], 'driver.gpus[1]: must be a device number such as 0, or devices such as "0,1" (got \'1, 2\')'),
+    ([-1], 'driver.gpus[0]: must be a device number such as 0, or devices such as "0,1" (got -1)'),
+])
+def test_a_bad_gpus_option_names_its_entry(tmp_path, gpus, message):
+    from spearmint_nn.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        LocalDriver({"gpus": gpus}, tmp_path)
+    assert str(info.value) == message

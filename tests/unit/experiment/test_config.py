@@ -65,7 +65,7 @@ BAD_CONFIGS = [
     ("driver name", _with(driver={"name": "slrum"}),
      f"driver.name: no driver named 'slrum' (did you mean 'slurm'?); installed: {INSTALLED}"),
     ("driver option", _with(driver={"name": "local", "time-limt": 10}),
-     "driver.time-limt: unknown option for the local driver (did you mean 'time-limit'?); valid options: time-limit"),
+     "driver.time-limt: unknown option for the local driver (did you mean 'time-limit'?); valid options: gpus, time-limit"),
     ("driver time-limit", _with(driver={"name": "local", "time-limit": "soon"}),
      "driver.time-limit: must be seconds or [D-]HH:MM:SS (got 'soon')"),
     ("model typo", _with(model="dnog"), "model: must be one of auto, dngo, dngo-warp, gp, gp-nowarp, sobol (got 'dnog') (did you mean 'dngo'?)"),
@@ -75,6 +75,8 @@ BAD_CONFIGS = [
      'command: required for language SHELL: an argument list such as ["bash", "run.sh"]'),
     ("command as one string", _with(language="SHELL", command="bash run.sh", **{"main-file": DELETE}),
      'command: must be a list of arguments such as ["bash", "run.sh"], not one string'),
+    ("direction typo", _with(direction="maximise"),
+     "direction: must be one of minimize, maximize (got 'maximise') (did you mean 'maximize'?)"),
     ("seed negative", _with(seed=-1), "seed: must be >= 0 (got -1)"),
     ("restart-after negative", _with(restart_after=-1), "restart-after: must be >= 0 (got -1)"),
 ]

@@ -176,7 +176,7 @@ def test_status_json_is_stable(tmp_path):
     assert result.returncode == 0, result.stderr
     status = json.loads(result.stdout)
     assert set(status) == {"experiment", "name", "daemon", "counts", "finished", "max_finished_jobs",
-                           "objective", "best", "running", "recent_failures", "feasibility",
+                           "objective", "direction", "best", "running", "recent_failures", "feasibility",
                            "failures_by_kind", "failure_groups", "failure_group_count", "model_best", "related",
                            "outside_variables"}
     snap = take_snapshot(exp)
