@@ -213,8 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("status", cmd_status, "counts per state, best so far, running jobs and the failures "
                 "grouped by how they failed")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema in the README)")
-    p.add_argument("--watch", action="store_true", help="refresh until the search is over or Ctrl-C "
-                   "(in place on a terminal; with --json one object per line)")
+    p.add_argument("--watch", action="store_true", help="refresh until the search is over and its daemon "
+                   "has exited, the daemon stops, or Ctrl-C (in place on a terminal; with --json one object per line)")
     p.add_argument("--interval", type=float, default=2.0, metavar="SECONDS", help="refresh period of --watch")
     p = command("report", cmd_report, "the table of all jobs as CSV on stdout, with the best value so far; "
                 "or the failures grouped, plots and a one-file HTML report")

@@ -156,6 +156,11 @@ class Snapshot:
         return best_job(self.jobs, self.objective, self.constraints)
 
     @cached_property
+    def daemon(self) -> dict[str, Any]:
+        """Who last ran the daemon and whether it still runs (:func:`~..experiment.lock.daemon_state`)."""
+        return daemon_state(ExperimentPaths(self.experiment))
+
+    @cached_property
     def model_best(self) -> dict[str, Any] | None:
         """The best by the model's posterior mean, for a noisy objective (see :func:`read_model_best`)."""
         return read_model_best(ExperimentPaths(self.experiment), self.store)
@@ -230,7 +235,7 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
     return {
         "experiment": str(config.experiment_dir),
         "name": config.name,
-        "daemon": daemon_state(config.paths),
+        "daemon": snap.daemon,
         "counts": snap.counts,
         "finished": snap.budget_used,
         "max_finished_jobs": config.max_finished_jobs,
