@@ -26,7 +26,7 @@ from ..experiment.lock import daemon_state
 from ..experiment.store import Store
 from ..files import read_json
 from ..search.space import Space
-from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES
+from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES, params_text
 
 RECENT_FAILURES = 5
 # Failure groups in ``status --json``: the largest ones, enough for any real run; thousands of
@@ -322,10 +322,6 @@ def related_text(task: dict[str, Any]) -> str:
     return f"{task['observations']} finished jobs{used}; {learned}"
 
 
-def _params_line(params: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v[0] if isinstance(v, list) and len(v) == 1 else v}" for k, v in params.items())
-
-
 def _best_lines(summary: dict[str, Any]) -> list[str]:
     """The best job; for a noisy objective also the model's best, each labelled as what it is
     (the lowest observation of a noisy objective is its luckiest draw, not its best point)."""
@@ -333,7 +329,7 @@ def _best_lines(summary: dict[str, Any]) -> list[str]:
     if not best:
         return ["best: no complete job yet"]
     label = "best observed (luckiest draw)" if by_model else "best"
-    lines = [f"{label}: {objective} = {best['value']:.6g} (job {best['id']}) {_params_line(best['params'])}"]
+    lines = [f"{label}: {objective} = {best['value']:.6g} (job {best['id']}) {params_text(best['params'])}"]
     if by_model:
         spread = f" +- {by_model['std']:.3g}" if by_model["std"] is not None else ""
         notes = [f"job {by_model['id']}"]
@@ -342,7 +338,7 @@ def _best_lines(summary: dict[str, Any]) -> list[str]:
         if by_model["observations"] is not None:
             notes.append(f"model of {by_model['observations']} observations")
         lines.append(f"best by the model's posterior mean: {objective} = {by_model['mean']:.6g}{spread} "
-                     f"({'; '.join(notes)}) {_params_line(by_model['params'])}")
+                     f"({'; '.join(notes)}) {params_text(by_model['params'])}")
     return lines
 
 

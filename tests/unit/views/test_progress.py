@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
@@ -20,6 +21,7 @@ import pytest
 from helpers.experiments import cli
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.daemon.reporting import Reporter
+from spearmint_nn.daemon.summaries import write_summaries
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.experiment.jobs import JobState, best_job
 from spearmint_nn.views.progress import (SPARK_BLOCKS, DaemonProgress, LiveLine, format_duration, pace_text,
@@ -354,3 +356,20 @@ def test_status_watch_shows_the_pace(tmp_path):
     exp = write_experiment(tmp_path, 5, budget=5)
     result = cli("status", exp, "--watch", "--interval", "0.1", timeout=60)
     assert "best so far  " in result.stdout and "jobs done/min" in result.stdout
+
+
+def test_status_prints_parameters_to_six_digits_and_the_files_keep_them_all(tmp_path):
+    exp = write_experiment(tmp_path, 12)
+    config = load_config(exp, check_driver=False)
+    store = Store(config.paths).load_all()
+    write_summaries(store, config)
+    snap = take_snapshot(exp)
+    params = snap.best.params
+    assert len(repr(params["lr"][0])) > 12  # a proposal's float, every digit of it
+    best_line = next(line for line in status_text(status_summary(snap)).splitlines() if line.startswith("best"))
+    w = ", ".join(f"{v:.6g}" for v in params["w"])
+    assert best_line.endswith(f"lr={params['lr'][0]:.6g} layers={params['layers'][0]} act={params['act'][0]} w=[{w}]")
+    assert json.loads(config.paths.best_json.read_text())["params"] == params
+    with open(config.paths.results_csv, newline="") as f:
+        row = next(r for r in csv.DictReader(f) if r["id"] == str(snap.best.id))
+    assert float(row["lr"]) == params["lr"][0]
