@@ -62,11 +62,13 @@ def best_so_far(values: np.ndarray, feasible: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(running), running, np.nan)
 
 
-def value_limits(values: np.ndarray) -> tuple[float, float] | None:
+def value_limits(values: np.ndarray, pad: bool = True) -> tuple[float, float] | None:
     """(low, high) of the value axis: all finite values, unless a few lie far above the rest.
 
     With at least 10 values and the maximum more than 3 times the 10%-90% spread above the 90th
-    percentile, the axis ends half that spread above the 90th percentile.
+    percentile, the axis ends half that spread above the 90th percentile. ``pad`` widens the
+    limits by 5% each way, a margin for points drawn inside the axes; without it they are the
+    data's, for an axis labelled with its two ends.
     """
     v = values[np.isfinite(values)]
     if v.size == 0:
@@ -77,8 +79,37 @@ def value_limits(values: np.ndarray) -> tuple[float, float] | None:
         spread = float(p90 - p10)
         if spread > 0 and hi > p90 + 3 * spread:
             hi = float(p90 + 0.5 * spread)
-    pad = 0.05 * (hi - lo) if hi > lo else max(abs(lo) * 0.05, 0.5)
-    return lo - pad, hi + pad
+    if not pad:
+        return lo, hi
+    margin = 0.05 * (hi - lo) if hi > lo else max(abs(lo) * 0.05, 0.5)
+    return lo - margin, hi + margin
+
+
+def value_ranks(values: np.ndarray) -> np.ndarray:
+    """Each value's rank among ``values`` scaled to [0, 1] (0: the lowest; ties share their mean
+    rank), for colours: on a linear scale a few poor or diverged jobs paint every good one the
+    same colour, while by rank the best tenth of the jobs spans a tenth of the colour map."""
+    v = np.asarray(values, dtype=float)
+    if v.size < 2:
+        return np.zeros(v.size)
+    ordered = np.sort(v)
+    ranks = (np.searchsorted(ordered, v, "left") + np.searchsorted(ordered, v, "right") - 1) / 2
+    return ranks / (v.size - 1)
+
+
+def rank_colorbar(fig: Any, mappable: Any, values: np.ndarray, label: str, **placement: Any) -> None:
+    """A colour bar for colours from :func:`value_ranks` of ``values``, its ticks at the
+    quartiles of the ranks labelled with the values there (a value shared by several quartiles,
+    a plateau of poor jobs, labelled once)."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    ticks, labels = [], []
+    for tick in np.linspace(0.0, 1.0, min(5, max(ordered.size, 1))):
+        text = f"{ordered[int(round(tick * (ordered.size - 1)))]:.3g}"
+        if text not in labels:
+            ticks.append(tick)
+            labels.append(text)
+    bar = fig.colorbar(mappable, label=f"{label}, coloured by rank", **placement)
+    bar.set_ticks(ticks, labels=labels)
 
 
 def parameter_columns(snap: Snapshot) -> list[tuple[Any, int, str]]:
