@@ -373,3 +373,19 @@ def test_status_prints_parameters_to_six_digits_and_the_files_keep_them_all(tmp_
     with open(config.paths.results_csv, newline="") as f:
         row = next(r for r in csv.DictReader(f) if r["id"] == str(snap.best.id))
     assert float(row["lr"]) == params["lr"][0]
+
+
+def test_status_says_why_the_models_best_differs_from_the_best_observed(tmp_path):
+    exp = write_experiment(tmp_path, 12)
+    snap = take_snapshot(exp)
+    other = next(job for job in snap.finished if job.id != snap.best.id and job.value is not None)
+    paths = ExperimentPaths(exp)
+    model_best = {"id": other.id, "mean": other.value - 0.01, "std": 0.2, "value": other.value, "observations": 12}
+    paths.best_json.write_text(json.dumps({"id": snap.best.id, "model_best": model_best}))
+    lines = status_text(status_summary(take_snapshot(exp))).splitlines()
+    why = lines.index(next(line for line in lines if line.startswith("best by the model's posterior mean"))) + 1
+    assert lines[why] == ('  (two bests: loss is modelled as noisy, "likelihood": "GAUSSIAN", so its lowest '
+                          'observation may be a lucky draw; a deterministic objective wants "NOISELESS")')
+    model_best.update(id=snap.best.id, mean=snap.best.value, value=snap.best.value)  # the two agree: no word
+    paths.best_json.write_text(json.dumps({"id": snap.best.id, "model_best": model_best}))
+    assert "two bests" not in status_text(status_summary(take_snapshot(exp)))
