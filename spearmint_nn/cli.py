@@ -2,7 +2,8 @@
 
 Adding a subcommand: write ``cmd_<name>(args) -> int`` and register it with its arguments in
 :func:`build_parser`. Exit codes: 0 success, 1 runtime failure (lock held, driver broken),
-2 bad config or bad arguments (nothing written).
+2 bad config or bad arguments (nothing written), 141 the reader of stdout went away
+(``report DIR | head``), as a shell reports for a Unix tool that SIGPIPE ended.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import argparse
 import csv
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -27,6 +29,8 @@ from .experiment.lock import DaemonBusy, acquire_lock
 from .experiment.store import Store
 from .files import atomic_write_json
 from .views.status import Snapshot, failure_group_lines, failures_by_kind, failures_heading, status_summary, status_text
+
+CLOSED_PIPE_EXIT = 128 + signal.SIGPIPE
 
 
 # ---- run --------------------------------------------------------------------------------------
@@ -209,8 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("status", cmd_status, "counts per state, best so far, running jobs and the failures "
                 "grouped by how they failed")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema in the README)")
-    p.add_argument("--watch", action="store_true", help="refresh until the search is over or Ctrl-C "
-                   "(in place on a terminal; with --json one object per line)")
+    p.add_argument("--watch", action="store_true", help="refresh until the search is over and its daemon "
+                   "has exited, the daemon stops, or Ctrl-C (in place on a terminal; with --json one object per line)")
     p.add_argument("--interval", type=float, default=2.0, metavar="SECONDS", help="refresh period of --watch")
     p = command("report", cmd_report, "the table of all jobs as CSV on stdout, with the best value so far; "
                 "or the failures grouped, plots and a one-file HTML report")
@@ -241,7 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # here, where a reader gone away is caught, not at the interpreter's exit
+        return code
+    except BrokenPipeError:  # `report DIR | head`: the reader has what it wanted, nothing to say
+        _drop_stdout()
+        return CLOSED_PIPE_EXIT
     except ConfigError as exc:
         print(f"spearmint-nn: {exc}", file=sys.stderr)
         return 2
@@ -254,3 +263,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:  # before the daemon's own handler is installed
         return 130
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null: the interpreter flushes it at exit, and what is still in its
+    buffer would fail on the closed pipe again, with a message."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

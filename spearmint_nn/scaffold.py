@@ -49,7 +49,9 @@ def default_config(name: str) -> dict:
             "layers": {"type": "INT", "size": 1, "min": 1, "max": 8},
             "activation": {"type": "ENUM", "size": 1, "options": ["relu", "tanh", "gelu"]},
         },
-        "tasks": {"loss": {"type": "OBJECTIVE"}},
+        # Written out although it is the default: a training run is noisy, the stand-in is not;
+        # a user whose objective is deterministic sees where to say so (NOISELESS).
+        "tasks": {"loss": {"type": "OBJECTIVE", "likelihood": "GAUSSIAN"}},
         "max-concurrent": 2,
         "max-finished-jobs": 30,
         "polling-time": 1,

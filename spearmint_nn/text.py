@@ -2,12 +2,13 @@
 
 A job's output or a user's key may hold anything; printed as they are, control characters
 garble a terminal, split a log line in two or hide text. C0 (below space), DEL and C1
-(0x80-0x9f, which some terminals obey as well) are treated alike everywhere.
+(0x80-0x9f, which some terminals obey as well) are treated alike everywhere. Parameters are
+printed here too, short enough for a person to read.
 """
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # The same without tab and newline, for text whose lines and indentation are worth keeping.
@@ -24,3 +25,17 @@ def plain(text: Any) -> str:
 def escaped(text: str) -> str:
     """``text`` with its control characters written as Python escapes (``\\n``, ``\\x1b``)."""
     return CONTROL.sub(lambda match: repr(match.group())[1:-1], text)
+
+
+# Significant digits of a parameter printed for a person (status, logs): a proposal's 17 digits
+# hide which parameter changed. results.csv, best.json and the job files keep every digit.
+PARAM_DIGITS = 6
+
+
+def params_text(params: Mapping[str, Any]) -> str:
+    """``lr=0.000316228 layers=3 act=relu w=[0.5, -0.25]``: params (JSON form) on one line."""
+    def one(values: Any) -> str:
+        values = values if isinstance(values, list) else [values]
+        shown = [f"{v:.{PARAM_DIGITS}g}" if isinstance(v, float) else plain(v) for v in values]
+        return shown[0] if len(shown) == 1 else "[" + ", ".join(shown) + "]"
+    return " ".join(f"{plain(name)}={one(value)}" for name, value in params.items())

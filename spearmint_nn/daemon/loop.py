@@ -32,7 +32,7 @@ from ..experiment.claims import read_claim
 from ..runner import command_for
 from ..search.space_edits import EarlierJobs, fit_to_space
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
-from ..text import CONTROL_IN_LINES, plain
+from ..text import CONTROL_IN_LINES, params_text, plain
 from .reporting import Reporter
 from ..experiment.jobs import SCHEDULER_FAILURES, BadValues, Job, JobState, best_job, check_values
 from ..experiment.lock import acquire_lock
@@ -81,14 +81,6 @@ def _params_problem(config: ExperimentConfig, params: Any) -> str | None:
     except ConfigError as exc:
         return str(exc)
     return None
-
-
-def _format_params(params: Mapping[str, Any]) -> str:
-    def one(values: Any) -> str:
-        values = values if isinstance(values, list) else [values]
-        shown = [f"{v:.6g}" if isinstance(v, float) else str(v) for v in values]
-        return shown[0] if len(shown) == 1 else "[" + ", ".join(shown) + "]"
-    return " ".join(f"{name}={one(value)}" for name, value in params.items())
 
 
 # ---- the daemon ------------------------------------------------------------------------------
@@ -404,10 +396,10 @@ class Daemon:
         state, source = job.state, job.source
         if state is JobState.PENDING:
             verb = "proposed" if source == "optimizer" else "accepted"
-            self.reporter.event("proposed", f"job {job.id} ({verb}) {_format_params(job.params)}", job=job.id)
+            self.reporter.event("proposed", f"job {job.id} ({verb}) {params_text(job.params)}", job=job.id)
         elif state is JobState.COMPLETE:
             self._finished += 1
-            self.reporter.event("imported", f"job {job.id} value={job.value:.6g} {_format_params(job.params)}",
+            self.reporter.event("imported", f"job {job.id} value={job.value:.6g} {params_text(job.params)}",
                                 job=job.id, value=job.value)
             self._observe(job)
         else:

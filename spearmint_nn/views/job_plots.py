@@ -2,7 +2,8 @@
 
 * ``coordinates``: one line per finished job through one vertical axis per parameter element
   (its range from the config, log for ``"scale": "log"``, one mark per ENUM option) and a last
-  axis for the objective; feasible jobs coloured by their value (the best drawn on top),
+  axis for the objective (from the lowest value to the highest shown); feasible jobs coloured
+  by the rank of their value (the best drawn on top),
   infeasible jobs dashed orange, failed jobs dotted red and ending before the objective's axis.
   An inactive conditional parameter breaks its job's line.
 * ``landing``: a scatter matrix of the first MAX_MATRIX_PARAMETERS parameter elements (pairs
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .plot_parts import (BEST, FAILED, INFEASIBLE, RASTERIZE_ABOVE, Outcomes, axis_unit, element,
-                         format_parameter_axis, outcomes, parameter_columns, parameter_positions, value_limits)
+                         format_parameter_axis, outcomes, parameter_columns, parameter_positions, rank_colorbar,
+                         value_limits, value_ranks)
 from .status import Snapshot
 
 if TYPE_CHECKING:
@@ -66,10 +68,12 @@ def coordinates(snap: Snapshot) -> Coordinates:
     for k, (var, i, _) in enumerate(columns):
         raw = [element(job.params, var.name, i) for job in out.jobs]
         positions[:, k] = unit_positions(var, parameter_positions(var, raw))
-    limits = value_limits(out.values[out.feasible | out.infeasible], snap.sign)
+    limits = value_limits(out.values[out.feasible | out.infeasible], snap.sign, pad=False)
     if limits is not None:
         # values above the axis (a diverged run) sit on its top, as in the other plots
-        positions[:, -1] = np.clip((out.values - limits[0]) / (limits[1] - limits[0]), 0.0, 1.0)
+        span = limits[1] - limits[0]
+        positions[:, -1] = (np.clip((out.values - limits[0]) / span, 0.0, 1.0) if span > 0
+                            else np.where(np.isfinite(out.values), 0.5, np.nan))
     return Coordinates(labels=[label for _, _, label in columns] + [snap.objective],
                        variables=[var for var, _, _ in columns], positions=positions, value_range=limits, out=out)
 
@@ -85,7 +89,6 @@ def _range_labels(var: Any) -> list[tuple[float, str]]:
 def draw_coordinates(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     """Parallel coordinates of every finished job, coloured by the objective."""
     from matplotlib.collections import LineCollection
-    from matplotlib.colors import Normalize
 
     data = coordinates(snap)
     out, n_axes = data.out, len(data.labels)
@@ -107,22 +110,24 @@ def draw_coordinates(snap: Snapshot, fig: "Figure | SubFigure") -> None:
               label=f"constraint violated ({int(out.infeasible.sum())})")
     if out.feasible.any() and data.value_range is not None:
         # the worst first, so the best lie on top
-        order = np.flatnonzero(out.feasible)[np.argsort(-out.values[out.feasible], kind="stable")]
+        order = np.flatnonzero(out.feasible)[np.argsort(-snap.sign * out.values[out.feasible], kind="stable")]
         mask = np.zeros(len(out.jobs), bool)
         mask[order] = True
         segments = [np.column_stack([xs, data.positions[j]]) for j in order]
-        feasible = LineCollection(segments, linewidths=width, alpha=alpha, rasterized=many,
-                                  cmap=VALUE_COLORMAP, norm=Normalize(*data.value_range))
-        feasible.set_array(out.values[order])
+        feasible = LineCollection(segments, linewidths=width, alpha=alpha, rasterized=many, cmap=VALUE_COLORMAP)
+        feasible.set_array(value_ranks(out.values[order], snap.sign))
+        feasible.set_clim(0.0, 1.0)
         ax.add_collection(feasible)
-        fig.colorbar(feasible, ax=ax, label=f"{snap.objective} ({snap.better} is better)", pad=0.01)
+        rank_colorbar(fig, feasible, out.values[order], f"{snap.objective} ({snap.better} is better)", snap.sign,
+                      ax=ax, pad=0.01)
         best = order[-1]
         ax.plot(xs, data.positions[best], color=BEST["color"], linewidth=2.5, zorder=5,
                 label=f"best job {out.jobs[best].id} ({out.values[best]:.6g})")
     ax.vlines(xs, 0, 1, color="grey", linewidth=0.8, zorder=0)
     marks = [_range_labels(var) for var in data.variables]
     if data.value_range is not None:
-        marks.append([(0.0, f"{data.value_range[0]:.3g}"), (1.0, f"{data.value_range[1]:.3g}")])
+        lo, hi = data.value_range
+        marks.append([(0.0, f"{lo:.3g}"), (1.0, f"{hi:.3g}")] if hi > lo else [(0.5, f"{lo:.3g}")])
     for x, axis_marks in zip(xs, marks):
         for y, text in axis_marks:
             ax.annotate(text, (x, y), xytext=(3, 0), textcoords="offset points", fontsize="x-small",
@@ -146,8 +151,6 @@ def draw_coordinates(snap: Snapshot, fig: "Figure | SubFigure") -> None:
 def draw_landing(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     """Scatter matrix of where the finished jobs landed: pairs of parameters below the
     diagonal, each parameter's histogram on it."""
-    from matplotlib.colors import Normalize
-
     columns = parameter_columns(snap)
     shown = columns[:MAX_MATRIX_PARAMETERS]
     d = len(shown)
@@ -155,8 +158,8 @@ def draw_landing(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     jitter = np.random.default_rng(0).uniform(-0.18, 0.18, len(out.jobs))
     x = [parameter_positions(var, [element(job.params, var.name, i) for job in out.jobs], jitter)
          for var, i, _ in shown]
-    limits = value_limits(out.values[out.feasible | out.infeasible], snap.sign)
-    norm = Normalize(*limits) if limits is not None else None
+    ranks = np.full(len(out.jobs), np.nan)
+    ranks[out.feasible] = value_ranks(out.values[out.feasible], snap.sign)
     many = len(out.jobs) > RASTERIZE_ABOVE
     size = 4 if many else 10
     best = np.flatnonzero([job is snap.best for job in out.jobs]) if snap.best is not None else []
@@ -176,8 +179,8 @@ def draw_landing(snap: Snapshot, fig: "Figure | SubFigure") -> None:
                 format_parameter_axis(ax, var_r, "y")
                 both = np.isfinite(x[c]) & np.isfinite(x[r])
                 m = out.feasible & both
-                if m.any() and norm is not None:
-                    colored = ax.scatter(x[c][m], x[r][m], c=out.values[m], cmap=VALUE_COLORMAP, norm=norm,
+                if m.any():
+                    colored = ax.scatter(x[c][m], x[r][m], c=ranks[m], cmap=VALUE_COLORMAP, vmin=0.0, vmax=1.0,
                                          s=size, linewidths=0, rasterized=many)
                 for mask, style in ((out.infeasible & both, INFEASIBLE), (out.failed & both, FAILED)):
                     if mask.any():
@@ -190,7 +193,8 @@ def draw_landing(snap: Snapshot, fig: "Figure | SubFigure") -> None:
             if c == 0 and r > 0:
                 ax.set_ylabel(shown[r][2] + axis_unit(var_r), fontsize="small")
     if colored is not None:
-        fig.colorbar(colored, ax=axes, label=f"{snap.objective} ({snap.better} is better)", shrink=0.6)
+        rank_colorbar(fig, colored, out.values[out.feasible], f"{snap.objective} ({snap.better} is better)", snap.sign,
+                      ax=axes, shrink=0.6)
     note = f" (first {d} of {len(columns)} parameters)" if len(columns) > d else ""
     fig.suptitle(f"{snap.name}: where the jobs landed{note}\nstar = best job, orange x = constraint violated, "
                  f"red = failed", fontweight="bold")

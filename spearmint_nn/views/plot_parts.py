@@ -63,12 +63,14 @@ def best_so_far(values: np.ndarray, feasible: np.ndarray, sign: float = 1.0) -> 
     return np.where(np.isfinite(running), sign * running, np.nan)
 
 
-def value_limits(values: np.ndarray, sign: float = 1.0) -> tuple[float, float] | None:
+def value_limits(values: np.ndarray, sign: float = 1.0, pad: bool = True) -> tuple[float, float] | None:
     """(low, high) of the value axis: all finite values, unless a few lie far on the bad side
     of the rest (above when minimising, ``sign`` 1; below when maximising, ``sign`` -1).
 
     With at least 10 values and the worst more than 3 times the 10%-90% spread beyond the 90th
-    percentile of badness, the axis ends half that spread beyond it.
+    percentile of badness, the axis ends half that spread beyond it. ``pad`` widens the limits
+    by 5% each way, a margin for points drawn inside the axes; without it they are the data's,
+    for an axis labelled with its two ends.
     """
     v = sign * values[np.isfinite(values)]
     if v.size == 0:
@@ -79,8 +81,39 @@ def value_limits(values: np.ndarray, sign: float = 1.0) -> tuple[float, float] |
         spread = float(p90 - p10)
         if spread > 0 and hi > p90 + 3 * spread:
             hi = float(p90 + 0.5 * spread)
-    pad = 0.05 * (hi - lo) if hi > lo else max(abs(lo) * 0.05, 0.5)
-    return (lo - pad, hi + pad) if sign > 0 else (-hi - pad, -lo + pad)
+    if pad:
+        margin = 0.05 * (hi - lo) if hi > lo else max(abs(lo) * 0.05, 0.5)
+        lo, hi = lo - margin, hi + margin
+    return (lo, hi) if sign > 0 else (-hi, -lo)
+
+
+def value_ranks(values: np.ndarray, sign: float = 1.0) -> np.ndarray:
+    """Each value's rank among ``values`` scaled to [0, 1] (0: the best, the lowest or with
+    ``sign`` -1 the highest; ties share their mean rank), for colours: on a linear scale a few
+    poor or diverged jobs paint every good one the same colour, while by rank the best tenth of
+    the jobs spans a tenth of the colour map."""
+    v = sign * np.asarray(values, dtype=float)
+    if v.size < 2:
+        return np.zeros(v.size)
+    ordered = np.sort(v)
+    ranks = (np.searchsorted(ordered, v, "left") + np.searchsorted(ordered, v, "right") - 1) / 2
+    return ranks / (v.size - 1)
+
+
+def rank_colorbar(fig: Any, mappable: Any, values: np.ndarray, label: str, sign: float = 1.0,
+                  **placement: Any) -> None:
+    """A colour bar for colours from :func:`value_ranks` of ``values``, its ticks at the
+    quartiles of the ranks labelled with the values there (a value shared by several quartiles,
+    a plateau of poor jobs, labelled once)."""
+    ordered = sign * np.sort(sign * np.asarray(values, dtype=float))
+    ticks, labels = [], []
+    for tick in np.linspace(0.0, 1.0, min(5, max(ordered.size, 1))):
+        text = f"{ordered[int(round(tick * (ordered.size - 1)))]:.3g}"
+        if text not in labels:
+            ticks.append(tick)
+            labels.append(text)
+    bar = fig.colorbar(mappable, label=f"{label}, coloured by rank", **placement)
+    bar.set_ticks(ticks, labels=labels)
 
 
 def parameter_columns(snap: Snapshot) -> list[tuple[Any, int, str]]:

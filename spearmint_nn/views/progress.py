@@ -189,7 +189,7 @@ class DaemonProgress:
 
 # ---- status --watch --------------------------------------------------------------------------
 
-PACE_WINDOW_S = 600.0  # rates are over the last ten minutes
+PACE_WINDOW_S = 600.0  # rates are over the last ten minutes at most
 SPARK_BLOCKS = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"
 SPARK_ASCII = "_.-:=+*#"  # for a terminal that cannot print the blocks
 SPARK_WIDTH = 40
@@ -210,8 +210,8 @@ def sparkline(values: Sequence[float], width: int = SPARK_WIDTH, chars: str = SP
 
 def pace_text(snap: Snapshot, now: float | None = None, chars: str = SPARK_BLOCKS) -> str:
     """Two lines for ``status --watch``: the best value so far as a sparkline, and the rate at
-    which jobs finish against the rate at which the optimizer proposes them (the last
-    PACE_WINDOW_S), with the free slots: when proposals lag behind completions while slots are
+    which jobs finish against the rate at which the optimizer proposes them (over
+    :func:`pace_window`), with the free slots: when proposals lag behind completions while slots are
     free, the cluster is waiting for the optimizer."""
     now = time.time() if now is None else now
     finished = sorted(snap.finished, key=lambda job: job.fields.get("finished", 0))
@@ -225,37 +225,64 @@ def pace_text(snap: Snapshot, now: float | None = None, chars: str = SPARK_BLOCK
     line = sparkline(running_best, chars=chars)
     first = next((v for v in running_best if math.isfinite(v)), None)
     lines = [f"best so far  {line}  {first:.6g} -> {best:.6g}" if first is not None else "best so far  (none yet)"]
-    since = now - PACE_WINDOW_S
+    window = pace_window(snap, now)
+    if window is None:
+        return "\n".join(lines + ["no job yet"])
+    start, end = window
+    minutes = max(end - start, 1.0) / 60.0
 
     def per_minute(times: list[Any]) -> float:
-        recent = [t for t in times if isinstance(t, (int, float)) and t >= since]
-        return len(recent) / (PACE_WINDOW_S / 60.0)
+        return sum(1 for t in times if isinstance(t, (int, float)) and start <= t <= end) / minutes
 
     done = per_minute([job.fields.get("finished") for job in snap.finished])
     proposed = per_minute([job.fields.get("created") for job in snap.jobs if job.fields.get("source") == "optimizer"])
     free = None if snap.concurrency is None else max(0, snap.concurrency - snap.counts["running"] - snap.counts["pending"])
-    text = f"last {format_duration(PACE_WINDOW_S)}: {done:.1f} jobs done/min, {proposed:.1f} proposed/min"
+    stopped = snap.daemon["running"] is False
+    text = (f"last {format_duration(end - start)}{' before the daemon stopped' if stopped else ''}: "
+            f"{done:.1f} jobs done/min, {proposed:.1f} proposed/min")
     if free is not None:
         text += f"; {free} of {snap.concurrency} slots free"
-        if free > 0 and not snap.search_is_over and proposed < 0.9 * done:
+        if free > 0 and not stopped and not snap.search_is_over and proposed < 0.9 * done:
             text += " (the cluster is waiting for the optimizer)"
     return "\n".join(lines + [text])
+
+
+def pace_window(snap: Snapshot, now: float) -> tuple[float, float] | None:
+    """(start, end) unix times of the stretch the pace is measured over; None before any job.
+
+    It starts PACE_WINDOW_S before its end, or at the first job when that is later (a search two
+    minutes old has not run for ten). It ends now, unless the daemon is known to have stopped:
+    then at the last job's creation or finish, so that a finished search shows the pace it had
+    rather than one that falls with every minute since.
+    """
+    times = [t for job in snap.jobs for t in (job.fields.get("created"), job.fields.get("finished"))
+             if isinstance(t, (int, float)) and not isinstance(t, bool)]
+    if not times:
+        return None
+    end = min(now, max(times)) if snap.daemon["running"] is False else now
+    return max(end - PACE_WINDOW_S, min(times)), end
 
 
 def watch(experiment_dir: str | Path, render: Callable[[Snapshot], str], interval_s: float = 2.0,
           stream: TextIO | None = None, interactive: bool | None = None,
           sleep: Callable[[float], None] = time.sleep) -> None:
-    """Show ``render(snapshot)`` every ``interval_s`` seconds until the search is over or Ctrl-C.
+    """Show ``render(snapshot)`` every ``interval_s`` seconds until the search is over and its
+    daemon has exited, until a daemon seen running has stopped (a streak of failures, Ctrl-C in
+    its own terminal), or Ctrl-C.
 
-    On a terminal the screen is cleared and redrawn in place; elsewhere each view that differs
-    from the previous one is written as plain lines.
+    The last view is taken after the daemon exited, so it says so: the job files show a search
+    over a moment before the daemon has written its summaries and gone. On a terminal the
+    screen is cleared and redrawn in place; elsewhere each view that differs from the previous
+    one is written as plain lines.
     """
     stream = stream if stream is not None else sys.stdout
     interactive = _is_terminal(stream) if interactive is None else interactive
     previous: str | None = None
+    seen_running = False
     try:
         while True:
             snap = take_snapshot(experiment_dir)
+            running = snap.daemon["running"]  # None: on another host, unknown from here
             text = render(snap).rstrip("\n")
             if interactive:
                 stream.write(HOME_AND_CLEAR + text + "\n")
@@ -263,8 +290,9 @@ def watch(experiment_dir: str | Path, render: Callable[[Snapshot], str], interva
                 stream.write(text + "\n")
             stream.flush()
             previous = text
-            if snap.search_is_over:
+            if running is not True and (snap.search_is_over or seen_running):
                 return
+            seen_running |= running is True
             sleep(interval_s)
     except KeyboardInterrupt:
         return

@@ -29,7 +29,7 @@ from ..search.arguments import parse_direction
 from ..search.names import DIRECTIONS
 from ..search.space import Space
 from ..search.space_edits import EarlierJobs, outside_line
-from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES
+from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES, params_text
 
 RECENT_FAILURES = 5
 # Failure groups in ``status --json``: the largest ones, enough for any real run; thousands of
@@ -174,6 +174,11 @@ class Snapshot:
         return best_job(self.jobs, self.objective, self.constraints, self.direction)
 
     @cached_property
+    def daemon(self) -> dict[str, Any]:
+        """Who last ran the daemon and whether it still runs (:func:`~..experiment.lock.daemon_state`)."""
+        return daemon_state(ExperimentPaths(self.experiment))
+
+    @cached_property
     def model_best(self) -> dict[str, Any] | None:
         """The best by the model's posterior mean, for a noisy objective (see :func:`read_model_best`)."""
         return read_model_best(ExperimentPaths(self.experiment), self.store)
@@ -261,7 +266,7 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
     return {
         "experiment": str(config.experiment_dir),
         "name": config.name,
-        "daemon": daemon_state(config.paths),
+        "daemon": snap.daemon,
         "counts": snap.counts,
         "finished": snap.budget_used,
         "max_finished_jobs": config.max_finished_jobs,
@@ -353,10 +358,6 @@ def related_text(task: dict[str, Any]) -> str:
     return f"{task['observations']} finished jobs{used}; {learned}"
 
 
-def _params_line(params: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v[0] if isinstance(v, list) and len(v) == 1 else v}" for k, v in params.items())
-
-
 def _best_lines(summary: dict[str, Any]) -> list[str]:
     """The best job; for a noisy objective also the model's best, each labelled as what it is
     (the best observation of a noisy objective is its luckiest draw, not its best point)."""
@@ -364,7 +365,7 @@ def _best_lines(summary: dict[str, Any]) -> list[str]:
     if not best:
         return ["best: no complete job yet"]
     label = "best observed (luckiest draw)" if by_model else "best"
-    lines = [f"{label}: {objective} = {best['value']:.6g} (job {best['id']}) {_params_line(best['params'])}"]
+    lines = [f"{label}: {objective} = {best['value']:.6g} (job {best['id']}) {params_text(best['params'])}"]
     if by_model:
         spread = f" +- {by_model['std']:.3g}" if by_model["std"] is not None else ""
         notes = [f"job {by_model['id']}"]
@@ -373,7 +374,11 @@ def _best_lines(summary: dict[str, Any]) -> list[str]:
         if by_model["observations"] is not None:
             notes.append(f"model of {by_model['observations']} observations")
         lines.append(f"best by the model's posterior mean: {objective} = {by_model['mean']:.6g}{spread} "
-                     f"({'; '.join(notes)}) {_params_line(by_model['params'])}")
+                     f"({'; '.join(notes)}) {params_text(by_model['params'])}")
+        if by_model["id"] != best["id"] or f"{by_model['mean']:.6g}" != f"{best['value']:.6g}":
+            # a new user's stand-in objective is deterministic: two different bests need a reason
+            lines.append(f"  (two bests: {objective} is modelled as noisy, \"likelihood\": \"GAUSSIAN\", so its "
+                         "lowest observation may be a lucky draw; a deterministic objective wants \"NOISELESS\")")
     return lines
 
 

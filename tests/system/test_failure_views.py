@@ -214,9 +214,9 @@ def test_model_best_in_status_text_and_json(tmp_path):
     assert best_json["id"] == 7 and best_json["model_best"]["id"] == 9
 
     text = cli("status", exp).stdout
-    assert "best observed (luckiest draw): loss = 0.5 (job 7) lr=0.0177827941" in text
+    assert "best observed (luckiest draw): loss = 0.5 (job 7) lr=0.0177828 layers=8 act=relu w=[0.2, -0.3]\n" in text
     assert ("best by the model's posterior mean: loss = 0.734 +- 0.125 (job 9; observed there 0.9; "
-            "model of 7 observations) lr=0.0056234132") in text
+            "model of 7 observations) lr=0.00562341 layers=2 act=relu w=[0.4, -0.3]\n  (two bests: loss is modelled as noisy") in text
     status = json.loads(cli("status", exp, "--json").stdout)
     assert status["best"]["id"] == 7
     assert status["model_best"] == {**MODEL_BEST, "params": _params(9)}  # params from job 9's file

@@ -19,6 +19,8 @@ def test_new_experiment_validates_and_its_wrapper_runs(tmp_path):
     config = load_config(folder)  # with the driver check, as `run` does
     assert config.name == "my-tuning" and config.objective == "loss" and config.driver_name == "local"
     assert [v.scale for v in config.space.variables] == ["log", "linear", "linear"]
+    written = json.loads((folder / "config.json").read_text())
+    assert written["tasks"]["loss"]["likelihood"] == "GAUSSIAN"  # a training's loss is noisy; the key in sight
 
     spec = importlib.util.spec_from_file_location("wrapper", folder / "wrapper.py")
     wrapper = importlib.util.module_from_spec(spec)

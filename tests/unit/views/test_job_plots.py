@@ -48,13 +48,50 @@ def test_parallel_coordinates_colour_feasible_jobs_by_value_with_the_best_on_top
     coloured = next(c for c in collections if c.get_array() is not None)
     drawn = np.asarray(coloured.get_array())
     np.testing.assert_allclose(np.sort(drawn)[::-1], drawn)  # worst first: the best drawn last, on top
-    np.testing.assert_allclose(np.sort(drawn), np.sort(out.values[out.feasible]))
+    feasible = np.sort(out.values[out.feasible])
+    np.testing.assert_allclose(np.sort(drawn), np.arange(len(feasible)) / (len(feasible) - 1))  # by rank
     labels = ax.get_legend_handles_labels()[1]
     assert "failed, no value (5)" in labels
     assert f"constraint violated ({int(out.infeasible.sum())})" in labels
     assert f"best job {snap.best.id} ({snap.best.value:.6g})" in labels
     assert [t.get_text() for t in ax.get_xticklabels()][-1] == "loss"
     assert ax.get_xticklabels()[0].get_text() == "lr (log scale)"
+
+
+def _set_losses(experiment, losses):
+    """Give the complete jobs of ``experiment`` these objective values, in id order."""
+    paths = ExperimentPaths(experiment)
+    for job_file, loss in zip(sorted(paths.job_dir("complete").glob("*.json")), losses):
+        job = json.loads(job_file.read_text())
+        job["value"], job["values"] = loss, {"loss": loss}
+        job_file.write_text(json.dumps(job))
+
+
+def test_the_best_jobs_stand_out_in_colour_when_the_poor_ones_are_far_off(tmp_path):
+    # a classifier's validation loss: most jobs learn (0.05-0.3), some sit at chance (2.3)
+    exp = write_experiment(tmp_path, 40)
+    _set_losses(exp, [2.3] * 12 + list(np.linspace(0.05, 0.3, 28)))
+    snap = take_snapshot(exp)
+    for key in ("coordinates", "landing"):
+        fig = _section(snap, key)
+        coloured = next(c for ax in fig.axes for c in ax.collections if c.get_array() is not None)
+        shade = coloured.norm(np.asarray(coloured.get_array(), float))
+        good = np.sort(shade)[:28]  # the 28 jobs that learned
+        assert good.max() - good.min() > 0.5, key  # spread over the colour map, not one colour
+        bar = fig.axes[-1]
+        assert bar.get_ylabel() == "loss (lower is better), coloured by rank"
+        assert [t.get_text() for t in bar.get_yticklabels()][0] == "0.05"
+
+
+def test_the_objective_axis_is_labelled_with_the_lowest_and_highest_values(tmp_path):
+    exp = write_experiment(tmp_path, 20)
+    _set_losses(exp, list(np.linspace(0.02, 1.5, 20)))  # a loss: never below zero
+    snap = take_snapshot(exp)
+    assert job_plots.coordinates(snap).value_range == (0.02, 1.5)
+    ax = _section(snap, "coordinates").axes[0]
+    last_axis = len(job_plots.coordinates(snap).labels) - 1
+    marks = sorted(t.get_text() for t in ax.texts if t.xy[0] == last_axis)
+    assert marks == ["0.02", "1.5"]
 
 
 def test_an_inactive_conditional_parameter_breaks_its_line(tmp_path):

@@ -4,10 +4,16 @@
 """
 from __future__ import annotations
 
+import csv
 import io
 import json
+import os
 import re
+import socket
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,11 +21,12 @@ import pytest
 from helpers.experiments import cli
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.daemon.reporting import Reporter
+from spearmint_nn.daemon.summaries import write_summaries
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.experiment.jobs import JobState, best_job
 from spearmint_nn.views.progress import (SPARK_BLOCKS, DaemonProgress, LiveLine, format_duration, pace_text,
                                         progress_text, sparkline, watch)
-from spearmint_nn.views.status import take_snapshot
+from spearmint_nn.views.status import status_summary, status_text, take_snapshot
 from spearmint_nn.experiment.store import Store
 
 from helpers.experiments import write_finished_experiment as write_experiment
@@ -239,8 +246,22 @@ def test_sparkline_runs_from_the_lowest_to_the_highest_character():
     assert len(long) == 10 and long[0] == "9" and long[-1] == "0" and list(long) == sorted(long, reverse=True)
 
 
+def _daemon_runs_as(experiment: Path, pid: int) -> None:
+    """daemon.json as ``spearmint-nn run`` writes it, for process ``pid`` on this host."""
+    info = {"host": socket.gethostname(), "pid": pid, "started": time.time(), "command": "run"}
+    ExperimentPaths(experiment).daemon_info.write_text(json.dumps(info))
+
+
+def _ended_process() -> int:
+    """The id of a process that has exited (and been reaped)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
 def test_the_pace_says_when_the_cluster_waits_for_the_optimizer(tmp_path):
     exp = write_experiment(tmp_path, 20, running=1, budget=40)  # max-concurrent 2: one slot free
+    _daemon_runs_as(exp, os.getpid())
     snap = take_snapshot(exp)
     finished = [job.fields["finished"] for job in snap.finished]
     created = [job.fields["created"] for job in snap.jobs]
@@ -249,9 +270,10 @@ def test_the_pace_says_when_the_cluster_waits_for_the_optimizer(tmp_path):
     best_line, rate_line = text.splitlines()
     values = [job.value for job in sorted(snap.finished, key=lambda j: j.fields["finished"])]
     assert best_line.endswith(f"{values[0]:.6g} -> {min(values):.6g}") and best_line.split()[3][-1] == "0"
-    done = sum(t >= now - 600 for t in finished) / 10
-    proposed = sum(t >= now - 600 for t in created) / 10
-    assert rate_line.startswith(f"last 10m00s: {done:.1f} jobs done/min, {proposed:.1f} proposed/min; 1 of 2 slots free")
+    minutes = (now - min(created)) / 60  # the search is younger than ten minutes
+    done, proposed = len(finished) / minutes, len(created) / minutes
+    assert rate_line.startswith(f"last {format_duration(now - min(created))}: {done:.1f} jobs done/min, "
+                                f"{proposed:.1f} proposed/min; 1 of 2 slots free")
     assert ("waiting for the optimizer" in rate_line) == (proposed < 0.9 * done)
     # every job proposed long ago, results arriving now: the optimizer is behind with a free slot
     paths = ExperimentPaths(exp)
@@ -264,7 +286,108 @@ def test_the_pace_says_when_the_cluster_waits_for_the_optimizer(tmp_path):
     assert "0.0 proposed/min" in late and late.endswith("(the cluster is waiting for the optimizer)")
 
 
+def test_the_pace_is_over_the_time_the_search_has_run_and_stops_with_its_daemon(tmp_path):
+    exp = write_experiment(tmp_path, 12, running=1, budget=40)  # 13 jobs made over two minutes
+    created = [job.fields["created"] for job in take_snapshot(exp).jobs]
+    last_event = max(max(created), *(job.fields["finished"] for job in take_snapshot(exp).finished))
+    now = min(created) + 180
+    _daemon_runs_as(exp, os.getpid())
+    rate_line = pace_text(take_snapshot(exp), now=now).splitlines()[1]
+    assert rate_line.startswith("last 3m00s: 4.0 jobs done/min, 4.3 proposed/min")  # 12 and 13 in 3 minutes
+    _daemon_runs_as(exp, _ended_process())  # stopped: the pace it had, not falling with the time since
+    for later in (now, now + 3600):
+        rate_line = pace_text(take_snapshot(exp), now=later).splitlines()[1]
+        minutes = (last_event - min(created)) / 60
+        assert rate_line.startswith(f"last {format_duration(last_event - min(created))} before the daemon "
+                                    f"stopped: {12 / minutes:.1f} jobs done/min, {13 / minutes:.1f} proposed/min")
+        assert "waiting for the optimizer" not in rate_line
+
+
+def _status_view(snap) -> str:
+    return status_text(status_summary(snap))
+
+
+def test_the_last_view_of_watch_is_taken_after_the_daemon_exited(tmp_path):
+    done = write_experiment(tmp_path, 5, budget=5)  # the job files say the search is over...
+    daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    _daemon_runs_as(done, daemon.pid)  # ... while its daemon is still writing summaries
+    naps: list[float] = []
+
+    def nap(seconds: float) -> None:
+        naps.append(seconds)
+        daemon.kill()
+        daemon.wait()
+
+    out = io.StringIO()
+    try:
+        watch(done, _status_view, stream=out, sleep=nap)
+    finally:
+        daemon.kill()
+        daemon.wait()
+    views = out.getvalue().split("experiment demo")[1:]
+    assert len(naps) == 1 and len(views) == 2
+    assert f"daemon running (host {socket.gethostname()}, pid {daemon.pid})" in views[0]
+    assert "daemon not running" in views[-1]
+
+
+def test_watch_ends_when_a_daemon_it_saw_running_stops_before_the_budget(tmp_path):
+    busy = write_experiment(tmp_path, 3, budget=5)  # a streak of failures stopped it, say
+    daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    _daemon_runs_as(busy, daemon.pid)
+    naps: list[float] = []
+
+    def nap(seconds: float) -> None:
+        naps.append(seconds)
+        if len(naps) == 2:
+            daemon.kill()
+            daemon.wait()
+        assert len(naps) < 5, "watch went on after the daemon stopped"
+
+    out = io.StringIO()
+    try:
+        watch(busy, _status_view, stream=out, sleep=nap)
+    finally:
+        daemon.kill()
+        daemon.wait()
+    views = out.getvalue().split("experiment demo")[1:]
+    assert len(naps) == 2 and len(views) == 2  # a view is written when it changed
+    assert "daemon running" in views[0] and "daemon not running" in views[-1]
+
+
 def test_status_watch_shows_the_pace(tmp_path):
     exp = write_experiment(tmp_path, 5, budget=5)
     result = cli("status", exp, "--watch", "--interval", "0.1", timeout=60)
     assert "best so far  " in result.stdout and "jobs done/min" in result.stdout
+
+
+def test_status_prints_parameters_to_six_digits_and_the_files_keep_them_all(tmp_path):
+    exp = write_experiment(tmp_path, 12)
+    config = load_config(exp, check_driver=False)
+    store = Store(config.paths).load_all()
+    write_summaries(store, config)
+    snap = take_snapshot(exp)
+    params = snap.best.params
+    assert len(repr(params["lr"][0])) > 12  # a proposal's float, every digit of it
+    best_line = next(line for line in status_text(status_summary(snap)).splitlines() if line.startswith("best"))
+    w = ", ".join(f"{v:.6g}" for v in params["w"])
+    assert best_line.endswith(f"lr={params['lr'][0]:.6g} layers={params['layers'][0]} act={params['act'][0]} w=[{w}]")
+    assert json.loads(config.paths.best_json.read_text())["params"] == params
+    with open(config.paths.results_csv, newline="") as f:
+        row = next(r for r in csv.DictReader(f) if r["id"] == str(snap.best.id))
+    assert float(row["lr"]) == params["lr"][0]
+
+
+def test_status_says_why_the_models_best_differs_from_the_best_observed(tmp_path):
+    exp = write_experiment(tmp_path, 12)
+    snap = take_snapshot(exp)
+    other = next(job for job in snap.finished if job.id != snap.best.id and job.value is not None)
+    paths = ExperimentPaths(exp)
+    model_best = {"id": other.id, "mean": other.value - 0.01, "std": 0.2, "value": other.value, "observations": 12}
+    paths.best_json.write_text(json.dumps({"id": snap.best.id, "model_best": model_best}))
+    lines = status_text(status_summary(take_snapshot(exp))).splitlines()
+    why = lines.index(next(line for line in lines if line.startswith("best by the model's posterior mean"))) + 1
+    assert lines[why] == ('  (two bests: loss is modelled as noisy, "likelihood": "GAUSSIAN", so its lowest '
+                          'observation may be a lucky draw; a deterministic objective wants "NOISELESS")')
+    model_best.update(id=snap.best.id, mean=snap.best.value, value=snap.best.value)  # the two agree: no word
+    paths.best_json.write_text(json.dumps({"id": snap.best.id, "model_best": model_best}))
+    assert "two bests" not in status_text(status_summary(take_snapshot(exp)))
