@@ -39,6 +39,7 @@ from ..experiment.store import Store
 from ..files import read_json
 from .driving import cancel_jobs, make_driver
 from .summaries import SummaryWriter
+from .wrapper_check import check_wrapper_before_jobs
 
 STDERR_TAIL_LINES = 20
 STDERR_TAIL_BYTES = 4000
@@ -125,9 +126,12 @@ class Daemon:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def run(self) -> int:
+        warning = check_wrapper_before_jobs(self.config, self.driver)  # before anything is written
         self.store.create_dirs()
         lock = acquire_lock(self.paths, "run")
         self.reporter = Reporter(self.paths.log, self._stream)
+        if warning is not None:
+            self.reporter.event("warning", warning)
         if self._on_start is not None:
             self._on_start(self.reporter, self.store)
         noisy = self.config.tasks[self.config.objective].likelihood == "GAUSSIAN"
