@@ -61,3 +61,13 @@ def test_a_failure_before_the_first_success_counts_once_a_job_succeeds(make_expe
     assert jobs[1][0] == "failed" and jobs[1][1]["failure"] == "exception" and "reclassified_from" not in jobs[1][1]
     assert [state for state, _ in jobs.values()] == ["failed", "complete", "complete", "complete"]
     assert _status(folder)["finished"] == 4
+
+
+def test_a_budget_smaller_than_the_streak_still_finds_the_wrapper_bug(make_experiment):
+    # Failures held back start new jobs one at a time once the budget would be spent; before,
+    # the 2 failures spent it and the run ended "budget reached" with the bug unnamed.
+    folder = make_experiment(quick_config(**{"max-finished-jobs": 2, "max-concurrent": 2}),
+                             files={"wrapper.py": RENAMED_PARAMETER})
+    result = cli("run", folder, timeout=120)
+    assert result.returncode == 1 and "this is a bug in the wrapper" in result.stderr, result.stderr
+    assert len(all_jobs(folder)) == 3 and _status(folder)["finished"] == 0
