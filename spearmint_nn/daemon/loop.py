@@ -304,7 +304,8 @@ class Daemon:
         return exit_code
 
     def _same_failure_message(self, group: FailureGroup) -> str:
-        """Why the daemon stops on a streak: the error, where, and which output to read."""
+        """Why the daemon stops on a streak: the error, where, which output to read, what the
+        failed jobs cost and how to go on."""
         where = f" at {group.location}" if group.location else ""
         output = self.paths.stderr_file(group.last_job).relative_to(self.paths.experiment)
         fix = (group.location or self.config.main_file.name) if group.wrapper_bug else "the cause"
@@ -386,7 +387,8 @@ class Daemon:
             in_flight = [job.params for job in self.store.jobs((JobState.PENDING, JobState.RUNNING))]
             # Points whose failure is held back were tried: the optimizer has not seen them, and
             # must not propose them again.
-            in_flight += [self.store.get(job_id).params for job_id in sorted(self._before_success.held_back)]
+            held = [self.store.get(job_id).params for job_id in sorted(self._before_success.held_back)]
+            in_flight += [params for params in held if _params_problem(self.config, params) is None]
             proposer.request(n, in_flight)
 
     def _take_proposal(self) -> None:
@@ -588,7 +590,8 @@ class Daemon:
         held = self._before_success.succeeded()
         for job in held:
             self._finished += 1
-            self._observe(job)
+            if _params_problem(self.config, job.params) is None:  # held since a run with other variables
+                self._observe(job)
         if held:
             self.reporter.event("counted", f"a job succeeded, so the {len(held)} failure(s) held back until then "
                                 f"(jobs {', '.join(str(job.id) for job in held)}) now count against "
