@@ -26,6 +26,9 @@ nor counts against the budget:
 * inside main, a NameError (UnboundLocalError too), ImportError, SyntaxError, or an
   AttributeError looked up on a module (``np.lnspace``): mistakes in the code.
 
+``python -m spearmint_nn.runner --check <experiment_dir>`` finds the first two before any job
+runs (:func:`check_wrapper`, by the same code): the daemon starts it before it submits anything.
+
 Any other exception inside main is kind "exception"; ``sys.exit`` inside main is
 "exit_code". Every error result carries ``location``: ``"<file>:<line>"`` (the file relative to
 the experiment folder when inside it, else absolute) of the innermost traceback frame inside
@@ -73,12 +76,16 @@ class JobFailure(Exception):
     """The job produced no values; ``failure`` is the short kind recorded in the job file and
     ``location`` the ``"<file>:<line>"`` it points at (see :func:`_location`), when known."""
 
-    def __init__(self, failure: str, message: str, exit_code: int = 1, tb: str = "", location: str | None = None):
+    def __init__(self, failure: str, message: str, exit_code: int = 1, tb: str = "", location: str | None = None,
+                 depends_on_environment: bool = False):
         super().__init__(message)
         self.failure = failure
         self.exit_code = exit_code
         self.tb = tb
         self.location = location
+        # Whether the same code may run where the environment differs (a compute node after its
+        # setup lines): see check_wrapper.
+        self.depends_on_environment = depends_on_environment
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -137,7 +144,11 @@ def _load_main(wrapper: Path, experiment: Path) -> Callable[..., Any]:
         sys.modules[wrapper.stem] = module
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # sys.exit at import time (argparse, say) is no answer either
-        raise _failure("bad_wrapper", exc, experiment) from None
+        failure = _failure("bad_wrapper", exc, experiment)
+        # A syntax error or a misspelt name fails wherever the module is imported; a missing
+        # module, library or file may be there after a batch job's setup lines.
+        failure.depends_on_environment = not isinstance(exc, (SyntaxError, NameError))
+        raise failure from None
     main = getattr(module, "main", None)
     if not callable(main):
         raise JobFailure("bad_wrapper", f"{wrapper.name} has no function main(job_id, params)")
@@ -273,17 +284,69 @@ def run_job(experiment_dir: str | Path, job_id: int) -> int:
     return exit_code
 
 
+def check_wrapper(experiment_dir: str | Path) -> dict[str, Any]:
+    """What every job would record if the PYTHON wrapper cannot run at any point, found without
+    evaluating it: the module is imported as a job imports it and must have a ``main`` that
+    takes ``(job_id, params)``. Returns ``{"status": "ok"}``, or an error result as in a
+    result file (``failure``, ``error``, ``traceback``, ``location``) with
+    ``depends_on_environment``: whether the failure came from importing the module and was
+    neither a SyntaxError nor a NameError, so that it may not happen where a batch job runs.
+    """
+    experiment = Path(experiment_dir)
+    try:
+        try:
+            config = load_config(experiment, check_driver=False)
+        except ConfigError as exc:
+            raise JobFailure("bad_config", str(exc)) from None
+        if config.language == "PYTHON":
+            sys.path.insert(0, str(config.main_file.parent))
+            _load_main(config.main_file, config.experiment_dir)
+    except JobFailure as exc:
+        return {"status": "error", "failure": exc.failure, "error": _one_line(str(exc)), "traceback": exc.tb,
+                "location": exc.location, "depends_on_environment": exc.depends_on_environment}
+    return {"status": "ok"}
+
+
+def _check_main(experiment_dir: str) -> int:
+    """``--check``: :func:`check_wrapper`'s answer as one JSON line on stdout (exit 0 when ok, 1
+    when not). What the wrapper prints while it is imported goes to stderr, so that the answer
+    is the only line on stdout."""
+    sys.stdout.flush()
+    stdout = os.dup(1)
+    os.dup2(2, 1)  # at the descriptor level: output of C extensions too
+    try:
+        result = check_wrapper(experiment_dir)
+    finally:
+        sys.stdout.flush()
+        os.dup2(stdout, 1)
+        os.close(stdout)
+    print(json.dumps(result), flush=True)
+    return 0 if result["status"] == "ok" else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] == "--check":
+        return _check_main(argv[1])
     if len(argv) != 2 or not argv[1].isdigit():
-        print("usage: python -m spearmint_nn.runner <experiment_dir> <job_id>", file=sys.stderr)
+        print("usage: python -m spearmint_nn.runner <experiment_dir> <job_id>\n"
+              "       python -m spearmint_nn.runner --check <experiment_dir>", file=sys.stderr)
         return 2
     return run_job(argv[0], int(argv[1]))
 
 
+# Every job runs with the daemon's own interpreter: on a cluster, the environment it was started in.
+_RUNNER = [sys.executable, "-m", "spearmint_nn.runner"]
+
+
 def command_for(experiment_dir: Path, job_id: int) -> list[str]:
     """The argument list every driver runs for one job."""
-    return [sys.executable, "-m", "spearmint_nn.runner", str(experiment_dir), str(job_id)]
+    return [*_RUNNER, str(experiment_dir), str(job_id)]
+
+
+def check_command(experiment_dir: Path) -> list[str]:
+    """The argument list of :func:`check_wrapper` in a process of its own, with the jobs' interpreter."""
+    return [*_RUNNER, "--check", str(experiment_dir)]
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ one refit.
 Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Proposer`); every event is
 one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and ``daemon.log``);
 the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`; failures that
-repeat are counted by :class:`~spearmint_nn.experiment.failures.FailureStreak`.
+repeat are counted by :class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures
+before any success are held back or recorded as a wrapper bug by
+:class:`~spearmint_nn.daemon.before_success.FailuresBeforeSuccess`.
 """
 from __future__ import annotations
 
@@ -39,7 +41,9 @@ from ..experiment.lock import acquire_lock
 from ..experiment.store import Store
 from ..files import read_json
 from .driving import cancel_jobs, make_driver
+from .before_success import FailuresBeforeSuccess
 from .summaries import SummaryWriter
+from .wrapper_check import check_wrapper_before_jobs
 
 STDERR_TAIL_LINES = 20
 STDERR_TAIL_BYTES = 4000
@@ -113,14 +117,18 @@ class Daemon:
         self._submitted_here: set[int] = set()
         self._streak = FailureStreak(config.stop_after_identical_failures, config.ignored_failures)
         self._failing_the_same_way: FailureGroup | None = None
+        self._before_success = FailuresBeforeSuccess(self.store, config.ignored_failures)
         self._config_mtime = self._read_config_mtime()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def run(self) -> int:
+        warning = check_wrapper_before_jobs(self.config, self.driver)  # before anything is written
         self.store.create_dirs()
         lock = acquire_lock(self.paths, "run")
         self.reporter = Reporter(self.paths.log, self._stream)
+        if warning is not None:
+            self.reporter.event("warning", warning)
         if self._on_start is not None:
             self._on_start(self.reporter, self.store)
         noisy = self.config.tasks[self.config.objective].likelihood == "GAUSSIAN"
@@ -212,8 +220,10 @@ class Daemon:
         out or changed is said in one line each."""
         replayed = 0
         earlier = EarlierJobs(self.config.space)
-        for job in self.store.jobs((JobState.COMPLETE, JobState.FAILED)):
-            if not job.counts_toward_budget(self.config.ignored_failures):
+        finished = self.store.jobs((JobState.COMPLETE, JobState.FAILED))
+        self._before_success.load(finished)
+        for job in finished:
+            if not self._before_success.counts_now(job):
                 continue
             self._finished += 1
             params = earlier.fit(job.params)
@@ -299,12 +309,15 @@ class Daemon:
         return exit_code
 
     def _same_failure_message(self, group: FailureGroup) -> str:
-        """Why the daemon stops on a streak: the error, where, and which output to read."""
+        """Why the daemon stops on a streak: the error, where, which output to read, what the
+        failed jobs cost and how to go on."""
         where = f" at {group.location}" if group.location else ""
         output = self.paths.stderr_file(group.last_job).relative_to(self.paths.experiment)
+        fix = (group.location or self.config.main_file.name) if group.wrapper_bug else "the cause"
         return (f"{group.count} jobs in a row failed the same way ({group.kind}): {group.reason}{where} "
                 f"(jobs {group.first_job}..{group.last_job}); read {output} and its .out beside it. "
-                f"Nothing is lost: fix the cause and run again to go on (stop-after-identical-failures: "
+                f"{self._before_success.cost(group)}. Fix {fix}, then `spearmint-nn run "
+                f"{self.paths.experiment}` again to go on (stop-after-identical-failures: "
                 f"{self.config.stop_after_identical_failures})")
 
     # -- config.json edited while running -----------------------------------------------------
@@ -347,11 +360,18 @@ class Daemon:
     # -- budget ------------------------------------------------------------------------------
 
     def _budget_left(self) -> int | None:
-        """Evaluations still to start: max-finished-jobs - finished - in flight (None: no limit)."""
+        """Evaluations still to start: max-finished-jobs - finished - in flight - held back (None: no limit)."""
         if self.config.max_finished_jobs is None:
             return None
         counts = self.store.counts()
-        return self.config.max_finished_jobs - self._finished - counts["pending"] - counts["running"]
+        in_flight = counts["pending"] + counts["running"]
+        # Failures held back count once a job succeeds, so jobs start as if they counted already;
+        # but one at a time past that, or a small budget would hide a wrapper bug forever.
+        held = len(self._before_success.held_back)
+        left = self.config.max_finished_jobs - self._finished - in_flight - held
+        if left <= 0 and held and not in_flight and self._finished < self.config.max_finished_jobs:
+            return 1
+        return left
 
     def _free_slots(self) -> int:
         counts = self.store.counts()
@@ -370,6 +390,10 @@ class Daemon:
         n = min(self._free_slots(), chunk)
         if n > 0:
             in_flight = [job.params for job in self.store.jobs((JobState.PENDING, JobState.RUNNING))]
+            # Points whose failure is held back were tried: the optimizer has not seen them, and
+            # must not propose them again.
+            held = [self.store.get(job_id).params for job_id in sorted(self._before_success.held_back)]
+            in_flight += [params for params in held if _params_problem(self.config, params) is None]
             proposer.request(n, in_flight)
 
     def _take_proposal(self) -> None:
@@ -399,6 +423,7 @@ class Daemon:
             self.reporter.event("proposed", f"job {job.id} ({verb}) {params_text(job.params)}", job=job.id)
         elif state is JobState.COMPLETE:
             self._finished += 1
+            self._count_held_back()
             self.reporter.event("imported", f"job {job.id} value={job.value:.6g} {params_text(job.params)}",
                                 job=job.id, value=job.value)
             self._observe(job)
@@ -499,6 +524,7 @@ class Daemon:
             job = self.store.move(job_id, JobState.COMPLETE, values=values, value=values[self.config.objective],
                                   finished=time.time(), **fields)
             self._finished += 1
+            self._count_held_back()
             others = "".join(f" {t}={v:.6g}" for t, v in values.items() if t != self.config.objective)
             duration = f" in {fields['duration']:.1f} s" if "duration" in fields else ""
             self.reporter.event("finished", f"job {job_id} value={job.value:.6g}{others}{duration}",
@@ -545,20 +571,35 @@ class Daemon:
                               stdout_tail=output_tail(self.paths.stdout_file(job_id)),
                               finished=time.time(), **fields)
         self._ended_seen.pop(job_id, None)
-        self._after_failure(job)
-        self._note_outcome(job)
+        self._note_outcome(self._after_failure(job))
 
     def _note_outcome(self, job: Job) -> None:
         """Count the finished job toward a streak of identical failures (jobs of this run only)."""
         if job.id in self._submitted_here and self._failing_the_same_way is None:
-            self._failing_the_same_way = self._streak.record(job)
+            group = self._streak.record(job, held_back=job.id in self._before_success.held_back)
+            if group is not None and group.wrapper_bug:
+                self._before_success.record_wrapper_bug(job)
+            self._failing_the_same_way = group
 
-    def _after_failure(self, job: Job) -> None:
+    def _after_failure(self, job: Job) -> Job:
+        """Report a failed job and count it if it counts now; return it as recorded."""
         self.reporter.event("failed", f"job {job.id} {job.failure}: {job.reason}",
                             job=job.id, failure=job.failure)
-        if job.counts_toward_budget(self.config.ignored_failures):
+        if self._before_success.counts_now(job):
             self._finished += 1
             self._observe(job)
+        return self.store.get(job.id)
+
+    def _count_held_back(self) -> None:
+        """A job completed: count and show the failures held back until the first success."""
+        held = self._before_success.succeeded()
+        for job in held:
+            self._finished += 1
+            self._observe(job)  # (one held since a run with other variables is only reported)
+        if held:
+            self.reporter.event("counted", f"a job succeeded, so the {len(held)} failure(s) held back until then "
+                                f"(jobs {', '.join(str(job.id) for job in held)}) now count against "
+                                f"max-finished-jobs and are shown to the model as infeasible points")
 
     def _observe(self, job: Job) -> None:
         """Show a finished evaluation to the model as a point of the current variables (a job

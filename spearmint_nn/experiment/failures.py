@@ -11,6 +11,14 @@ Why a streak stops the daemon: a wrapper that cannot run (a syntax error, a miss
 point. Submitting on spends the budget on nothing, or never ends when there is no budget, as in
 Spearmint's configs. A point-dependent failure (an objective that crashes in one region)
 rarely repeats many times in a row, because the model learns to avoid it.
+
+Before any job has succeeded, the same failure of the wrapper's code at the same place in
+:data:`WRAPPER_FAILURES_TO_STOP` jobs in a row is taken for a bug in the wrapper (a renamed
+parameter's ``KeyError``), not a property of the points: the daemon stops and records those jobs
+as "bad_wrapper", keeping the kind they had in ``reclassified_from``, so they neither count
+against the budget nor teach the model, after the fix either. Until then such failures are held
+back (:meth:`~spearmint_nn.experiment.jobs.Job.held_back`); once a job succeeds they are ordinary
+failures of their points.
 """
 from __future__ import annotations
 
@@ -42,6 +50,13 @@ def signature(job: Job) -> tuple[str, str, str]:
     return str(job.failure or "unknown"), reason, str(job.location or "")
 
 
+def signature_as_run(job: Job) -> tuple[str, str, str]:
+    """:func:`signature` with the kind the job's own run recorded, before the daemon recorded it
+    as a wrapper bug (``reclassified_from``): what the next failures of that bug look like."""
+    kind, reason, location = signature(job)
+    return str(job.fields.get("reclassified_from") or kind), reason, location
+
+
 def output_tail(job: Job) -> str:
     """The last lines of the job's output recorded with the failure: stdout's, then stderr's.
 
@@ -66,6 +81,8 @@ class FailureGroup:
     first_job: int
     last_job: int
     output_tail: str
+    # Set by FailureStreak: failures held back before any job succeeded, a bug of the wrapper.
+    wrapper_bug: bool = False
 
     def add(self, job: Job) -> None:
         """Count one more failed job of this signature (later than those counted)."""
@@ -97,12 +114,14 @@ class FailureStreak:
     the streak once it must stop the daemon, else None. A completed job or a different failure
     ends a streak. The limits:
 
-    - a wrapper failure (:data:`WRAPPER_FAILURES`): :data:`WRAPPER_FAILURES_TO_STOP` in a row;
+    - a wrapper failure (:data:`WRAPPER_FAILURES`), or a failure held back because no job has
+      succeeded yet (the group's ``wrapper_bug`` is then set): :data:`WRAPPER_FAILURES_TO_STOP`
+      in a row;
     - "nan": ``NAN_STREAK_FACTOR * limit`` in a row;
     - any other kind: ``limit`` in a row (the config's ``stop-after-identical-failures``).
 
-    Separately, ``limit`` failures in a row that are not shown to the model (``ignored``, of any
-    signatures) also stop it: they do not count toward ``max-finished-jobs``, so without this
+    Separately, ``limit`` failures in a row that are not shown to the model (``ignored`` or
+    held back, of any signatures) also stop it: they do not count toward ``max-finished-jobs``, so without this
     no budget would ever end such a run.
     """
 
@@ -113,7 +132,8 @@ class FailureStreak:
         self._group: FailureGroup | None = None
         self._ignored_in_a_row: list[Job] = []
 
-    def record(self, job: Job) -> FailureGroup | None:
+    def record(self, job: Job, held_back: bool = False) -> FailureGroup | None:
+        """``held_back``: the daemon keeps the failure from the budget and the model for now."""
         if job.state is JobState.COMPLETE:
             self._key, self._group, self._ignored_in_a_row = None, None, []
             return None
@@ -126,9 +146,12 @@ class FailureStreak:
             self._group = FailureGroup(kind, "", "", 0, job.id, job.id, "")
         group = self._group
         group.add(job)
+        if held_back and group.count >= min(WRAPPER_FAILURES_TO_STOP, self.limit):
+            group.wrapper_bug = True
+            return group
         if group.count >= self._limit_for(kind):
             return group
-        if kind in self.ignored:
+        if kind in self.ignored or held_back:
             self._ignored_in_a_row.append(job)
             if len(self._ignored_in_a_row) >= self.limit:
                 return group_failures(self._ignored_in_a_row)[0]

@@ -65,6 +65,12 @@ FINAL_STATES = (JobState.COMPLETE, JobState.FAILED)
 FAILURE_KINDS = ("exception", "nan", "bad_result", "exit_code", "timeout", "oom", "no_result", "lost",
                  "cancelled", "node_fail", "submit_rejected", "bad_params", "bad_config", "bad_wrapper")
 DEFAULT_IGNORED_FAILURES = ("submit_rejected", "cancelled", "node_fail", "bad_params", "bad_config", "bad_wrapper")
+# Failure kinds of a wrapper that ran and raised, exited or returned no number. Until a job of
+# the experiment has succeeded, such a failure may be a bug that fails every point as well as a
+# property of its point: it is held back (:meth:`Job.held_back`) until a job succeeds, when it
+# counts as any failure does, or until the daemon finds it repeated and records it as
+# "bad_wrapper" (see spearmint_nn.experiment.failures).
+HELD_UNTIL_SUCCESS = ("exception", "exit_code", "bad_result")
 # The failure kind recorded when a job left the scheduler without writing a result file.
 SCHEDULER_FAILURES = {
     SchedulerState.TIMEOUT: "timeout",
@@ -194,6 +200,13 @@ class Job:
         config's ``ignore-failures``)."""
         return self.state is JobState.COMPLETE or (
             self.state is JobState.FAILED and self.failure not in ignored_failures)
+
+    def held_back(self, any_success: bool) -> bool:
+        """Whether the job is a failure kept from the budget and the model for now: one of
+        :data:`HELD_UNTIL_SUCCESS` while no job of the experiment (``any_success``) has completed.
+        A job counts toward max-finished-jobs when it :meth:`counts_toward_budget` and is not
+        held back."""
+        return not any_success and self.state is JobState.FAILED and self.failure in HELD_UNTIL_SUCCESS
 
     def objective_value(self, objective: str) -> float | None:
         """The objective's value (``value``, else ``values[objective]``) as a finite float, or None."""

@@ -66,6 +66,9 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
                   exception and returned NaN printed the real reason there or in stderr
     location      "<file>:<line>" of the innermost traceback frame in the experiment folder,
                   from the runner's result file, when known (failed)
+    reclassified_from  the kind the job failed with ("exception", ...) when the daemon later
+                  recorded it as "bad_wrapper": the same failure at the same place in 3 jobs in
+                  a row before any job succeeded (spearmint_nn.daemon.before_success)
 
 best.json: the best observed feasible job (id, value, values, params, duration, finished): the
 lowest value, the highest with ``"direction": "maximize"``; for a GAUSSIAN (noisy) objective,

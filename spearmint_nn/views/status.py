@@ -160,9 +160,18 @@ class Snapshot:
         return self.config.ignored_failures if self.config else DEFAULT_IGNORED_FAILURES
 
     @cached_property
+    def any_success(self) -> bool:
+        """Whether a job has completed: until then failures of the wrapper's code are held back."""
+        return any(job.state is JobState.COMPLETE for job in self.finished)
+
+    def is_counted(self, job: Job) -> bool:
+        """Whether a finished job counts against ``max-finished-jobs`` as the daemon counts it."""
+        return job.counts_toward_budget(self.ignored_failures) and not job.held_back(self.any_success)
+
+    @cached_property
     def budget_used(self) -> int:
-        """Finished jobs that count against ``max-finished-jobs`` (not cancelled, lost, ...)."""
-        return sum(1 for job in self.finished if job.counts_toward_budget(self.ignored_failures))
+        """Finished jobs that count against ``max-finished-jobs`` (not cancelled, held back, ...)."""
+        return sum(1 for job in self.finished if self.is_counted(job))
 
     def is_feasible(self, job: Job) -> bool:
         """A complete job with an objective value and every constraint value >= 0."""
@@ -205,13 +214,14 @@ class Snapshot:
     def feasibility(self) -> dict[str, int]:
         """Finished jobs as the constraint model sees them: feasible, infeasible (complete but a
         constraint < 0), failed (an infeasible observation of "job success") and ignored (failed
-        for a reason that says nothing about the point: the config's ``ignore-failures``)."""
+        for a reason that says nothing about the point, the config's ``ignore-failures``, or held
+        back until a job succeeds)."""
         counts = {"feasible": 0, "infeasible": 0, "failed": 0, "ignored": 0}
         for job in self.finished:
             if job.state is JobState.COMPLETE:
                 counts["feasible" if self.is_feasible(job) else "infeasible"] += 1
             else:
-                counts["failed" if job.counts_toward_budget(self.ignored_failures) else "ignored"] += 1
+                counts["failed" if self.is_counted(job) else "ignored"] += 1
         return counts
 
     def durations(self) -> list[float]:

@@ -194,14 +194,18 @@ def twelve_jobs_three_at_a_time(tmp_path: Path, cluster: Cluster) -> None:
 
 
 def failing_wrapper(tmp_path: Path, cluster: Cluster) -> None:
+    # The same error in every job and no success: a wrapper bug, which stops the daemon (exit 1)
+    # after 3 jobs that cost no budget.
     exp = make_experiment(tmp_path / "exp", cluster, sleep=0, budget=2, concurrent=2,
                           body='raise RuntimeError("the wrapper broke")')
-    run_to_end(exp, 300)
+    done = subprocess.run([sys.executable, "-m", "spearmint_nn", "run", str(exp)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 1 and "a bug in the wrapper" in done.stderr, done.stderr[-3000:]
     failed = by_state(exp, "failed")
-    assert len(failed) == 2 and not by_state(exp, "complete")
+    assert len(failed) >= 3 and not by_state(exp, "complete")
     for job in failed.values():
-        assert job["failure"] == "exception" and "the wrapper broke" in job["reason"]
-        assert "RuntimeError" in job["stderr_tail"]
+        assert (job["failure"], job["reclassified_from"]) == ("bad_wrapper", "exception")
+        assert "the wrapper broke" in job["reason"] and "RuntimeError" in job["stderr_tail"]
 
 
 def killed_by_time_limit(tmp_path: Path, cluster: Cluster) -> None:

@@ -9,13 +9,11 @@ import pytest
 
 from helpers.experiments import BRANIN_WRAPPER, all_jobs, cli, quick_config, start_daemon
 
+# Broken in ways only running main shows (a wrapper that does not import or has no main stops
+# the run before any job: tests/system/test_wrapper_check.py).
 BROKEN_WRAPPERS = {
-    "syntax error": ("def main(job_id, params)\n    return 1.0\n", "SyntaxError", "wrapper.py:1"),
-    "missing import": ("import no_such_module_here\n\ndef main(job_id, params):\n    return 1.0\n",
-                       "ModuleNotFoundError", "wrapper.py:1"),
     "NameError in main": ("def main(job_id, params):\n    x = params['x'][0]\n    return undefined_name * x\n",
                           "NameError", "wrapper.py:3"),
-    "no main": ("def evaluate(job_id, params):\n    return 1.0\n", "no function main", None),
     "returns None": ("def main(job_id, params):\n    x = params['x'][0]\n", "None", None),
 }
 
@@ -49,15 +47,21 @@ def test_a_broken_wrapper_stops_the_daemon_with_one_message_and_run_resumes_afte
     assert not any(state in ("pending", "running") for state, _ in after.values())
 
 
-def test_the_same_exception_every_time_stops_after_the_configured_streak(make_experiment):
-    wrapper = "def main(job_id, params):\n    raise OSError(28, 'No space left on device')\n"
+def test_the_same_exception_every_time_after_a_success_stops_after_the_configured_streak(make_experiment):
+    # Jobs that succeeded, then a disk that fills up: the failures count, as the message says.
+    wrapper = ("def main(job_id, params):\n    if job_id <= 2:\n        return 1.0\n"
+               "    raise OSError(28, 'No space left on device')\n")
     folder = make_experiment(quick_config(**{"max-finished-jobs": None, "max-concurrent": 1,
                                              "stop-after-identical-failures": 4}), files={"wrapper.py": wrapper})
     result = cli("run", folder, timeout=120)
     assert result.returncode == 1
-    assert "4 jobs in a row failed the same way (exception): OSError: [Errno 28] No space left on device" in result.stderr
-    assert "wrapper.py:2" in result.stderr
-    assert len(all_jobs(folder)) == 4
+    assert ("4 jobs in a row failed the same way (exception): OSError: [Errno 28] No space left on device at "
+            "wrapper.py:4 (jobs 3..6)") in result.stderr
+    assert ("These jobs count against max-finished-jobs and are shown to the model as infeasible points. Fix the "
+            "cause, then `spearmint-nn run") in result.stderr
+    jobs = all_jobs(folder)
+    assert len(jobs) == 6 and {job["failure"] for state, job in jobs.values() if state == "failed"} == {"exception"}
+    assert json.loads(cli("status", folder, "--json").stdout)["finished"] == 6
 
 
 def test_raising_max_finished_jobs_while_running_takes_effect(make_experiment):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from spearmint_nn.experiment.failures import (NAN_STREAK_FACTOR, WRAPPER_FAILURES_TO_STOP, FailureStreak, group_failures,
-                                   signature)
+                                   signature, signature_as_run)
 from spearmint_nn.experiment.jobs import Job, JobState
 
 
@@ -68,3 +68,22 @@ def test_failures_not_shown_to_the_model_stop_even_when_they_differ():
     assert streak.record(failed(3, "node_fail", "node n2 down")) is None
     group = streak.record(failed(4, "submit_rejected", "queue full"))
     assert group is not None and group.last_job == 4
+
+
+def test_failures_held_back_before_any_success_stop_after_three_as_a_wrapper_bug():
+    streak = FailureStreak(limit=20, ignored=[])
+    key_error = dict(reason="KeyError: 'lr'", location="wrapper.py:12")
+    assert streak.record(failed(1, **key_error), held_back=True) is None
+    assert streak.record(failed(2, **key_error), held_back=True) is None
+    group = streak.record(failed(3, **key_error), held_back=True)
+    assert group.wrapper_bug and (group.kind, group.count, group.location) == ("exception", 3, "wrapper.py:12")
+    # The same failures after a success are about their points: the configured streak.
+    streak = FailureStreak(limit=20, ignored=[])
+    assert all(streak.record(failed(i, **key_error)) is None for i in range(1, 20))
+    assert not streak.record(failed(20, **key_error)).wrapper_bug
+
+
+def test_signature_as_run_is_the_kind_the_job_recorded_before_it_was_taken_for_a_wrapper_bug():
+    recorded = failed(1, "bad_wrapper", "KeyError: 'lr'", location="wrapper.py:12", reclassified_from="exception")
+    assert signature_as_run(recorded) == signature(failed(9, "exception", "KeyError: 'lr'", location="wrapper.py:12"))
+    assert signature_as_run(failed(2, "nan", "returned nan")) == signature(failed(2, "nan", "returned nan"))

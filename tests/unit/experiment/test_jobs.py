@@ -30,6 +30,10 @@ def test_rules_budget_feasibility_and_best():
     ignored = {"cancelled"}
     assert failed_lost.counts_toward_budget(ignored) and not failed_cancelled.counts_toward_budget(ignored)
     assert not Job(7, JobState.RUNNING, {}).counts_toward_budget(ignored)
+    # Until a job has succeeded, a failure of the wrapper's code is held back; a lost job is not.
+    raised = Job(8, JobState.FAILED, {}, {"failure": "exception"})
+    assert raised.held_back(any_success=False) and not raised.held_back(any_success=True)
+    assert not failed_lost.held_back(any_success=False)
     jobs = [_complete(1, 3.0), _complete(2, 1.0, mem=-0.1), _complete(3, 2.0), _complete(4, 2.0), failed_lost]
     assert not jobs[1].is_feasible("loss", ["mem"]) and jobs[1].is_feasible("loss", [])
     assert best_job(jobs, "loss", ["mem"]).id == 3  # job 2 violates mem >= 0; ties go to the lower id

@@ -1,0 +1,85 @@
+"""Failures before any job has succeeded: held back from the budget and the model, or recorded as
+a bug of the wrapper (the rule is in :mod:`spearmint_nn.experiment.failures`).
+
+A renamed parameter's ``KeyError`` fails every job at the same line. Counted and shown to the
+model as infeasible points, such failures spent the budget on nothing and taught the model that
+the first points it tried were bad. So, while no job has succeeded, the failures of the
+wrapper's code (:data:`~spearmint_nn.experiment.jobs.HELD_UNTIL_SUCCESS`) are held back: the
+first success makes them ordinary failures of their points, counted and shown; a streak of
+identical ones makes them "bad_wrapper" (their kind kept in ``reclassified_from``), which
+``ignore-failures`` leaves out by default. Later failures of a recorded bug's signature, such as
+the jobs a stopped daemon left in flight, are recorded so too.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..experiment.failures import FailureGroup, signature_as_run
+from ..experiment.jobs import Job, JobState
+from ..experiment.store import Store
+
+
+class FailuresBeforeSuccess:
+    """The daemon's account of which finished jobs count now; see the module docstring.
+
+    :meth:`load` once with every finished job, then :meth:`counts_now` for each finished job
+    (replayed or new), :meth:`succeeded` at each completion and :meth:`record_wrapper_bug` when
+    a streak says so.
+    """
+
+    def __init__(self, store: Store, ignored_failures: Iterable[str]):
+        self.store = store
+        self.ignored = frozenset(ignored_failures)
+        self.any_success = False
+        self.held_back: set[int] = set()
+        self._bugs: set[tuple[str, str, str]] = set()  # signatures (as run) recorded as wrapper bugs
+
+    def load(self, finished: Iterable[Job]) -> None:
+        finished = list(finished)
+        self.any_success = any(job.state is JobState.COMPLETE for job in finished)
+        self._bugs = {signature_as_run(job) for job in finished if job.fields.get("reclassified_from")}
+
+    def counts_now(self, job: Job) -> bool:
+        """Whether a finished job counts against the budget and is shown to the model now; a
+        failure held back is kept aside, one of a recorded bug is recorded as that bug."""
+        if job.state is JobState.FAILED and not job.fields.get("reclassified_from") and signature_as_run(job) in self._bugs:
+            job = self._record_as_bug(job)
+        if not job.counts_toward_budget(self.ignored):
+            return False
+        if job.held_back(self.any_success):
+            self.held_back.add(job.id)
+            return False
+        return True
+
+    def succeeded(self) -> list[Job]:
+        """A job completed: the failures held back until now, which now count (oldest first)."""
+        self.any_success = True
+        jobs = [self.store.get(job_id) for job_id in sorted(self.held_back)]
+        self.held_back.clear()
+        return jobs
+
+    def record_wrapper_bug(self, job: Job) -> None:
+        """Record every held-back failure that failed as ``job`` did as "bad_wrapper"."""
+        key = signature_as_run(job)
+        self._bugs.add(key)
+        for job_id in sorted(self.held_back):
+            held = self.store.get(job_id)
+            if signature_as_run(held) == key:
+                self._record_as_bug(held)
+
+    def _record_as_bug(self, job: Job) -> Job:
+        self.held_back.discard(job.id)
+        return self.store.update(job.id, failure="bad_wrapper", reclassified_from=job.failure)
+
+    def cost(self, group: FailureGroup) -> str:
+        """What a streak's failed jobs cost, for the daemon's last line."""
+        last = self.store.get(group.last_job)
+        if group.wrapper_bug:
+            return ("No job has succeeded yet, so this is a bug in the wrapper, not a property of the points: "
+                    "these jobs are recorded as bad_wrapper, do not count against max-finished-jobs and are not "
+                    "shown to the model")
+        if last.id in self.held_back:
+            return "No job has succeeded yet: these failures will count against max-finished-jobs once one does"
+        if last.counts_toward_budget(self.ignored):
+            return "These jobs count against max-finished-jobs and are shown to the model as infeasible points"
+        return f"Failures of kind {group.kind} do not count against max-finished-jobs and are not shown to the model"
