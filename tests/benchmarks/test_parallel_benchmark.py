@@ -24,6 +24,7 @@ class _Timer:
         return (self.reads // 2) * self.seconds  # read before and after each call: +seconds per call
 
 
+@pytest.mark.slow
 def test_one_worker_waits_exactly_for_each_proposal():
     durations = np.random.default_rng(3).lognormal(np.log(10.0), DURATION_SIGMA, 3)
     run = run_async("branin", "sobol", 3, workers=1, evals=3, job_seconds=10.0, timer=_Timer(2.0))
@@ -33,6 +34,7 @@ def test_one_worker_waits_exactly_for_each_proposal():
     assert run["idle_share"] == pytest.approx(4.0 / (durations.sum() + 4.0))
 
 
+@pytest.mark.slow
 def test_many_workers_share_durations_and_starts_across_methods():
     slow = run_async("hartmann6", "sobol", 1, workers=8, evals=30, job_seconds=5.0, timer=_Timer(1.0))
     free = run_async("hartmann6", "sobol", 1, workers=8, evals=30, job_seconds=5.0, timer=_Timer(0.0))
@@ -47,6 +49,7 @@ def test_many_workers_share_durations_and_starts_across_methods():
     assert max(slow["proposed"]) > 1 and len(slow["proposed"]) < len(free["proposed"])
 
 
+@pytest.mark.slow
 def test_batches_start_from_the_same_sobol_points_and_summaries_read_them():
     ours = run_batches("branin", "ours:model=gp", 0, q=4, evals=8)
     sobol = run_batches("branin", "sobol", 0, q=4, evals=8)
@@ -59,6 +62,7 @@ def test_batches_start_from_the_same_sobol_points_and_summaries_read_them():
     assert "ours:model=gp" in table(rows)
 
 
+@pytest.mark.slow
 def test_earlier_reports_join_the_summary_and_a_rerun_replaces_its_run(tmp_path, capsys):
     common = ["--mode", "async", "--problems", "branin", "--methods", "sobol", "--workers-in-flight", "2",
               "--evals", "6", "--job-seconds", "5"]

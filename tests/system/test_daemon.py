@@ -90,6 +90,7 @@ def test_branin_two_concurrent_jobs_to_twenty(make_experiment):
     assert f"(job {best['id']})" in human and "20 complete" in human
 
 
+@pytest.mark.slow
 def test_a_fast_optimizer_fills_every_free_slot_in_one_proposal(make_experiment):
     # The first proposal asks for 10 (the pace is not known yet); Sobol takes far less than 5 s
     # for 30 points, so the next asks for every free slot at once instead of 10 at a time.
@@ -167,6 +168,7 @@ def _two_sleeping_jobs(make_experiment, budget: int, *daemon_args: str, stop_wit
             daemon.kill()
 
 
+@pytest.mark.slow
 def test_second_daemon_refused_sigterm_leaves_jobs_and_cancel_kills_them(make_experiment):
     with _two_sleeping_jobs(make_experiment, 4, stop_with=signal.SIGTERM) as (folder, daemon):
         second = cli("run", folder)
@@ -231,6 +233,7 @@ def main(job_id, params):
 """
 
 
+@pytest.mark.slow
 def test_failing_wrappers_fail_their_job_and_the_daemon_goes_on(make_experiment):
     folder = make_experiment(quick_config(**{"max-finished-jobs": 9, "max-concurrent": 2,
                                              "driver": {"name": "local", "time-limit": 3}}),

@@ -18,7 +18,8 @@ BROKEN_WRAPPERS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(BROKEN_WRAPPERS))
+@pytest.mark.parametrize("case", [case if case == "returns None" else pytest.param(case, marks=pytest.mark.slow)
+                                  for case in sorted(BROKEN_WRAPPERS)])
 def test_a_broken_wrapper_stops_the_daemon_with_one_message_and_run_resumes_after_the_fix(make_experiment, case):
     text, error, location = BROKEN_WRAPPERS[case]
     # No budget, as in Spearmint's own configs: before, such a run never ended.
@@ -64,6 +65,7 @@ def test_the_same_exception_every_time_after_a_success_stops_after_the_configure
     assert json.loads(cli("status", folder, "--json").stdout)["finished"] == 6
 
 
+@pytest.mark.slow
 def test_raising_max_finished_jobs_while_running_takes_effect(make_experiment):
     wrapper = "import time\n" + BRANIN_WRAPPER.replace("def main(job_id, params):",
                                                        "def main(job_id, params):\n    time.sleep(0.5)")
@@ -87,6 +89,7 @@ def test_raising_max_finished_jobs_while_running_takes_effect(make_experiment):
     assert sum(state == "complete" for state, _ in all_jobs(folder).values()) == 6
 
 
+@pytest.mark.slow
 def test_the_reason_a_wrapper_caught_reaches_status_report_and_html(make_experiment):
     wrapper = ("import sys, traceback\n\ndef main(job_id, params):\n    try:\n        return float(params['x'][0]) / 0.0\n"
                "    except ZeroDivisionError:\n        traceback.print_exc(file=sys.stdout)\n        return float('nan')\n")

@@ -191,6 +191,7 @@ def test_html_failures_section_shows_groups_not_jobs(tmp_path):
     assert "exception &times; 2" in section and "3 group(s)" in section
 
 
+@pytest.mark.slow
 def test_html_of_thousands_of_failures_stays_small(tmp_path):
     exp = write_experiment(tmp_path, 5, budget=10)
     paths = ExperimentPaths(exp)

@@ -50,6 +50,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_full_disk_stops_the_daemon_with_one_clear_line_and_corrupts_nothing(tmp_path, small_disk):
     folder = _experiment(small_disk / "exp", body="time.sleep(0.3)")
     console = open(tmp_path / "console.txt", "w+")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from helpers.experiments import quick_config, write_experiment
 from helpers.fake_scheduler import run_daemon
 from helpers.invariant_checks import assert_folder_ok, counting_wrapper, logged_runs
@@ -42,6 +44,7 @@ if job_id == 7:                      # the garbage flood again, but with a valid
 """
 
 
+@pytest.mark.slow
 def test_each_broken_job_fails_once_with_its_reason(tmp_path):
     body = "exec(compile(FAULTS, 'faults', 'exec'))"
     wrapper = counting_wrapper(body).replace("import math", "import math\nFAULTS = " + repr(FAULTS), 1)

@@ -50,6 +50,7 @@ def test_transient_submit_failures_are_retried_with_growing_delays(tmp_path, qui
     assert_folder_ok(folder, folder / "runs.txt")
 
 
+@pytest.mark.slow
 def test_submit_failing_every_time_fails_the_job_with_the_schedulers_message(tmp_path, quick_retries):
     folder = _experiment(tmp_path)
     driver = _driver(folder)
@@ -93,6 +94,7 @@ def test_status_command_failing_or_hanging_does_not_stop_the_daemon_or_lose_jobs
     assert_folder_ok(folder, folder / "runs.txt")
 
 
+@pytest.mark.slow
 def test_forgotten_job_is_lost_only_after_the_grace_period(tmp_path):
     folder = _experiment(tmp_path, body="time.sleep(1.5)", **{"max-finished-jobs": 3})
     driver = _driver(folder, result_grace_s=2.0)
@@ -158,6 +160,7 @@ def test_squeue_failing_or_hanging_is_a_poll_error_then_a_pause(tmp_path, fake_s
     assert fresh.poll([job])[job].state.finished  # `true` has long ended
 
 
+@pytest.mark.slow
 def test_daemon_on_fake_slurm_survives_outages_and_declares_forgotten_jobs_lost(tmp_path, fake_slurm):
     folder = _experiment(tmp_path, body="time.sleep(1.0)",
                          driver={"name": "slurm", "result-grace": 2},

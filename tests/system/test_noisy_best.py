@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from helpers.experiments import all_jobs, cli, quick_config
 
 NOISY_WRAPPER = """
@@ -16,6 +18,7 @@ def main(job_id, params):
 """
 
 
+@pytest.mark.slow
 def test_best_json_and_status_carry_the_models_best_over_every_result(make_experiment):
     config = quick_config(**{"model": "gp", "likelihood": "GAUSSIAN", "max-finished-jobs": 8, "initial-design": 4})
     folder = make_experiment(config, files={"wrapper.py": NOISY_WRAPPER})
@@ -36,6 +39,7 @@ def test_best_json_and_status_carry_the_models_best_over_every_result(make_exper
     assert json.loads(cli("status", folder, "--json").stdout)["model_best"]["id"] == model_best["id"]
 
 
+@pytest.mark.slow
 def test_a_noiseless_objective_has_no_model_best(make_experiment):
     folder = make_experiment(quick_config(**{"likelihood": "NOISELESS", "model": "gp", "max-finished-jobs": 5}))
     assert cli("run", folder, timeout=300).returncode == 0

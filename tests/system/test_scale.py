@@ -12,6 +12,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 import numpy as np
 import torch
 
@@ -47,6 +49,7 @@ def _audit(event: str, args: tuple) -> None:
 sys.addaudithook(_audit)  # audit hooks cannot be removed; it records only while _recording is set
 
 
+@pytest.mark.slow
 def test_daemon_events_touch_only_the_changed_jobs_with_10000_finished(tmp_path):
     new_jobs = 8
     # 10,000 complete jobs made through the Store API (with fsync off while generating), then

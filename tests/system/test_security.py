@@ -159,6 +159,7 @@ def _written_paths(trace: Path) -> set[str]:
     return {p for p in written if p.startswith("/")}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to see every file a run writes")
 def test_a_run_writes_nothing_outside_the_experiment_folder(tmp_path):
     folder = write_experiment(tmp_path / "exp", quick_config(**{"max-finished-jobs": 3}),

@@ -26,7 +26,8 @@ CANNOT_RUN = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CANNOT_RUN))
+@pytest.mark.parametrize("case", [case if case == "syntax error" else pytest.param(case, marks=pytest.mark.slow)
+                                  for case in sorted(CANNOT_RUN)])
 def test_a_wrapper_that_cannot_run_stops_run_before_anything_is_submitted(make_experiment, case):
     text, message = CANNOT_RUN[case]
     folder = make_experiment(quick_config(), files={"wrapper.py": text})

@@ -240,6 +240,7 @@ def log_scale_bowl(n, d, seed):
     return X, y
 
 
+@pytest.mark.slow
 def test_the_input_warp_learns_a_log_scale_and_predicts_a_log_scale_function_better():
     X, y = log_scale_bowl(40, 4, seed=0)
     X_test, y_test = log_scale_bowl(512, 4, seed=1)
@@ -314,6 +315,7 @@ def test_fourier_features_approximate_the_average_rbf_kernel_are_fixed_by_the_se
     torch.testing.assert_close(model.net(X), output, rtol=0, atol=0)
 
 
+@pytest.mark.slow
 def test_fourier_features_give_variance_away_from_the_data():
     """Fitted to points in one corner of the cube, the paper's basis is nearly certain in the
     opposite corner; with the Fourier features the latent sd there is close to the prior's."""

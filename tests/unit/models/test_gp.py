@@ -346,6 +346,7 @@ def test_a_sample_whose_switch_is_off_is_unwarped_whatever_its_shapes():
     assert abs(float(ll[0] - ll[1])) > 1e-3  # the warps of the switched-on sample do change the fit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log_scale", [True, False])
 def test_the_sampler_warps_where_the_data_want_it_and_not_elsewhere(log_scale):
     """The share of samples that warp is the posterior probability of the warped model: near 1

@@ -51,6 +51,7 @@ def test_the_sampler_recovers_a_known_task_correlation(related, low, high):
     assert model.task_correlations()[:, 0].eq(1).all()
 
 
+@pytest.mark.slow
 def test_a_related_task_helps_and_an_unrelated_one_does_not_hurt_much():
     gen = torch.Generator().manual_seed(1)
     X_related = torch.rand(30, 2, generator=gen, dtype=torch.float64)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 import numpy as np
 import torch
 
@@ -164,6 +166,7 @@ def test_a_crowded_batch_moves_to_the_next_best_place_once_the_cap_is_reached():
     assert thompson[2] >= 40  # a Thompson member does not enter a full place either
 
 
+@pytest.mark.slow
 def test_dngo_trains_its_network_once_per_round_of_results_and_conditions_in_between(monkeypatch):
     from spearmint_nn.models.dngo import DNGO
 

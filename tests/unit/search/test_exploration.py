@@ -62,6 +62,7 @@ def test_a_twentieth_of_a_4d_cube_where_jobs_succeed_is_found_within_40_jobs():
     assert sum(job is not None for job in found) >= 9, found
 
 
+@pytest.mark.slow
 def test_no_proposal_lands_next_to_a_failed_point_of_a_noiseless_objective():
     # Jobs succeed in a box whose best point lies on its edge (Branin falls towards x = 1), so
     # the model's proposals press against the failures once there are successes.

@@ -36,6 +36,7 @@ def noisy_run(seed: int, model: str = "auto", direction: str = "minimize") -> Op
     return opt
 
 
+@pytest.mark.slow
 def test_the_models_best_is_truly_better_than_the_luckiest_draw_and_in_user_units():
     model_regret, lucky_regret = [], []
     for seed in range(10):
@@ -57,6 +58,7 @@ def test_the_models_best_is_truly_better_than_the_luckiest_draw_and_in_user_unit
     assert sum(m <= luck for m, luck in zip(model_regret, lucky_regret)) >= 7, (model_regret, lucky_regret)
 
 
+@pytest.mark.slow
 def test_dngo_reports_its_best_in_user_units_and_maximising_flips_the_sign():
     for seed in range(2):
         best = noisy_run(seed, model="dngo").best_by_model()

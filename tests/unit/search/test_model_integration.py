@@ -294,6 +294,7 @@ def test_waiting_share_counts_only_proposals_that_run_back_to_back():
     assert waiting_share(lagging[:-1] + [(2.0, 1, 50)]) == 0.0  # one completion at a time: keeping pace
 
 
+@pytest.mark.slow
 def test_auto_leaves_the_gp_when_its_proposals_keep_workers_waiting():
     def run(asked: list[int]) -> list[str]:
         opt = Optimizer(LINE, seed=0, initial_design=3)

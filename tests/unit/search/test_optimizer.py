@@ -158,6 +158,7 @@ def twin_of(opt: Optimizer) -> Optimizer:
     return twin
 
 
+@pytest.mark.slow
 def test_failures_train_a_success_classifier_and_steer_proposals_away(exact_gp):
     # The objective improves towards x = 1, but every job with x > 0.6 crashes.
     def run(p):
@@ -202,6 +203,7 @@ def test_constraint_tasks_define_the_incumbent_and_start_with_feasibility_search
     assert min(infeasible_values) < value  # a better but infeasible point never becomes the incumbent
 
 
+@pytest.mark.slow
 def test_state_dir_holds_model_weights_and_a_new_optimizer_warm_starts(tmp_path):
     # fresh_fit_max=0: warm starts at every N (by default small data are fitted afresh each time).
     options = {"train_steps": 200, "warm_steps": 50, "burn_in": 10, "reburn_in": 2, "n_samples": 4,

@@ -79,6 +79,7 @@ def _quadratic(params):
                  + (params["act"][0] == "tanh") * 0.4)
 
 
+@pytest.mark.slow
 def test_the_optimizer_models_related_searches_with_the_multi_task_gp_and_says_how_they_correlate():
     rng = np.random.default_rng(1)
     results = [(params, _quadratic(params)) for params in SPACE.decode(rng.random((25, SPACE.dim)))]

@@ -105,6 +105,7 @@ def test_a_constant_objective_does_not_divide_by_zero():
         assert np.isfinite(z).all()
 
 
+@pytest.mark.slow
 def test_the_optimizer_fits_its_model_to_the_configured_transform():
     from spearmint_nn import Optimizer
     from spearmint_nn.errors import ConfigError

@@ -16,6 +16,7 @@ from helpers.reports import Page, png_size
 from helpers.experiments import write_finished_experiment as write_experiment
 
 
+@pytest.mark.slow
 def test_report_is_self_contained_and_complete(tmp_path):
     exp = write_experiment(tmp_path, 30, failures=True, constraint=True, running=2)
     snap = take_snapshot(exp)
@@ -48,6 +49,7 @@ def test_report_is_self_contained_and_complete(tmp_path):
     assert "exception × 4" in text and "first job 7, last job 28" in text
 
 
+@pytest.mark.slow
 def test_user_strings_are_escaped(tmp_path):
     exp = write_experiment(tmp_path, 6, failures=True, name="xss")
     config = json.loads((exp / "config.json").read_text())
@@ -75,6 +77,7 @@ def test_report_without_matplotlib_says_how_to_get_plots(tmp_path, monkeypatch):
     assert "pip install 'spearmint-nn[plot]'" in " ".join(page.text)
 
 
+@pytest.mark.slow
 def test_empty_experiment_and_broken_config(tmp_path):
     page = Page(render_html(take_snapshot(write_experiment(tmp_path, 0))))
     text = " ".join(page.text)
@@ -87,6 +90,7 @@ def test_empty_experiment_and_broken_config(tmp_path):
         render_html(take_snapshot(exp))
 
 
+@pytest.mark.slow
 def test_report_html_command(tmp_path):
     exp = write_experiment(tmp_path, 10, failures=True)
     out = tmp_path / "share" / "report.html"
