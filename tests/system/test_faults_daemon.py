@@ -5,7 +5,7 @@ every call).
 Three kinds of moments: exact ones (inside a submission, before and after the job started and
 after it claimed itself; halfway through writing a state file), and random ones during a busy
 run (fast jobs: mostly file writes and submissions; the DNGO model: mostly model fits).
-Every test here is slow (58 kills: 3 + 1 + 3 + 1 + 13 + 20 + 15, all run in CI) but the one that
+Every test here is slow (58 kills: 2 + 1 + 3 + 3 + 1 + 13 + 20 + 15, all run in CI) but the one that
 kills a daemon holding a ready point; the quick loop keeps that one and test_daemon's mid-run kill.
 """
 from __future__ import annotations
