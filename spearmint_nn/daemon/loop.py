@@ -58,7 +58,7 @@ PROPOSAL_CHUNK = 10
 PROPOSAL_SECONDS = 5.0
 # Points proposed ahead and kept in memory for the next free slot: a completion then starts the
 # next job at once instead of after a refit and a proposal (2 local slots, 3-5 s jobs, the GP:
-# busy 83% of the time without, 97% with; RESULTS.md). One covers the completion that frees a
+# busy 87-90% of the time without, 95-97% with; RESULTS.md). One covers the completion that frees a
 # slot while the model works on the next point; each more would be chosen without one more
 # result and would raise the jobs in flight the optimizer sees (auto's switch, restart rounds).
 READY_POINTS = 1
