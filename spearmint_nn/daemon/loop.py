@@ -366,10 +366,14 @@ class Daemon:
     # -- proposing ---------------------------------------------------------------------------
 
     def _ready_to_keep(self) -> int:
-        """How many proposed points may wait for a slot: READY_POINTS, less where the budget has
-        no room for them beyond the jobs in flight."""
+        """How many proposed points may wait beyond the free slots: READY_POINTS, less where the
+        budget has no room for them, none in a sequential search (max-concurrent 1: its point
+        would be chosen without the result of the one job running, a batch of two in effect)."""
+        if self.config.max_concurrent < 2:
+            return 0
         budget = self._budget_left()
-        return READY_POINTS if budget is None else max(0, min(READY_POINTS, budget))
+        room = READY_POINTS if budget is None else budget - max(0, self._free_slots())
+        return max(0, min(READY_POINTS, room))
 
     def _ask(self) -> None:
         proposer = self._proposer
@@ -377,11 +381,9 @@ class Daemon:
             return
         pace = proposer.seconds_per_point
         chunk = PROPOSAL_CHUNK if pace is None else max(PROPOSAL_CHUNK, int(PROPOSAL_SECONDS / max(pace, 1e-3)))
-        # Enough for every free slot and READY_POINTS beyond, within the budget; the ready
-        # points held already count (_take_proposal gave free slots theirs first).
-        wanted = max(0, self._free_slots()) + READY_POINTS
-        budget = self._budget_left()
-        n = min((wanted if budget is None else min(wanted, budget)) - len(self._ready), chunk)
+        # Every free slot and the ready points beyond; those held already count (_take_proposal
+        # gave free slots theirs first).
+        n = min(max(0, self._free_slots()) + self._ready_to_keep() - len(self._ready), chunk)
         if n > 0:
             # The ready points are pending too: the next points spread away from them.
             in_flight = [job.params for job in self.store.jobs((JobState.PENDING, JobState.RUNNING))]
@@ -390,8 +392,8 @@ class Daemon:
     def _take_proposal(self) -> None:
         """Add a finished proposal to the ready points, give each free slot one as a pending job
         (user points in jobs/pending were taken in before and hold their slots already), and
-        drop those beyond READY_POINTS or the budget: never run, and the optimizer never held
-        them (see Proposer)."""
+        drop those beyond what may wait (_ready_to_keep): never run, and the optimizer never
+        held them (see Proposer)."""
         proposal = self._proposer.take()
         if proposal is not None:
             self._take_model_best(self._proposer.model_best)

@@ -114,7 +114,7 @@ def main(job_id, params):
 
 
 def test_a_point_kept_ready_refills_a_slot_without_waiting_for_the_model(make_experiment):
-    # Without a ready point a completion is followed by a proposal ("model" line) and only then
+    # Without a ready point a completion is followed by a proposal ("suggested") and only then
     # by the next submission; with one, the next job is submitted first and the proposal that
     # refills the ready point runs while it does. The budget bounds the ready point too.
     folder = make_experiment(quick_config(**{"max-finished-jobs": 8, "max-concurrent": 2}),
@@ -130,7 +130,7 @@ def test_a_point_kept_ready_refills_a_slot_without_waiting_for_the_model(make_ex
             continue
         later = lines[i + 1:]
         submitted = next((k for k, other in enumerate(later) if " submitted " in other), None)
-        model = next((k for k, other in enumerate(later) if " model " in other), len(later))
+        model = next((k for k, other in enumerate(later) if " suggested " in other), len(later))
         if submitted is not None:
             refills.append(submitted < model)
     assert len(refills) == 6  # jobs 3..8 each took a freed slot
@@ -324,6 +324,10 @@ def test_user_points_imports_and_withdrawals(make_experiment, tmp_path):
     assert jobs[3][1]["failure"] == "bad_params" and jobs[3][1]["reason"].startswith("params.z: unknown variable")
     complete = [i for i, (s, _) in jobs.items() if s == "complete"]
     assert len(complete) == 4 and len(jobs) == 5  # bad params are not counted against the budget
+    # one job at a time: no point proposed ahead of the running job's result
+    log = (folder / ".spearmint" / "daemon.log").read_text()
+    proposals = [line for line in log.splitlines() if " suggested " in line]
+    assert proposals and all(line.endswith("(0 pending)") for line in proposals), proposals
 
 
 def _branin(x, y):
