@@ -56,11 +56,10 @@ MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the dae
 # PROPOSAL_SECONDS, and at least PROPOSAL_CHUNK.
 PROPOSAL_CHUNK = 10
 PROPOSAL_SECONDS = 5.0
-# Points proposed ahead and kept in memory for the next free slot: a completion then starts the
-# next job at once instead of after a refit and a proposal (2 local slots, 3-5 s jobs, the GP:
-# busy 87-90% of the time without, 95-97% with; RESULTS.md). One covers the completion that frees a
-# slot while the model works on the next point; each more would be chosen without one more
-# result and would raise the jobs in flight the optimizer sees (auto's switch, restart rounds).
+# Points proposed ahead, kept in memory for the next free slot, which then gets a job at once
+# instead of after a refit and a proposal (2 local slots, 3-5 s jobs, the GP: 87-90% busy without,
+# 95-97% with; RESULTS.md). One covers the completion that frees a slot while the model works;
+# each more would miss one more result and add to the jobs in flight the optimizer counts.
 READY_POINTS = 1
 
 
@@ -124,8 +123,8 @@ class Daemon:
         # Only jobs this run submitted count toward a streak: after a fix, the failures of jobs
         # the stopped run left in flight must not stop the new run again.
         self._submitted_here: set[int] = set()
-        # Points proposed for the next free slots, (params as in a job file, job-file fields):
-        # never a job file until a slot takes one, so a killed daemon loses and repeats nothing.
+        # Points for the next free slots, (params as in a job file, job-file fields): no job file
+        # until a slot takes one, so a killed daemon loses and repeats nothing.
         self._ready: list[tuple[dict[str, list], dict[str, Any]]] = []
         self._streak = FailureStreak(config.stop_after_identical_failures, config.ignored_failures)
         self._failing_the_same_way: FailureGroup | None = None
@@ -381,8 +380,7 @@ class Daemon:
             return
         pace = proposer.seconds_per_point
         chunk = PROPOSAL_CHUNK if pace is None else max(PROPOSAL_CHUNK, int(PROPOSAL_SECONDS / max(pace, 1e-3)))
-        # Every free slot and the ready points beyond; those held already count (_take_proposal
-        # gave free slots theirs first).
+        # Free slots took the ready points first (_take_proposal): those left are beyond them.
         n = min(max(0, self._free_slots()) + self._ready_to_keep() - len(self._ready), chunk)
         if n > 0:
             # The ready points are pending too: the next points spread away from them.
@@ -391,9 +389,8 @@ class Daemon:
 
     def _take_proposal(self) -> None:
         """Add a finished proposal to the ready points, give each free slot one as a pending job
-        (user points in jobs/pending were taken in before and hold their slots already), and
-        drop those beyond what may wait (_ready_to_keep): never run, and the optimizer never
-        held them (see Proposer)."""
+        (user points in jobs/pending hold theirs already), and drop those beyond _ready_to_keep:
+        never run, and never held by the optimizer (see Proposer)."""
         proposal = self._proposer.take()
         if proposal is not None:
             self._take_model_best(self._proposer.model_best)
