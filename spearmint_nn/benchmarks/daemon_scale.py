@@ -1,6 +1,7 @@
-"""The daemon's own cost at scale: many concurrent local jobs, and a restart over 10,000 jobs.
+"""The daemon's own cost at scale: many concurrent local jobs, a restart over 10,000 jobs, and
+how busy two local slots are kept.
 
-Four measurements, each on a fresh experiment folder under ``--workdir`` (a temporary folder
+Five measurements, each on a fresh experiment folder under ``--workdir`` (a temporary folder
 by default, removed afterwards):
 
 0. **Job start overhead** (``--start-runs``). What every job pays before its wrapper runs: the
@@ -24,9 +25,17 @@ by default, removed afterwards):
    more jobs: every completion triggers a refit on 10,000+ observations in the background
    thread, and the recording delay of jobs that ended while a fit was running shows whether
    fits hold up the main loop.
+4. **Slot use** (``--slot-use``, off by default). Two local slots, jobs of ``--slot-job-seconds``
+   (3-5 s; each job's duration drawn from its id, so every run sees the same ones) and the GP,
+   whose refit and proposal a slot may wait for, until that many jobs have finished; once with
+   no point kept ready (``READY_POINTS`` 0: each proposal asked after a completion) and once
+   as the daemon runs, for each of ``--slot-seeds`` seeds. A slot is busy from a job's
+   submission to the recording of its result; the share is that time over both slots' time
+   from the first submission to the last result.
 
     python -m spearmint_nn.benchmarks.daemon_scale [--start-runs 10] [--concurrent 200] [--finished 2000]
-        [--job-seconds 1,3] [--restart-jobs 10000] [--fit-jobs 30] [--json out.json]
+        [--job-seconds 1,3] [--restart-jobs 10000] [--fit-jobs 30] [--slot-use 0] [--slot-seeds 2]
+        [--slot-job-seconds 3,5] [--json out.json]
 """
 from __future__ import annotations
 
@@ -51,6 +60,7 @@ from unittest import mock
 import numpy as np
 
 from ..experiment.config import load_config
+from ..daemon import loop
 from ..daemon.loop import Daemon
 from ..experiment.layout import ExperimentPaths
 from ..runner import command_for
@@ -63,7 +73,7 @@ import random
 import time
 
 def main(job_id, params):
-    time.sleep({low} + ({high} - {low}) * random.random())
+    time.sleep({low} + ({high} - {low}) * random.Random(job_id).random())
     x = [float(v) for v in params["x"]]
     return sum((v - 0.3) ** 2 for v in x)
 """
@@ -280,6 +290,36 @@ def _fit_overlap(folder: Path, log_offset: int, first_id: int) -> dict[str, Any]
             "record_delay_s": _quantiles(delays)}
 
 
+# ---- 4. slot use ------------------------------------------------------------------------------
+
+SLOTS = 2
+
+
+def slot_use_run(workdir: Path, jobs: int, job_seconds: tuple[float, float], seed: int,
+                 ready_points: int) -> dict[str, Any]:
+    """Share of two local slots' time holding a job, with ``ready_points`` kept ready."""
+    folder = make_experiment(workdir / f"slots-{ready_points}-{seed}", job_seconds,
+                             **{"max-concurrent": SLOTS, "max-finished-jobs": jobs, "model": "gp", "seed": seed})
+    with mock.patch.object(loop, "READY_POINTS", ready_points):
+        code = Daemon(load_config(folder), stream=io.StringIO()).run()
+    if code != 0:
+        raise RuntimeError(f"daemon exited with {code}")
+    done = sorted(Store(load_config(folder).paths).load_all().jobs(FINAL_STATES), key=lambda j: j.fields["submitted"])
+    start, end = done[0].fields["submitted"], max(j.finished for j in done)
+    busy = sum(j.finished - j.fields["submitted"] for j in done)
+    # How long each later job's slot stood empty: from the result that freed it to its submission.
+    waits = np.array([j.fields["submitted"] - max(o.finished for o in done if o.finished <= j.fields["submitted"])
+                      for j in done[SLOTS:]])
+    return {"seed": seed, "ready_points": ready_points, "jobs": len(done), "wall_s": end - start,
+            "busy_share": busy / (SLOTS * (end - start)), "slot_wait_s": _quantiles(waits),
+            "best": min(j.value for j in done if j.value is not None)}
+
+
+def slot_use(workdir: Path, jobs: int, job_seconds: tuple[float, float], seeds: int) -> list[dict[str, Any]]:
+    return [slot_use_run(workdir, jobs, job_seconds, seed, ready)
+            for seed in range(seeds) for ready in (0, loop.READY_POINTS)]
+
+
 # ---- report -----------------------------------------------------------------------------------
 
 def report(results: dict[str, Any]) -> str:
@@ -319,6 +359,14 @@ def report(results: dict[str, Any]) -> str:
                       f"{fits['suggest_s']['median']:.2f} s, max {fits['suggest_s']['max']:.2f} s), "
                       f"{fits['jobs']} completions were recorded {fits['record_delay_s']['median']:.3f} s "
                       f"(median), {fits['record_delay_s']['max']:.3f} s (max) after their result was written."]
+    slots = results.get("slot_use")
+    if slots:
+        low, high = results["slot_job_seconds"]
+        lines += ["", f"Slot use: {SLOTS} local slots, {slots[0]['jobs']} jobs of {low:g}-{high:g} s, the GP:", "",
+                  "| points kept ready | seed | wall s | slots busy | slot empty after a result, median / max s |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {run['ready_points']} | {run['seed']} | {run['wall_s']:.1f} | {100 * run['busy_share']:.1f}% | "
+                  f"{run['slot_wait_s']['median']:.2f} / {run['slot_wait_s']['max']:.2f} |" for run in slots]
     return "\n".join(lines)
 
 
@@ -330,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job-seconds", default="1,3", help="each job sleeps uniformly between these (MIN,MAX)")
     parser.add_argument("--restart-jobs", type=int, default=10_000, help="job files for the restart (0: skip)")
     parser.add_argument("--fit-jobs", type=int, default=30, help="jobs run with DNGO after the restart")
+    parser.add_argument("--slot-use", type=int, default=0, help="jobs of each slot-use run (0: skip)")
+    parser.add_argument("--slot-seeds", type=int, default=2, help="seeds of the slot-use runs")
+    parser.add_argument("--slot-job-seconds", default="3,5", help="slot-use jobs last between these (MIN,MAX)")
     parser.add_argument("--workdir", help="where to create the experiments (kept); default a temporary folder")
     parser.add_argument("--json", help="write the raw results here")
     args = parser.parse_args(argv)
@@ -345,6 +396,10 @@ def main(argv: list[str] | None = None) -> int:
             results["concurrent"] = concurrent_run(workdir, args.concurrent, args.finished, (low, high))
         if args.restart_jobs > 0:
             results["restart"] = restart(workdir, args.restart_jobs, args.fit_jobs)
+        if args.slot_use > 0:
+            low, high = (float(v) for v in args.slot_job_seconds.split(","))
+            results["slot_job_seconds"] = [low, high]
+            results["slot_use"] = slot_use(workdir, args.slot_use, (low, high), args.slot_seeds)
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)

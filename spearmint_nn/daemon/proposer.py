@@ -147,9 +147,10 @@ class Proposer:
                 self._apply(observations)
                 suggestion = self._optimizer.propose(n, pending=pending)
                 proposal = suggestion.points
-                # The job files are the daemon's list of what is in flight, passed as `pending`
-                # each time; a point the optimizer remembered would stay pending forever once
-                # its job is cancelled, fails in a way not shown to the model or is not created.
+                # The job files and the daemon's ready points are its list of what is in flight,
+                # passed as `pending` each time; a point the optimizer remembered would stay
+                # pending forever once its job is cancelled, fails in a way not shown to the
+                # model, or is dropped before it becomes a job.
                 for params in proposal:
                     self._optimizer.forget(params)
                 fields = _proposal_fields(suggestion)

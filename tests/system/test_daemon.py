@@ -103,6 +103,42 @@ def test_a_fast_optimizer_fills_every_free_slot_in_one_proposal(make_experiment)
     assert len(all_jobs(folder)) == 40
 
 
+# Job 1 is short, so the two slots' completions alternate (about 0.4 s apart) instead of
+# arriving together, when only one of them could find a point ready.
+STAGGERED_WRAPPER = """
+import time
+
+def main(job_id, params):
+    time.sleep(0.4 if job_id == 1 else 0.8)
+    return float(params["x"][0] ** 2 + params["y"][0])
+"""
+
+
+def test_a_point_kept_ready_refills_a_slot_without_waiting_for_the_model(make_experiment):
+    # Without a ready point a completion is followed by a proposal ("suggested") and only then
+    # by the next submission; with one, the next job is submitted first and the proposal that
+    # refills the ready point runs while it does. The budget bounds the ready point too.
+    folder = make_experiment(quick_config(**{"max-finished-jobs": 8, "max-concurrent": 2}),
+                             {"wrapper.py": STAGGERED_WRAPPER})
+    result = cli("run", folder, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert sorted(all_jobs(folder)) == list(range(1, 9))
+    lines = (folder / ".spearmint" / "daemon.log").read_text().splitlines()
+    assert sum(" proposed " in line for line in lines) == 8
+    refills = []
+    for i, line in enumerate(lines):
+        if " finished " not in line:
+            continue
+        later = lines[i + 1:]
+        submitted = next((k for k, other in enumerate(later) if " submitted " in other), None)
+        model = next((k for k, other in enumerate(later) if " suggested " in other), len(later))
+        if submitted is not None:
+            refills.append(submitted < model)
+    assert len(refills) == 6  # jobs 3..8 each took a freed slot
+    assert sum(refills) >= 4, lines  # (a completion landing during a proposal may find none ready)
+    assert_folder_ok(folder)
+
+
 SLOW_COUNTING_WRAPPER = """
 import math
 import time
@@ -291,6 +327,10 @@ def test_user_points_imports_and_withdrawals(make_experiment, tmp_path):
     assert jobs[3][1]["failure"] == "bad_params" and jobs[3][1]["reason"].startswith("params.z: unknown variable")
     complete = [i for i, (s, _) in jobs.items() if s == "complete"]
     assert len(complete) == 4 and len(jobs) == 5  # bad params are not counted against the budget
+    # one job at a time: no point proposed ahead of the running job's result
+    log = (folder / ".spearmint" / "daemon.log").read_text()
+    proposals = [line for line in log.splitlines() if " suggested " in line]
+    assert proposals and all(line.endswith("(0 pending)") for line in proposals), proposals
 
 
 def _branin(x, y):

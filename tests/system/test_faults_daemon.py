@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.experiments import cli, quick_config, start_daemon, write_experiment
+from helpers.experiments import all_jobs, cli, quick_config, start_daemon, write_experiment
 from helpers.invariant_checks import assert_folder_ok, counting_wrapper, logged_runs
 
 FAKE_SCHEDULER = Path(__file__).parents[1] / "helpers" / "fake_scheduler.py"
@@ -124,6 +125,43 @@ def test_job_left_submitting_is_cancelled_through_its_claim(tmp_path):
     while os.path.exists(f"/proc/{claim['pid']}") and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not os.path.exists(f"/proc/{claim['pid']}") or "Z" in Path(f"/proc/{claim['pid']}/stat").read_text().split(")")[-1][:3]
+
+
+def _wait_in_log(folder: Path, pattern: str, since: int = 0, timeout: float = 60.0) -> re.Match:
+    """The first match of ``pattern`` in the daemon log after byte ``since``, waiting for it."""
+    log = folder / ".spearmint" / "daemon.log"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(pattern, log.read_text()[since:]) if log.exists() else None
+        if found:
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"no {pattern!r} in the daemon log within {timeout:g} s")
+
+
+def test_killed_holding_a_ready_point_after_a_user_point_loses_and_repeats_nothing(tmp_path):
+    """A point kept ready for the next free slot is in memory only: a user's point dropped
+    meanwhile takes the next slot before it, and a daemon killed while holding one leaves no
+    trace of it (the next run proposes afresh)."""
+    folder = _experiment(tmp_path, body="time.sleep(0.4 if job_id == 1 else 1.0)", **{"max-concurrent": 2})
+    daemon = start_daemon(folder)
+    try:
+        # a proposal made with both slots busy: its point waits for the next free slot
+        held = _wait_in_log(folder, r"model +suggested 1 point\(s\) .*\(2 pending\)")
+        (folder / ".spearmint" / "jobs" / "pending" / "mine.json").write_text('{"x": [1.0], "y": [2.0]}')
+        accepted = _wait_in_log(folder, r"job (\d+) \(accepted\)", held.end())
+        first_submitted = _wait_in_log(folder, r"submitted job (\d+) ", held.end() + accepted.end())
+        assert first_submitted.group(1) == accepted.group(1)
+        daemon.send_signal(signal.SIGKILL)
+        daemon.wait()
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    log = (folder / ".spearmint" / "daemon.log").read_text()
+    assert len(all_jobs(folder)) == log.count(" proposed ")  # the ready point was never written
+    assert_folder_ok(folder, folder / "runs.txt", settled=False)
+    _finish(folder)
 
 
 @pytest.mark.slow
