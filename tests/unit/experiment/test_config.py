@@ -271,6 +271,18 @@ def test_the_choices_are_the_names_the_registries_implement():
         names.check_registry("a registry", ["ei"], names.ACQUISITIONS)
 
 
+def test_the_gps_default_kernel_is_the_settings_default():
+    import inspect
+
+    from spearmint_nn.models.gp import GP
+    from spearmint_nn.models.kernels import DEFAULT_CORRELATION
+    from spearmint_nn.models.multitask_gp import MultiTaskGP
+
+    for model in (GP, MultiTaskGP):
+        assert inspect.signature(model).parameters["kernel"].default == DEFAULT_CORRELATION
+    assert DEFAULT_CORRELATION == SearchSettings().kernel == KEYS["kernel"].default
+
+
 # ---- Spearmint's resources and task-level keys ------------------------------------------------
 
 def _spearmint(resources=None, **changes):
