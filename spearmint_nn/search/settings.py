@@ -45,7 +45,8 @@ class SearchSettings:
     model: str = setting(choice(*MODEL_CHOICES), (
         "surrogate: auto (GP below 200 observations and 50 jobs in flight, then DNGO), dngo, dngo-warp "
         "(with input warping), gp, gp-nowarp or sobol (no model)"), "model", default=AUTO)
-    seed: int | None = setting(seed_number, "seed of every random choice (null: fresh randomness)", "seed", default=None)
+    seed: int | None = setting(seed_number, "seed of every random choice (null: fresh randomness)", "seed",
+                               default=None)
     acquisition: str = setting(choice(*ACQUISITIONS), (
         "acquisition function: ei (expected improvement), pi, lcb or ei-per-second (EI over the "
         "predicted job duration)"), "acquisition", default="ei")
