@@ -157,7 +157,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     raw_values = payload.get("values", payload.get("value"))
     if raw_values is not None:
         try:
-            check_values(raw_values, list(config.tasks))
+            check_values(raw_values, list(config.tasks.names))
         except BadValues as exc:
             if exc.failure != "nan":  # NaN imports a failed evaluation
                 raise ConfigError("value", str(exc)) from None

@@ -24,9 +24,11 @@ class ConfigError(ValueError):
 
 
 def closest(word: str, choices: Iterable[str]) -> str:
-    """``"did you mean 'x'?"`` for the closest choice, or ``""`` when none is close."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else ""
+    """``"did you mean 'x'?"`` for the closest choice, or ``""`` when none is close. Case is
+    ignored in finding it ("Model" is closest to "model") and the choice named as spelt."""
+    spelt = {choice.casefold(): choice for choice in choices}
+    close = difflib.get_close_matches(word.casefold(), list(spelt), n=1, cutoff=0.6)
+    return f"did you mean '{spelt[close[0]]}'?" if close else ""
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

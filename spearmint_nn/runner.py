@@ -268,7 +268,7 @@ def run_job(experiment_dir: str | Path, job_id: int) -> int:
         else:
             raw = run_python(config, job_id, params)
         try:
-            values = check_values(raw, list(config.tasks))
+            values = check_values(raw, list(config.tasks.names))
         except BadValues as exc:
             raise JobFailure(exc.failure, str(exc)) from None
         result.update(status="ok", values=values)

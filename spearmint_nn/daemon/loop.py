@@ -139,7 +139,7 @@ class Daemon:
             self.reporter.event("warning", warning)
         if self._on_start is not None:
             self._on_start(self.reporter, self.store)
-        noisy = self.config.tasks[self.config.objective].likelihood == "GAUSSIAN"
+        noisy = self.config.tasks.likelihoods[self.config.objective] == "GAUSSIAN"
         self._proposer = Proposer(self.optimizer, self.reporter, self._wake, noisy=noisy,
                                   warpings_file=self.paths.warpings, picture_file=self.paths.model_picture,
                                   related_file=self.paths.related)
@@ -542,7 +542,7 @@ class Daemon:
         self._ended_seen.pop(job_id, None)
         if result["status"] == "ok":
             try:
-                values = check_values(result.get("values"), list(self.config.tasks))
+                values = check_values(result.get("values"), list(self.config.tasks.names))
             except BadValues as exc:
                 self._fail(job_id, exc.failure, str(exc), **fields)
                 return True

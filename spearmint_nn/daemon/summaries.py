@@ -74,7 +74,7 @@ class SummaryWriter:
 def job_table(jobs: Iterable[Job], config: ExperimentConfig) -> tuple[list[str], list[list[Any]]]:
     """Header and rows (one per job, in the order given) of the job table shared by results.csv
     and ``spearmint-nn report``; ``best_so_far`` is the running best objective."""
-    tasks = list(config.tasks)
+    tasks = list(config.tasks.names)
     columns = [(var.name if var.size == 1 else f"{var.name}[{i}]", var.name, i)
                for var in config.space.variables for i in range(var.size)]
     header = (["id", "state", "source", "value", "feasible"] + [f"task:{t}" for t in tasks]

@@ -5,10 +5,11 @@ Spearmint's keys are read as Spearmint writes them (``language``, ``main-file``,
 ``max-finished-jobs``, ``polling-time``); our own keys sit beside them. Spearmint's
 ``resources`` section and the ``main-file``, ``language`` and ``resources`` of a task are
 translated into our keys (see :func:`_spearmint_implied`). Every key is declared
-once in :data:`KEYS` (default, parser, one-line description); adding a key is one line there.
-A key whose :attr:`Key.setting` is set becomes that field of the search's
-:class:`~spearmint_nn.search.settings.SearchSettings` (:func:`search_settings`). The names a
-choice accepts (models, acquisitions, kernels, ...) are :mod:`spearmint_nn.search.names`'.
+once in :data:`KEYS` (default, parser, one-line description). The daemon's own keys are
+written there by hand; the search's keys are generated from the fields of
+:class:`~spearmint_nn.search.settings.SearchSettings` that name a key, each of which becomes that
+field (:func:`search_settings`). The parsers are :mod:`spearmint_nn.search.arguments`', so a key
+and the Optimizer's keyword accept the same values.
 
 Every problem raises :class:`~spearmint_nn.errors.ConfigError` ``("key.path", "problem")``
 before anything is written to the experiment folder; all unknown keys of the file (top level,
@@ -20,19 +21,16 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from ..errors import ConfigError, closest, did_you_mean, unknown_keys
 from .jobs import DEFAULT_IGNORED_FAILURES, FAILURE_KINDS
 from .layout import ExperimentPaths
-from ..search.arguments import Tasks, share, single_objective
-from ..search.names import (ACQUISITIONS, AUTO, CONSTRAINT_MODELS, DEFAULT_TASK_NAME, DIRECTIONS, KERNELS,
-                            LIKELIHOODS, MODEL_CHOICES, TASK_TYPES, TRANSFORM_CHOICES)
-from ..search.settings import DEFAULT_CROWDING_SHARE, SearchSettings
+from ..search.arguments import TASK_KEYS, Parser, Tasks, choice, count, likelihood_name, parse_tasks
+from ..search.settings import SearchSettings, config_fields
 from ..search.space import Space, unknown_variable_keys
 
 LANGUAGES = ("PYTHON", "SHELL")
-_TASK_KEYS = ("type", "likelihood", "main-file", "language", "resources")
 _RESOURCE_KEYS = ("scheduler", "max-concurrent", "max-finished-jobs")
 # Spearmint's scheduler names (any case) -> our driver names.
 SCHEDULERS = {"local": "local", "sge": "sge", "slurm": "slurm"}
@@ -45,32 +43,6 @@ _SPEARMINT_RESOURCE_OPTIONS = {
 
 
 # ---- value parsers: (key path, raw JSON value) -> parsed value ------------------------------
-
-def _choice(*choices: str, upper: bool = True) -> Callable[[str, Any], str]:
-    def parse(path: str, value: Any) -> str:
-        norm = value.upper() if upper and isinstance(value, str) else (
-            value.lower() if isinstance(value, str) else value)
-        if norm not in choices:
-            shown = value if isinstance(value, str) else repr(value)
-            hint = did_you_mean(str(norm), choices) if isinstance(value, str) else ""
-            raise ConfigError(path, f"must be one of {', '.join(choices)} (got {shown!r}){hint}")
-        return norm
-    return parse
-
-
-def _int(minimum: int, optional: bool = False) -> Callable[[str, Any], int | None]:
-    def parse(path: str, value: Any) -> int | None:
-        if value is None and optional:
-            return None
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(path, f"must be an integer (got {value!r})")
-        if value < minimum:
-            raise ConfigError(path, f"must be >= {minimum} (got {value})")
-        return value
-    return parse
-
 
 def _positive_number(path: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -88,13 +60,6 @@ def _string(path: str, value: Any) -> str:
 
 def _optional_string(path: str, value: Any) -> str | None:
     return None if value is None else _string(path, value)
-
-
-def _seed(path: str, value: Any) -> int | None:
-    seed = _int(0, optional=True)(path, value)
-    if seed is not None and seed >= 2**63:  # torch generators take signed 64-bit seeds
-        raise ConfigError(path, f"must be < 2**63 (got {seed})")
-    return seed
 
 
 def _command(path: str, value: Any) -> list[str] | None:
@@ -135,87 +100,52 @@ class Key:
     """One top-level config key: its default, its parser and a one-line description."""
 
     default: Any
-    parse: Callable[[str, Any], Any]
+    parse: Parser
     doc: str
     setting: str | None = None  # the SearchSettings field it sets
 
 
+def _setting_keys() -> dict[str, Key]:
+    """The rows of the search's keys, one per SearchSettings field that names a key."""
+    return {spec.metadata["key"]: Key(spec.default, spec.metadata["parse"], spec.metadata["doc"], spec.name)
+            for spec in config_fields()}
+
+
 KEYS: dict[str, Key] = {
     # Spearmint's own keys
-    "language": Key("PYTHON", _choice(*LANGUAGES), "PYTHON (a main(job_id, params) wrapper) or SHELL (runs `command`)"),
+    "language": Key("PYTHON", choice(*LANGUAGES), "PYTHON (a main(job_id, params) wrapper) or SHELL (runs `command`)"),
     "main-file": Key(None, _optional_string, "the wrapper module in the experiment folder, with or without .py (PYTHON)"),
     "experiment-name": Key(None, _optional_string, "a name for logs and reports (default: the folder name)"),
-    "likelihood": Key("GAUSSIAN", _choice(*LIKELIHOODS), "noise model of every task without its own: NOISELESS or GAUSSIAN"),
+    "likelihood": Key("GAUSSIAN", likelihood_name, "noise model of every task without its own: NOISELESS or GAUSSIAN"),
     "variables": Key(None, _object, "the search space: name -> {type FLOAT|INT|ENUM, size, min, max, options, scale, when, "
                  "default}"),
-    "tasks": Key(None, _object, "name -> {type OBJECTIVE|CONSTRAINT, likelihood}; default one objective named 'main' "
-                 "(Spearmint's main-file, language and resources of a task are read too)"),
+    "tasks": Key(None, _object, "name -> {type OBJECTIVE|CONSTRAINT, likelihood} or name -> type; default one "
+                 "objective named 'main' (Spearmint's main-file, language and resources of a task are read too)"),
     "resources": Key(None, _object, "one {scheduler local|SGE|SLURM, max-concurrent, max-finished-jobs}, as "
                      "Spearmint wrote it: becomes driver.name, max-concurrent and max-finished-jobs"),
-    "max-concurrent": Key(1, _int(1), "jobs in flight at once"),
-    "max-finished-jobs": Key(None, _int(1, optional=True), "stop after this many finished jobs (null: never)",
-                             "budget"),
+    "max-concurrent": Key(1, count(1), "jobs in flight at once"),
     "polling-time": Key(3.0, _positive_number, "seconds between two polls of the driver"),
     # Spearmint's settings of things that do not exist here: accepted so a folder moves as it
     # is, and not used (the experiment folder is the database; the model is chosen by "model").
     "database": Key(None, _object, "Spearmint's MongoDB settings: not used (the experiment folder holds the jobs)"),
     "chooser": Key(None, _object, "Spearmint's chooser module: not used (see \"model\" and \"acquisition\")"),
     # our keys
-    "direction": Key(DIRECTIONS[0], _choice(*DIRECTIONS, upper=False),
-                     "minimize or maximize the objective (values stay in the wrapper's sign everywhere)", "direction"),
     "driver": Key({"name": "local"}, _object, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
     "command": Key(None, _command, "argument list run for a SHELL wrapper; the params file path is appended"),
-    "model": Key(AUTO, _choice(*MODEL_CHOICES, upper=False),
-                 "surrogate: auto (GP below 200 observations and 50 jobs in flight, then DNGO), dngo, "
-                 "dngo-warp (with input warping), gp, gp-nowarp or sobol (no model)", "model"),
-    "kernel": Key("matern52", _choice(*KERNELS, upper=False),
-                  "the GP's covariance: matern52 (Spearmint's) or squared-exponential (for very smooth "
-                  "objectives); DNGO ignores it", "kernel"),
-    "acquisition": Key("ei", _choice(*ACQUISITIONS, upper=False),
-                       "acquisition function: ei (expected improvement), pi, lcb or ei-per-second "
-                       "(EI over the predicted job duration)", "acquisition"),
-    "initial-design": Key(None, _int(1, optional=True), "Sobol points before the model is used (default: number of parameters + 1, at least 2)", "initial_design"),
-    "seed": Key(None, _seed, "seed of every random choice (null: fresh randomness)", "seed"),
-    "fantasies": Key(10, _int(1), "fantasised outcomes per pending job when proposing in parallel", "fantasies"),
-    "thompson-every": Key(10, _int(0), "one proposal in every this many made while other jobs are pending is a "
-                          "Thompson sample (an exploratory batch member); 0: never", "thompson_every"),
-    "crowding-share": Key(DEFAULT_CROWDING_SHARE, share, "with more than 50 jobs in flight, no proposal where this share of them "
-                          "already is (within 10% of each range) while another place is open (0.5 for a "
-                          "landscape of several basins); 0: no limit",
-                          "crowding_share"),
-    "restart-after": Key(10, _int(0), "restart the search (a fresh objective model on new points) after this many "
-                         "evaluations without improvement (in rounds of the jobs in flight), once ten initial designs' "
-                         "worth are done and while half of max-finished-jobs remains; 0: never", "restart_after"),
     "related-experiments": Key((), _folders, "experiment folders of related searches (paths, relative to this "
                                "one), read and never written: their finished jobs teach the multi-task GP"),
-    "torch-threads": Key(1, _int(1), "torch threads of the daemon (a login node is shared)", "torch_threads"),
-    "constraint-model": Key(CONSTRAINT_MODELS[0], _choice(*CONSTRAINT_MODELS, upper=False),
-                            "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))",
-                            "constraint_model"),
-    "output-transform": Key(AUTO, _choice(*TRANSFORM_CHOICES, upper=False),
-                            "what the objective model fits: standardise, log-shift (log of the distance above "
-                            "the best value, standardised), least-skewed (the less skewed of the two), "
-                            "yeo-johnson (a power transform fitted by maximum likelihood) or auto "
-                            "(yeo-johnson for the GP, least-skewed for DNGO)", "output_transform"),
-    "stop-after-identical-failures": Key(20, _int(1),
+    "stop-after-identical-failures": Key(20, count(1),
                                          "stop the daemon when this many jobs in a row fail the same way (3 for a "
                                          "broken wrapper, 5 times this for NaN results)"),
     "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
                            "failure kinds that say nothing about the point: not shown to the model, not counted"),
+    # the search's keys, max-finished-jobs (its budget) among them
+    **_setting_keys(),
 }
 
 
 # Keys a running daemon takes up when config.json changes; any other change needs a restart.
 LIVE_KEYS = ("max-finished-jobs", "max-concurrent", "polling-time", "stop-after-identical-failures")
-
-
-@dataclass(frozen=True)
-class TaskConfig:
-    """One entry of ``tasks``."""
-
-    name: str
-    type: str          # OBJECTIVE | CONSTRAINT
-    likelihood: str    # NOISELESS | GAUSSIAN
 
 
 @dataclass(frozen=True)
@@ -229,7 +159,7 @@ class ExperimentConfig:
     paths: ExperimentPaths
     values: Mapping[str, Any]
     space: Space
-    tasks: dict[str, TaskConfig]
+    tasks: Tasks
     main_file: Path | None
     driver_name: str
     driver_options: dict[str, Any]
@@ -257,7 +187,7 @@ class ExperimentConfig:
     @property
     def objective(self) -> str:
         """Name of the one OBJECTIVE task."""
-        return next(t.name for t in self.tasks.values() if t.type == "OBJECTIVE")
+        return self.tasks.objective
 
     @property
     def direction(self) -> str:
@@ -266,7 +196,7 @@ class ExperimentConfig:
 
     @property
     def constraints(self) -> list[str]:
-        return [t.name for t in self.tasks.values() if t.type == "CONSTRAINT"]
+        return list(self.tasks.constraints)
 
     @property
     def ignored_failures(self) -> frozenset[str]:
@@ -378,7 +308,7 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
     space = Space.from_config(raw["variables"])
     if values["initial-design"] is None:
         values["initial-design"] = space.default_initial_design
-    tasks = parse_tasks_section(raw.get("tasks"), values["likelihood"])
+    tasks = parse_tasks(raw.get("tasks"), default_likelihood=values["likelihood"])
     main_file = _parse_wrapper(paths.experiment, values)
     driver_name, driver_options = _parse_driver(_driver_spec(raw, implied), driver_override, check_driver)
     values["driver"] = {"name": driver_name, **driver_options}
@@ -392,27 +322,6 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
                             driver_name=driver_name, driver_options=driver_options, raw=raw)
 
 
-def parse_tasks_section(tasks: Any, default_likelihood: str) -> dict[str, TaskConfig]:
-    if tasks is None:
-        return {DEFAULT_TASK_NAME: TaskConfig(DEFAULT_TASK_NAME, "OBJECTIVE", default_likelihood)}
-    if not isinstance(tasks, dict) or not tasks:
-        raise ConfigError("tasks", f"must be a non-empty object mapping task names to specs (got {tasks!r})")
-    out: dict[str, TaskConfig] = {}
-    for name, spec in tasks.items():
-        path = f"tasks.{name}"
-        if not name.strip():
-            raise ConfigError("tasks", "task names must be non-empty strings")
-        if not isinstance(spec, dict):
-            raise ConfigError(path, f"must be an object with a 'type' (got {spec!r})")
-        if "type" not in spec:
-            raise ConfigError(f"{path}.type", "required: OBJECTIVE or CONSTRAINT")
-        ttype = _choice(*TASK_TYPES)(f"{path}.type", spec["type"])
-        likelihood = _choice(*LIKELIHOODS)(f"{path}.likelihood", spec.get("likelihood", default_likelihood))
-        out[name] = TaskConfig(name, ttype, likelihood)
-    single_objective({t.name: t.type for t in out.values()})
-    return out
-
-
 def _unknown_keys(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(key path, hint)`` for every unknown key of config.json, in the file's order: top level,
     and inside tasks, variables and resources (driver options are the driver's to check)."""
@@ -423,8 +332,8 @@ def _unknown_keys(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
         elif key == "variables" and isinstance(value, Mapping):
             found += unknown_variable_keys(value)
         elif key == "tasks" and isinstance(value, Mapping):
-            found += [(f"tasks.{name}.{sub}", closest(sub, _TASK_KEYS))
-                      for name, spec in value.items() if isinstance(spec, Mapping) for sub in spec if sub not in _TASK_KEYS]
+            found += [(f"tasks.{name}.{sub}", closest(sub, TASK_KEYS))
+                      for name, spec in value.items() if isinstance(spec, Mapping) for sub in spec if sub not in TASK_KEYS]
         elif key == "resources" and isinstance(value, Mapping):
             found += [(f"resources.{name}.{sub}", _SPEARMINT_RESOURCE_OPTIONS.get(sub) or closest(sub, _RESOURCE_KEYS))
                       for name, spec in value.items() if isinstance(spec, Mapping) for sub in spec
@@ -565,7 +474,6 @@ def _parse_driver(spec: Any, override: str | None, check_driver: bool) -> tuple[
 
 
 def search_settings(config: ExperimentConfig) -> SearchSettings:
-    """The search's settings: each key's value whose :attr:`Key.setting` names a field, and the tasks."""
-    tasks = Tasks(objective=config.objective, constraints=tuple(config.constraints),
-                  likelihoods={t.name: t.likelihood for t in config.tasks.values()})
-    return SearchSettings(tasks=tasks, **{spec.setting: config.values[key] for key, spec in KEYS.items() if spec.setting})
+    """The search's settings: the tasks, and each key's value whose :attr:`Key.setting` names a field."""
+    return SearchSettings(tasks=config.tasks, **{spec.setting: config.values[key]
+                                                 for key, spec in KEYS.items() if spec.setting})

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..search.arguments import Tasks
+from ..search.arguments import Tasks, parse_tasks
 from ..search.space import Space
-from .config import ExperimentConfig, parse_tasks_section, read_json_strict
+from .config import ExperimentConfig, read_json_strict
 from .jobs import JobState
 from .layout import ExperimentPaths
 from .store import Store
@@ -52,12 +52,10 @@ def read_related_folders(config: ExperimentConfig) -> list[RelatedFolder]:
             raise ConfigError(where, f"{folder / 'config.json'} holds no variables: not an experiment folder")
         try:
             space = Space.from_config(raw["variables"])
-            tasks = parse_tasks_section(raw.get("tasks"), raw.get("likelihood", "GAUSSIAN"))
+            tasks = parse_tasks(raw.get("tasks"), default_likelihood=raw.get("likelihood", "GAUSSIAN"))
         except ConfigError as exc:
             raise ConfigError(f"{where} ({given}): {exc.path}", exc.problem) from None
-        objective = next(t.name for t in tasks.values() if t.type == "OBJECTIVE")
-        constraints = tuple(t.name for t in tasks.values() if t.type == "CONSTRAINT")
         store = Store(ExperimentPaths(folder)).load_all()
         results = [(job.params, job.values) for job in store.jobs(JobState.COMPLETE)]
-        folders.append(RelatedFolder(given, where, space, Tasks(objective, constraints, {}), results))
+        folders.append(RelatedFolder(given, where, space, tasks, results))
     return folders

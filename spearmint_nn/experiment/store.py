@@ -305,7 +305,7 @@ class Store:
         if values_raw is None:
             return self.new_job(params, "user", JobState.PENDING, job_id=job_id, **dropped)
         try:
-            values = check_values(values_raw, list(config.tasks))
+            values = check_values(values_raw, list(config.tasks.names))
         except BadValues as exc:
             return self.new_job(params, "import", JobState.FAILED, job_id=job_id, failure=exc.failure,
                                 reason=str(exc), finished=time.time(), **dropped)

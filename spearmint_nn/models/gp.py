@@ -24,7 +24,7 @@ from torch import Tensor
 
 from .base import State, Surrogate, check_kind
 from .gp_hyperparameters import LENGTHSCALE_PRIORS, HyperLayout, Hypers, log_prior
-from .kernels import CORRELATIONS, Conditional, covariance, embed, squared_distances
+from .kernels import CORRELATIONS, DEFAULT_CORRELATION, Conditional, covariance, embed, squared_distances
 from .sampling import slice_sweep
 from .warping import warp, warped_column_indices, warping_summary
 
@@ -168,7 +168,7 @@ class GP(Surrogate):
     def __init__(
         self,
         n_inputs: int | None = None,
-        kernel: str = "matern52",
+        kernel: str = DEFAULT_CORRELATION,
         lengthscale_prior: str = "log-normal",
         warping: bool = True,
         warped_columns: Sequence[int] | Sequence[bool] | Tensor | None = None,

@@ -38,7 +38,7 @@ from torch import Tensor
 from .base import State, Surrogate, check_kind
 from .gp import CholeskyError, robust_cholesky
 from .gp_hyperparameters import HyperLayout, log_prior
-from .kernels import CORRELATIONS, squared_distances
+from .kernels import CORRELATIONS, DEFAULT_CORRELATION, squared_distances
 from .sampling import slice_sweep
 from .warping import LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, WARP_PROBABILITY, WARP_SWITCH_OFF, beta_cdf
 
@@ -165,7 +165,7 @@ class MultiTaskGP(Surrogate):
     """
 
     def __init__(self, related: Sequence[tuple[Tensor, Tensor]] = (), warping: bool = True,
-                 warped_columns: Sequence[int] | None = None, noiseless: bool = False, kernel: str = "matern52",
+                 warped_columns: Sequence[int] | None = None, noiseless: bool = False, kernel: str = DEFAULT_CORRELATION,
                  n_samples: int = 10, burn_in: int = 40, sweeps_per_fit: int = 2, seed: int | None = None):
         if kernel not in CORRELATIONS:
             raise ValueError(f"unknown GP kernel {kernel!r}; known: {', '.join(CORRELATIONS)}")

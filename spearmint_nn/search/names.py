@@ -28,7 +28,8 @@ ACQUISITIONS = ("ei", "pi", "lcb", "ei-per-second")
 #: The acquisition that divides EI by a predicted job duration (it needs a duration model).
 DURATION_ACQUISITION = "ei-per-second"
 
-#: The GP's correlation functions, the keys of ``spearmint_nn.models.kernels.CORRELATIONS``.
+#: The GP's correlation functions, the keys of ``spearmint_nn.models.kernels.CORRELATIONS`` in
+#: the same order: the first is the default of the settings and of the GP itself.
 KERNELS = ("matern52", "squared-exponential")
 
 #: Output transforms, the keys of ``spearmint_nn.search.transforms.OUTPUT_TRANSFORMS``.
@@ -47,6 +48,7 @@ LIKELIHOODS = ("NOISELESS", "GAUSSIAN")
 #: Spearmint's name for the single objective when no tasks are given.
 DEFAULT_TASK_NAME = "main"
 
+#: The objective's directions, the default first.
 DIRECTIONS = ("minimize", "maximize")
 
 

@@ -141,6 +141,7 @@ class Optimizer:
                 raise TypeError("Optimizer takes state or state_dir, not both")
             state = ModelStore(state_dir)
         self.state = state
+        self._settings = settings
         if settings.torch_threads is not None:
             torch.set_num_threads(settings.torch_threads)
 
@@ -195,13 +196,13 @@ class Optimizer:
 
     @property
     def settings(self) -> SearchSettings:
-        """The :class:`~spearmint_nn.search.settings.SearchSettings` of the proposals from now on,
-        kept once, by the models (assigning new ones tells them)."""
-        return self.models.settings
+        """The :class:`~spearmint_nn.search.settings.SearchSettings` of the proposals from now on
+        (assigning new ones passes them on to the models)."""
+        return self._settings
 
     @settings.setter
     def settings(self, settings: SearchSettings) -> None:
-        self.models.settings = settings
+        self._settings = self.models.settings = settings
 
     @property
     def n_observed(self) -> int:

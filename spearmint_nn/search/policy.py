@@ -13,7 +13,6 @@ AUTO_GP_MAX_IN_FLIGHT = 50
 # judged on this many asynchronous proposals in a row.
 AUTO_GP_MAX_WAITING_SHARE = 0.1
 PACE_CALLS = 5
-DEFAULT_RESTART_AFTER = 10
 # No restart before this many initial designs' worth of evaluations (see restart_index).
 RESTART_EARLIEST_DESIGNS = 10
 

@@ -43,8 +43,8 @@ class SearchModels:
     ``surrogate_name``, None before its first fit), ``transform`` (the output transform its
     values went through), ``feasibility`` (the constraint models), ``durations``.
 
-    ``related`` searches make the objective GP a multi-task GP; ``store`` keeps the states
-    (None: nothing kept)."""
+    ``settings`` are the Optimizer's, which owns them and passes new ones on; ``related``
+    searches make the objective GP a multi-task GP; ``store`` keeps the states (None: nothing kept)."""
 
     def __init__(self, space: Space, settings: SearchSettings, surrogate_name: str,
                  store: ModelStore | None = None, related: Sequence[RelatedTask] = ()):

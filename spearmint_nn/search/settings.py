@@ -1,124 +1,110 @@
 """How a search is set up: :class:`SearchSettings`, the typed, checked settings of an
-:class:`~spearmint_nn.search.optimizer.Optimizer`.
+:class:`~spearmint_nn.search.optimizer.Optimizer`, each declared once.
 
-config.json's keys become these fields in :func:`spearmint_nn.experiment.config.search_settings`;
-a Python user passes them as keywords to the Optimizer. Either way a wrong value raises
-:class:`~spearmint_nn.errors.ConfigError` (a ValueError) whose path is the field's name. Torch-free:
-the config module builds the settings in every process.
+Each field carries, in its ``metadata`` (:func:`setting`), its parser from
+:mod:`~spearmint_nn.search.arguments`, its one-line description and its config.json key, if it
+has one. config.json's rows for those keys are generated from the fields
+(:data:`spearmint_nn.experiment.config.KEYS`), so a key and its keyword take the same values,
+have the same default and say the same thing. A wrong value raises
+:class:`~spearmint_nn.errors.ConfigError` (a ValueError) whose path is the field's name (the
+key's, from config.json). Torch-free: the config module builds the settings in every process.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, Mapping
 
-from .arguments import Tasks, choice, count, options, parse_direction, parse_tasks, share
-from .names import (ACQUISITIONS, AUTO, CLASSIFIER, CONSTRAINT_MODELS, DEFAULT_TASK_NAME, KERNELS, MODEL_CHOICES,
+from .arguments import (Parser, Tasks, choice, count, direction_name, options, parse_direction, parse_tasks,
+                        seed_number, share)
+from .names import (ACQUISITIONS, AUTO, CLASSIFIER, CONSTRAINT_MODELS, DIRECTIONS, KERNELS, MODEL_CHOICES,
                     TRANSFORM_CHOICES)
-from .policy import DEFAULT_RESTART_AFTER
 
-DEFAULT_FANTASIES = 10
 
-DEFAULT_THOMPSON_EVERY = 10
-DEFAULT_CROWDING_SHARE = 0.0
+def setting(parse: Parser, doc: str, key: str | None = None, *, default: Any = MISSING,
+            default_factory: Any = MISSING) -> Any:
+    """A field of :class:`SearchSettings`: ``parse`` checks and normalises its value (a keyword's
+    or config.json's alike), ``doc`` says what it does in one line, ``key`` is its config.json
+    key (None: an Optimizer keyword only)."""
+    return field(default=default, default_factory=default_factory,
+                 metadata={"parse": parse, "doc": doc, "key": key})
+
+
+def _tasks(path: str, value: Any) -> Tasks:
+    return value if isinstance(value, Tasks) else parse_tasks(value)
 
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """The settings of one search; every field has a default.
+    """The settings of one search; every field has a default (the fields' list follows).
 
-    Attributes
-    ----------
-    model : "auto" (GP, then DNGO; :func:`~spearmint_nn.search.policy.auto_model_choice`), a
-        surrogate from :data:`~spearmint_nn.search.names.SURROGATES` ("dngo", "dngo-warp", "gp",
-        "gp-nowarp"), or "sobol" for Sobol random search without a model.
-    seed : seed of every random choice, so a run is reproducible given the same calls; None:
-        fresh randomness.
-    acquisition : a name from :data:`~spearmint_nn.search.names.ACQUISITIONS` ("ei", "pi",
-        "lcb", "ei-per-second": EI over the predicted duration of the job).
-    acquisition_options : keyword options of the acquisition (e.g. ``{"kappa": 2.0}`` for lcb).
-    initial_design : Sobol points before the model is used; None: the space's
-        ``default_initial_design``.
-    fantasies : fantasised outcome sets of the pending jobs (default 10).
-    thompson_every : one proposal in every this many (counting every job ever proposed) that is
-        made while other jobs are pending is a Thompson sample instead of the acquisition's
-        maximiser (default 10; 0: never); see :meth:`Optimizer.suggest`.
-    crowding_share : with more than 50 jobs in flight, no proposal lies where this share of them
-        already is, within 10% of each range (RMS), while another place is open (default 0: no
-        limit; 0.5 kept large batches out of Hartmann6's local basins:
-        :func:`~spearmint_nn.search.batch_draws.crowding`).
-    tasks : the objective, the constraints and their likelihoods (default: one GAUSSIAN
-        objective "main"). A mapping in either form :func:`~spearmint_nn.search.arguments.parse_tasks`
-        reads is parsed. A NOISELESS constraint gets the step likelihood classifier, a NOISELESS
-        objective a GP with fixed jitter instead of noise, and its failed points' neighbourhoods
-        are not proposed again. A constraint value >= 0 means satisfied.
-    direction : "minimize" (default) or "maximize" the objective, in any case; constraints are
-        unaffected.
-    n_candidates : Sobol screening candidates of the acquisition optimiser; None: chosen from D.
-    model_options : keyword options of the model factory (e.g. ``{"n_samples": 10}``).
-    kernel : the GP's correlation function, "matern52" (Spearmint's, default) or
-        "squared-exponential"; DNGO has no kernel.
-    constraint_model : "classifier" (success/failure and constraint signs) or "value" (a
-        regression on constraint values).
-    output_transform : what the objective model is fitted to, from
-        :data:`~spearmint_nn.search.names.TRANSFORM_CHOICES`: "standardise", "log-shift" (log of
-        the distance above the best value, standardised), "least-skewed" (whichever of those two
-        leaves the values less skewed), "yeo-johnson" (a power transform of the z-scores, its
-        exponent fitted by maximum likelihood), or "auto" (default): yeo-johnson for the GP,
-        least-skewed for DNGO (:func:`spearmint_nn.search.transforms.default_transform`).
-    budget : evaluations the search will have in all, or None for no limit; a restart needs at
-        least as many left as were spent (:func:`~spearmint_nn.search.policy.restart_index`).
-    restart_after : restart the search after this many observations in a row without improving
-        on its best (default 10; 0: never), once ten initial designs' worth have been observed
-        and while half the budget remains (without a budget: once it has gone as long without
-        improving as it took to find its best); with many jobs in flight, counted in rounds of
-        that many observations (:attr:`Optimizer.search_start`).
-    torch_threads : if given, ``torch.set_num_threads`` for this process.
+    ``tasks`` is config.json's task section (or the Optimizer's ``tasks`` and ``likelihoods``):
+    a NOISELESS constraint gets the step likelihood classifier, a NOISELESS objective a GP with
+    fixed jitter instead of noise, and its failed points' neighbourhoods are not proposed again.
     """
 
-    model: str = AUTO
-    seed: int | None = None
-    acquisition: str = "ei"
-    acquisition_options: Mapping[str, Any] = field(default_factory=dict)
-    initial_design: int | None = None
-    fantasies: int = DEFAULT_FANTASIES
-    thompson_every: int = DEFAULT_THOMPSON_EVERY
-    crowding_share: float = DEFAULT_CROWDING_SHARE
-    tasks: Tasks = field(default_factory=lambda: Tasks(DEFAULT_TASK_NAME, (), {}))
-    direction: str = "minimize"
-    n_candidates: int | None = None
-    model_options: Mapping[str, Any] = field(default_factory=dict)
-    kernel: str = "matern52"
-    constraint_model: str = CLASSIFIER
-    output_transform: str = AUTO
-    budget: int | None = None
-    restart_after: int = DEFAULT_RESTART_AFTER
-    torch_threads: int | None = None
+    model: str = setting(choice(*MODEL_CHOICES), (
+        "surrogate: auto (GP below 200 observations and 50 jobs in flight, then DNGO), dngo, dngo-warp "
+        "(with input warping), gp, gp-nowarp or sobol (no model)"), "model", default=AUTO)
+    seed: int | None = setting(seed_number, "seed of every random choice (null: fresh randomness)", "seed",
+                               default=None)
+    acquisition: str = setting(choice(*ACQUISITIONS), (
+        "acquisition function: ei (expected improvement), pi, lcb or ei-per-second (EI over the "
+        "predicted job duration)"), "acquisition", default="ei")
+    acquisition_options: Mapping[str, Any] = setting(
+        options, "keyword options of the acquisition (e.g. {\"kappa\": 2.0} for lcb)", default_factory=dict)
+    # None: the space's default_initial_design (config.json fills it in as it loads). 0 works:
+    # until two values are in there is nothing to fit, and the points come from the Sobol stream.
+    initial_design: int | None = setting(count(0, optional=True), (
+        "Sobol points before the model is used (default: number of parameters + 1, at least 2); 0: the "
+        "model from the second value on"),
+        "initial-design", default=None)
+    fantasies: int = setting(count(1), "fantasised outcomes per pending job when proposing in parallel",
+                             "fantasies", default=10)
+    # Counted over every job ever proposed, so a restarted daemon keeps the rhythm (Optimizer.suggest).
+    thompson_every: int = setting(count(0), (
+        "one proposal in every this many made while other jobs are pending is a Thompson sample (an "
+        "exploratory batch member); 0: never"), "thompson-every", default=10)
+    # 0.5 kept large batches out of Hartmann6's local basins (batch_draws.crowding).
+    crowding_share: float = setting(share, (
+        "with more than 50 jobs in flight, no proposal where this share of them already is (within 10% of "
+        "each range) while another place is open (0.5 for a landscape of several basins); 0: no limit"),
+        "crowding-share", default=0.0)
+    tasks: Tasks = setting(_tasks, (
+        "the objective, the constraints and their likelihoods (default: one GAUSSIAN objective \"main\"), "
+        "in either form parse_tasks reads"), default_factory=lambda: parse_tasks(None))
+    direction: str = setting(direction_name, (
+        "minimize or maximize the objective (values stay in the wrapper's sign everywhere)"), "direction",
+        default=DIRECTIONS[0])
+    n_candidates: int | None = setting(count(1, optional=True), (
+        "Sobol screening candidates of the acquisition optimiser (None: chosen from the dimension)"), default=None)
+    model_options: Mapping[str, Any] = setting(
+        options, "keyword options of the model factory (e.g. {\"n_samples\": 10})", default_factory=dict)
+    kernel: str = setting(choice(*KERNELS), (
+        "the GP's covariance: matern52 (Spearmint's) or squared-exponential (for very smooth objectives); "
+        "DNGO ignores it"), "kernel", default=KERNELS[0])
+    constraint_model: str = setting(choice(*CONSTRAINT_MODELS), (
+        "explicit constraints: classifier (DNGO 3.2) or value (regression of c, P(c >= 0))"),
+        "constraint-model", default=CLASSIFIER)
+    output_transform: str = setting(choice(*TRANSFORM_CHOICES), (
+        "what the objective model fits: standardise, log-shift (log of the distance above the best value, "
+        "standardised), least-skewed (the less skewed of the two), yeo-johnson (a power transform fitted by "
+        "maximum likelihood) or auto (yeo-johnson for the GP, least-skewed for DNGO)"),
+        "output-transform", default=AUTO)
+    budget: int | None = setting(count(1, optional=True), (
+        "evaluations in all: the daemon stops after this many finished jobs, and a stuck search restarts only "
+        "while half of them remain (null: no limit)"), "max-finished-jobs", default=None)
+    restart_after: int = setting(count(0), (
+        "restart the search (a fresh objective model on new points) after this many evaluations without "
+        "improvement (in rounds of the jobs in flight), once ten initial designs' worth are done and while "
+        "half of max-finished-jobs remains; 0: never"), "restart-after", default=10)
+    # None (a keyword only) leaves torch's own setting alone.
+    torch_threads: int | None = setting(count(1, optional=True), "torch threads of the search (a login node is shared)",
+                                        "torch-threads", default=1)
 
     def __post_init__(self) -> None:
-        parse_direction(self.direction)
-        checked = {
-            "model": choice("model", self.model, MODEL_CHOICES),
-            "seed": count("seed", self.seed, 0, optional=True),
-            "acquisition": choice("acquisition", self.acquisition, ACQUISITIONS),
-            "acquisition_options": MappingProxyType(options("acquisition_options", self.acquisition_options)),
-            "initial_design": count("initial_design", self.initial_design, 0, optional=True),
-            "fantasies": count("fantasies", self.fantasies, 1),
-            "thompson_every": count("thompson_every", self.thompson_every, 0),
-            "crowding_share": share("crowding_share", self.crowding_share),
-            "tasks": self.tasks if isinstance(self.tasks, Tasks) else parse_tasks(self.tasks, None),
-            "direction": self.direction.lower(),
-            "n_candidates": count("n_candidates", self.n_candidates, 1, optional=True),
-            "model_options": MappingProxyType(options("model_options", self.model_options)),
-            "kernel": choice("kernel", self.kernel, KERNELS),
-            "constraint_model": choice("constraint_model", self.constraint_model, CONSTRAINT_MODELS),
-            "output_transform": choice("output_transform", self.output_transform, TRANSFORM_CHOICES),
-            "budget": count("budget", self.budget, 1, optional=True),
-            "restart_after": count("restart_after", self.restart_after, 0),
-            "torch_threads": count("torch_threads", self.torch_threads, 1, optional=True),
-        }
-        for name, value in checked.items():
-            object.__setattr__(self, name, value)  # the checked, normalised value of a frozen field
+        for spec in fields(self):
+            # the checked, normalised value of a frozen field
+            object.__setattr__(self, spec.name, spec.metadata["parse"](spec.name, getattr(self, spec.name)))
 
     @classmethod
     def from_keywords(cls, likelihoods: Mapping[str, str] | None = None, **settings: Any) -> "SearchSettings":
@@ -134,3 +120,13 @@ class SearchSettings:
         """What observed objective values are multiplied by so the search minimises: 1, or -1
         when maximising."""
         return parse_direction(self.direction)
+
+
+def config_fields() -> list[Field]:
+    """The fields that have a config.json key, in declaration order."""
+    return [spec for spec in fields(SearchSettings) if spec.metadata["key"] is not None]
+
+
+# help(SearchSettings) lists every field with its one description.
+SearchSettings.__doc__ = (SearchSettings.__doc__ or "") + "\n    Attributes\n    ----------\n" + "".join(
+    f"    {spec.name} : {spec.metadata['doc']}\n" for spec in fields(SearchSettings))

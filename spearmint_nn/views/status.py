@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..experiment.config import DEFAULT_TASK_NAME, ExperimentConfig, load_config
+from ..experiment.config import ExperimentConfig, load_config
 from ..experiment.failures import FailureGroup, group_failures
 from ..experiment.jobs import (DEFAULT_IGNORED_FAILURES, FINAL_STATES, Job, JobState, best_job, best_summary,
                                finite_float)
@@ -26,7 +26,7 @@ from ..experiment.lock import daemon_state
 from ..experiment.store import Store
 from ..files import read_json
 from ..search.arguments import parse_direction
-from ..search.names import DIRECTIONS
+from ..search.names import DEFAULT_TASK_NAME, DIRECTIONS
 from ..search.space import Space
 from ..search.space_edits import EarlierJobs, outside_line
 from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES, params_text

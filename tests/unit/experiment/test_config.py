@@ -12,7 +12,7 @@ from helpers.experiments import BRANIN_VARIABLES, cli, quick_config, write_exper
 from spearmint_nn import cli as cli_module
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.experiment.config import KEYS, load_config, search_settings
-from spearmint_nn.search.arguments import Tasks
+from spearmint_nn.search.arguments import Tasks, parse_tasks
 from spearmint_nn.search.settings import SearchSettings
 from spearmint_nn.drivers.base import available_drivers
 
@@ -145,8 +145,8 @@ def test_spearmint_config_with_defaults(tmp_path):
     config = load_config(folder)
     assert config.main_file == (folder / "branin.py").resolve()
     assert config.name == "simple"
-    assert list(config.tasks) == ["main"] and config.objective == "main"
-    assert config.tasks["main"].likelihood == "NOISELESS"
+    assert config.tasks.names == ("main",) and config.objective == "main"
+    assert config.tasks.likelihoods == {"main": "NOISELESS"}
     assert config.driver_name == "local" and config.driver_options == {}
     assert config.max_concurrent == 1 and config.max_finished_jobs is None
     assert config["model"] == "auto" and config["initial-design"] == 3  # two parameters, plus one
@@ -169,13 +169,81 @@ def test_the_budget_and_restart_after_reach_the_optimizer(tmp_path):
     assert opt.settings.budget == 40 and opt.settings.restart_after == 0 and opt.space is config.space
 
 
-def test_every_key_that_sets_a_search_setting_names_a_field_and_shares_its_default():
-    fields = {f.name: f for f in dataclasses.fields(SearchSettings)}
-    for key, spec in KEYS.items():
-        if spec.setting is not None:
-            assert spec.setting in fields, key
-            if spec.default is not None and key != "torch-threads":  # the daemon keeps to one thread
-                assert fields[spec.setting].default == spec.default, key
+def test_the_search_keys_are_the_settings_fields_that_name_one():
+    fields = {spec.name: spec for spec in dataclasses.fields(SearchSettings)}
+    rows = {key: spec for key, spec in KEYS.items() if spec.setting is not None}
+    assert {key: spec.setting for key, spec in rows.items()} == {
+        spec.metadata["key"]: name for name, spec in fields.items() if spec.metadata["key"] is not None}
+    for key, row in rows.items():
+        field = fields[row.setting]
+        assert (row.default, row.doc, row.parse) == (field.default, field.metadata["doc"], field.metadata["parse"]), key
+
+
+def _readme_defaults() -> dict[str, str]:
+    """key -> the default column of the README's config.json table."""
+    readme = Path(__file__).resolve().parents[3] / "README.md"
+    defaults = {}
+    for line in readme.read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")] if line.startswith("| `") else []
+        for key in cells[0].split(", ") if len(cells) == 3 else ():
+            defaults[key.strip("`")] = cells[1]
+    return defaults
+
+
+def test_the_readme_gives_each_search_key_its_default():
+    readme = _readme_defaults()
+    for key, row in KEYS.items():
+        if row.setting is None:
+            continue
+        shown = readme[key]
+        if row.default is None:  # said in words (the space's default initial design), or null
+            assert not shown.startswith("`") or shown.startswith("`null`"), key
+        else:
+            assert json.loads(shown.split("`")[1]) == row.default, key
+
+
+# (field, value, parsed) where config.json and the Optimizer's keywords used to disagree, and more
+SAME_VALUE = [("model", "GP", "gp"), ("kernel", "Matern52", "matern52"), ("direction", "MAXIMIZE", "maximize"),
+              ("initial_design", 3.0, 3), ("initial_design", 0, 0), ("fantasies", 2.0, 2), ("torch_threads", 2, 2)]
+SAME_REFUSAL = [("model", "gp-warp", "must be one of auto, dngo, dngo-warp, gp, gp-nowarp, sobol (got 'gp-warp') "
+                 "(did you mean 'gp-nowarp'?)"),
+                ("kernel", "MATERN", "must be one of matern52, squared-exponential (got 'MATERN') "
+                 "(did you mean 'matern52'?)"),
+                ("initial_design", 3.5, "must be an integer (got 3.5)"), ("initial_design", -1, "must be >= 0 (got -1)"),
+                ("fantasies", True, "must be an integer (got True)"), ("seed", 2**63, "must be < 2**63 (got 9223372036854775808)"),
+                ("torch_threads", 0, "must be >= 1 (got 0)")]
+
+
+def _key(field: str) -> str:
+    return next(key for key, row in KEYS.items() if row.setting == field)
+
+
+@pytest.mark.parametrize("field, value, parsed", SAME_VALUE)
+def test_config_json_and_the_keywords_take_the_same_values(tmp_path, field, value, parsed):
+    folder = write_experiment(tmp_path / "exp", quick_config(**{_key(field): value}), {"wrapper.py": ""})
+    assert getattr(search_settings(load_config(folder)), field) == parsed
+    assert getattr(SearchSettings(**{field: value}), field) == parsed
+
+
+@pytest.mark.parametrize("field, value, problem", SAME_REFUSAL)
+def test_config_json_and_the_keywords_refuse_the_same_values(tmp_path, field, value, problem):
+    folder = write_experiment(tmp_path / "exp", quick_config(**{_key(field): value}), {"wrapper.py": ""})
+    with pytest.raises(ConfigError) as from_config:
+        load_config(folder)
+    with pytest.raises(ConfigError) as from_keyword:
+        SearchSettings(**{field: value})
+    assert (from_config.value.path, from_config.value.problem) == (_key(field), problem)
+    assert (from_keyword.value.path, from_keyword.value.problem) == (field, problem)
+
+
+def test_config_json_tasks_are_read_by_the_optimizers_parser(tmp_path):
+    tasks = {"c": "constraint", "loss": {"type": "OBJECTIVE"}, "mem": {"type": "CONSTRAINT", "likelihood": "NOISELESS"}}
+    folder = write_experiment(tmp_path / "exp", quick_config(tasks=tasks, likelihood="noiseless"), {"wrapper.py": ""})
+    config = load_config(folder)
+    assert config.tasks == parse_tasks(tasks, default_likelihood="NOISELESS") == Tasks(
+        "loss", ("c", "mem"), {"c": "NOISELESS", "loss": "NOISELESS", "mem": "NOISELESS"}, names=("c", "loss", "mem"))
+    assert search_settings(config).tasks == config.tasks
+    assert SearchSettings(tasks=tasks).tasks == Tasks("loss", ("c", "mem"), {"mem": "NOISELESS"}, ("c", "loss", "mem"))
 
 
 def test_tasks_and_driver_shorthand(tmp_path):
@@ -184,7 +252,7 @@ def test_tasks_and_driver_shorthand(tmp_path):
         driver="local"), {"wrapper.py": ""})
     config = load_config(folder, driver_override="local")
     assert config.objective == "loss" and config.constraints == ["mem"]
-    assert config.tasks["mem"].likelihood == "NOISELESS" and config.tasks["loss"].likelihood == "GAUSSIAN"
+    assert config.tasks.likelihoods == {"mem": "NOISELESS", "loss": "GAUSSIAN"}
     assert config.values["driver"] == {"name": "local"}
 
 
@@ -201,6 +269,18 @@ def test_the_choices_are_the_names_the_registries_implement():
         KEYS["model"].parse("model", "gp-warp")
     with pytest.raises(RuntimeError, match="add the name to both"):
         names.check_registry("a registry", ["ei"], names.ACQUISITIONS)
+
+
+def test_the_gps_default_kernel_is_the_settings_default():
+    import inspect
+
+    from spearmint_nn.models.gp import GP
+    from spearmint_nn.models.kernels import DEFAULT_CORRELATION
+    from spearmint_nn.models.multitask_gp import MultiTaskGP
+
+    for model in (GP, MultiTaskGP):
+        assert inspect.signature(model).parameters["kernel"].default == DEFAULT_CORRELATION
+    assert DEFAULT_CORRELATION == SearchSettings().kernel == KEYS["kernel"].default
 
 
 # ---- Spearmint's resources and task-level keys ------------------------------------------------
@@ -275,7 +355,7 @@ def test_spearmint_resource_and_task_keys_become_ours(tmp_path):
     assert config.main_file == (folder / "wrapper.py").resolve() and config.language == "PYTHON"
     assert config.driver_name == "local" and config.max_concurrent == 5 and config.max_finished_jobs == 100
     assert search_settings(config).budget == 100
-    assert config.tasks["branin"].likelihood == "NOISELESS" and config.constraints == ["y_at_least_x"]
+    assert config.tasks.likelihoods["branin"] == "NOISELESS" and config.constraints == ["y_at_least_x"]
 
 
 @pytest.mark.parametrize("scheduler,driver", [("SGE", "sge"), ("SLURM", "slurm"), ("slurm", "slurm"), ("Local", "local")])

@@ -86,7 +86,7 @@ def _check_space(config, seed: int) -> None:
 def test_any_structured_config_loads_or_names_its_error(folder, raw, seed):
     config = _load(folder, json.dumps(raw).encode())
     if config is not None:
-        assert set(config.values) == set(KEYS) and config.objective in config.tasks
+        assert set(config.values) == set(KEYS) and config.objective in config.tasks.names
         _check_space(config, seed)
 
 

@@ -81,7 +81,7 @@ def test_the_optimizer_takes_a_space_and_settings_or_keywords_for_them():
 def test_set_budget_replaces_the_setting_and_checks_it():
     opt = Optimizer(SQUARE, model="sobol")
     opt.set_budget(30)
-    assert opt.settings.budget == 30
+    assert opt.settings.budget == 30 and opt.models.settings is opt.settings  # passed on to the models
     with pytest.raises(ConfigError, match="^budget:"):
         opt.set_budget(0)
     assert opt.settings.budget == 30
