@@ -73,7 +73,10 @@ class SearchSettings:
         and while half the budget remains (without a budget: once it has gone as long without
         improving as it took to find its best); with many jobs in flight, counted in rounds of
         that many observations (:attr:`Optimizer.search_start`).
-    torch_threads : if given, ``torch.set_num_threads`` for this process.
+    torch_threads : torch threads of the Optimizer's own work (fits, the acquisition's
+        maximisation), set for each call and the caller's count restored after (default 1, as
+        the daemon: more stalled on a shared machine and gave no speed-up on an idle one; a seed
+        gives the same proposals whatever the caller's count); None: the caller's count.
     """
 
     model: str = AUTO
@@ -93,7 +96,7 @@ class SearchSettings:
     output_transform: str = AUTO
     budget: int | None = None
     restart_after: int = DEFAULT_RESTART_AFTER
-    torch_threads: int | None = None
+    torch_threads: int | None = 1
 
     def __post_init__(self) -> None:
         parse_direction(self.direction)

@@ -172,7 +172,7 @@ def test_every_key_that_sets_a_search_setting_names_a_field_and_shares_its_defau
     for key, spec in KEYS.items():
         if spec.setting is not None:
             assert spec.setting in fields, key
-            if spec.default is not None and key != "torch-threads":  # the daemon keeps to one thread
+            if spec.default is not None:
                 assert fields[spec.setting].default == spec.default, key
 
 

@@ -12,6 +12,7 @@ import torch
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.search.arguments import Tasks
 from spearmint_nn.search.maximize import point_key
+from spearmint_nn.search import optimizer as optimizer_module
 from spearmint_nn.search.optimizer import Optimizer
 from spearmint_nn.search.policy import AUTO_GP_MAX_IN_FLIGHT
 
@@ -185,3 +186,49 @@ def test_size_one_variables_take_plain_numbers():
     params, value = opt.incumbent
     assert value == 0.25 and float(params["x"][0]) == 0.5 and int(params["n"][0]) == 3
     assert not math.isnan(opt._data.objective[0])
+
+
+# ----------------------------------------------------------------------------- torch threads
+
+def _suggestions_with_caller_threads(caller_threads: int, **settings) -> tuple[list[tuple[float, float]], int]:
+    """Six DNGO suggestions (five Sobol points, then the model's) made while the caller runs
+    with ``caller_threads`` torch threads, and the caller's thread count after them."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(caller_threads)
+    try:
+        opt = Optimizer(SQUARE, model="dngo", seed=0, initial_design=5, model_options={"train_steps": 200},
+                        **settings)
+        points = []
+        for _ in range(6):
+            params = opt.suggest(1)[0]
+            opt.observe(params, bowl(params))
+            points.append((float(params["x"][0]), float(params["y"][0])))
+        return points, torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_seed_gives_the_same_suggestions_whatever_the_callers_torch_threads():
+    """The model's work runs on the Optimizer's own one thread: a training loop with two threads
+    gets the suggestions a one-thread process gets (the model's sixth differed before), and keeps its two."""
+    with_one, after_one = _suggestions_with_caller_threads(1)
+    with_two, after_two = _suggestions_with_caller_threads(2)
+    assert with_two == with_one
+    assert (after_one, after_two) == (1, 2)
+
+
+def test_torch_threads_applies_to_the_optimizers_work_only(exact_gp, monkeypatch):
+    """An explicit count is what the acquisition is maximised with, and the caller's is
+    restored after each call (it used to be set for the whole process)."""
+    seen, maximize = [], optimizer_module.maximize
+
+    def maximize_counting_threads(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return maximize(*args, **kwargs)
+
+    monkeypatch.setattr(optimizer_module, "maximize", maximize_counting_threads)
+    opt = Optimizer(SQUARE, model=exact_gp, seed=0, initial_design=3, torch_threads=2)
+    for params in opt.suggest(4):
+        opt.observe(params, bowl(params))
+    opt.suggest(1)
+    assert seen == [2] and torch.get_num_threads() == 1
