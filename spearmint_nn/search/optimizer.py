@@ -200,10 +200,17 @@ class Optimizer:
         """Record the result of evaluating params.
 
         ``value`` is a number, a dict task -> number (Spearmint's ``tasks``), or NaN/None for a
-        failure; an infinite or missing objective is a failure too. ``duration`` is the job's
-        run time in seconds, if known. A point handed out by :meth:`suggest` stops being
-        pending. A refused call (params not in the space: ConfigError; a value that is not a
-        number, an unknown task, a bad duration: ValueError) leaves the optimizer unchanged.
+        failure; an infinite or missing objective is a failure too. A tensor or array of one
+        element (``loss`` for ``loss.item()``) counts as its number. ``duration`` is the job's
+        run time in seconds (>= 0), if known. A point handed out by :meth:`suggest` stops being
+        pending. A refused call (params not in the space: ConfigError; a value that is not one
+        number, an unknown task, a duration that is negative, NaN, infinite or not a number:
+        ValueError naming it) leaves the optimizer unchanged.
+
+        Params observed before are a repeated measurement: recorded again, so that the models
+        see both values (a noisy objective's model averages them, as BoTorch or Optuna keep
+        every trial), with a UserWarning naming the point, since a repeat is more often a
+        mistake (one result told twice) than a deliberate second evaluation.
         """
         self._data.add(params, value, duration)
 
