@@ -16,14 +16,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-import numbers
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
 
-import numpy as np
-
 from ..drivers.base import SchedulerState
 from ..search.arguments import parse_direction
+from ..values import describe, one_number, wanted
 
 
 class JobState(str, enum.Enum):
@@ -219,7 +217,7 @@ class Job:
         if self.state is not JobState.COMPLETE or self.objective_value(objective) is None:
             return False
         values = self.values
-        return all(_as_number(values.get(name)) is not None and values[name] >= 0 for name in constraints)
+        return all(one_number(values.get(name)) is not None and values[name] >= 0 for name in constraints)
 
 
 def best_job(jobs: Iterable[Job], objective: str, constraints: Sequence[str],
@@ -250,8 +248,9 @@ def check_values(raw: Any, tasks: Sequence[str]) -> dict[str, float]:
     """Validate a wrapper's return value against the config's task names.
 
     A number is accepted when there is one task; a dict must cover exactly the tasks with
-    numbers. Returns ``{task: float}``; raises :class:`BadValues` ("nan" for NaN or infinite
-    values, "bad_result" for anything else).
+    numbers; a tensor or array of one element counts as its number
+    (:func:`spearmint_nn.values.one_number`). Returns ``{task: float}``; raises
+    :class:`BadValues` ("nan" for NaN or infinite values, "bad_result" for anything else).
     """
     if isinstance(raw, Mapping):
         keys = sorted(map(str, raw))
@@ -259,14 +258,14 @@ def check_values(raw: Any, tasks: Sequence[str]) -> dict[str, float]:
             raise BadValues("bad_result", f"returned keys {keys}; expected exactly {sorted(tasks)}")
         values = {}
         for task in tasks:
-            number = _as_number(raw[task])
+            number = one_number(raw[task])
             if number is None:
-                raise BadValues("bad_result", f"task {task!r} is {type(raw[task]).__name__} {raw[task]!r:.80}, not a number")
+                raise BadValues("bad_result", f"task {task!r} is {describe(raw[task])}, not {wanted(raw[task])}")
             values[task] = number
     else:
-        number = _as_number(raw)
+        number = one_number(raw)
         if number is None:
-            raise BadValues("bad_result", f"returned {type(raw).__name__} {raw!r:.80}; expected a number or a dict of task -> number")
+            raise BadValues("bad_result", f"returned {describe(raw)}; expected {wanted(raw)} or a dict of task -> number")
         if len(tasks) != 1:
             if not math.isfinite(number):  # a bare NaN means "this evaluation failed", whatever the tasks
                 raise BadValues("nan", f"returned {number} (a failed evaluation)")
@@ -276,20 +275,6 @@ def check_values(raw: Any, tasks: Sequence[str]) -> dict[str, float]:
     if bad:
         raise BadValues("nan", "returned " + ", ".join(f"{t}={values[t]}" for t in bad))
     return values
-
-
-def _as_number(value: Any) -> float | None:
-    """A wrapper's number as a float (numpy scalars and size-1 arrays included), else None."""
-    if isinstance(value, (bool, np.bool_)):
-        return None
-    if isinstance(value, numbers.Real):
-        try:
-            return float(value)
-        except OverflowError:  # an integer beyond float range: recorded as infinite, i.e. a failure
-            return math.inf if value > 0 else -math.inf
-    if isinstance(value, np.ndarray) and value.size == 1 and np.issubdtype(value.dtype, np.number):
-        return float(value.reshape(()))
-    return None
 
 
 def finite_float(value: Any) -> float | None:

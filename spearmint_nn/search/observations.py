@@ -8,6 +8,7 @@ without its values.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -15,6 +16,7 @@ import numpy as np
 from .arguments import Tasks
 from .maximize import point_key, point_keys
 from .space import Space
+from ..values import describe, one_number, wanted
 
 
 class Observations:
@@ -37,23 +39,29 @@ class Observations:
         self.constraints: dict[str, list[float]] = {name: [] for name in tasks.constraints}
         self.durations: list[float] = []
         self.handed_out: list[np.ndarray] = []
+        self._observed_keys: set[tuple] = set()  # point_key of every observed point
 
     def __len__(self) -> int:
         return len(self.X)
 
-    def add(self, params: Mapping[str, Any], value: Any, duration: float | None = None) -> None:
+    def add(self, params: Mapping[str, Any], value: Any, duration: Any = None) -> None:
         """Record one result (see :meth:`Optimizer.observe`); a handed-out point equal to params
-        stops being pending. Everything is checked before anything is recorded."""
+        stops being pending. Everything is checked before anything is recorded; a point observed
+        before is recorded again, with a warning naming it."""
         row = self.space.encode([params])[0]
         objective, constraints = split_result(self.tasks, value)
-        if duration is not None and (isinstance(duration, bool) or not isinstance(duration, (int, float, np.number))):
-            raise ValueError(f"duration: expected a number of seconds or None, got {duration!r}")
+        seconds = _seconds(duration)
+        key = point_key(row)
+        if key in self._observed_keys:
+            warnings.warn(f"observe: {_point_text(self.space, row)} was observed before; this value is kept as a "
+                          "repeated measurement of that point (the models see both)", stacklevel=3)
+        self._observed_keys.add(key)
         self._drop_handed_out(row)
         self.X.append(row)
         self.objective.append(self.sign * objective)
         for name in self.tasks.constraints:
             self.constraints[name].append(constraints[name])
-        self.durations.append(math.nan if duration is None else float(duration))
+        self.durations.append(seconds)
 
     def feasible_mask(self) -> np.ndarray:
         """Boolean (N,): the job succeeded and every constraint value is >= 0."""
@@ -92,14 +100,35 @@ class Observations:
         return False
 
 
+def _seconds(duration: Any) -> float:
+    """A job's duration as a float (NaN for None: unknown); anything but a finite number of
+    seconds >= 0 is a ValueError naming the argument."""
+    if duration is None:
+        return math.nan
+    seconds = one_number(duration)
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"duration: expected a number of seconds >= 0 or None, got {describe(duration)}")
+    return seconds
+
+
+def _point_text(space: Space, row: np.ndarray) -> str:
+    """A point in wrapper form, short: ``x=0.309, kind=relu``, six significant digits."""
+    def short(value: Any) -> str:
+        items = [f"{v:.6g}" if isinstance(v, float) else str(v) for v in np.asarray(value, dtype=object).ravel()]
+        return items[0] if len(items) == 1 else "[" + ", ".join(items) + "]"
+
+    return ", ".join(f"{name}={short(value)}" for name, value in space.decode(row[None])[0].items())
+
+
 def _finite_or_nan(value: Any, task: str) -> float:
-    """A task value as float; None, NaN and +-inf become NaN (a failure / unknown)."""
+    """A task value as float (:func:`~spearmint_nn.values.one_number`: a tensor or array of one
+    element counts); None, NaN and +-inf become NaN (a failure / unknown)."""
     if value is None:
         return math.nan
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise ValueError(f"task {task!r}: expected a number, got {value!r}")
-    value = float(value)
-    return value if math.isfinite(value) else math.nan
+    number = one_number(value)
+    if number is None:
+        raise ValueError(f"task {task!r}: expected {wanted(value)}, NaN or None, got {describe(value)}")
+    return number if math.isfinite(number) else math.nan
 
 
 def split_result(tasks: Tasks, value: Any) -> tuple[float, dict[str, float]]:
@@ -107,7 +136,7 @@ def split_result(tasks: Tasks, value: Any) -> tuple[float, dict[str, float]]:
 
     ``value`` is a number, None (a failure), or a dict task -> number; a bare number or None
     leaves every constraint unknown. Raises ValueError for a dict naming an unknown task or a
-    value that is not a number (a numpy size-1 array counts as its number).
+    value that is not one number (a tensor or array of one element counts as its number).
     """
     if isinstance(value, Mapping):
         unknown = set(value) - set(tasks.names)
@@ -117,12 +146,5 @@ def split_result(tasks: Tasks, value: Any) -> tuple[float, dict[str, float]]:
         raw = dict(value)
     else:
         raw = {tasks.objective: value}
-    parsed = {name: _finite_or_nan(_number_of(raw.get(name)), name) for name in tasks.names}
+    parsed = {name: _finite_or_nan(raw.get(name), name) for name in tasks.names}
     return parsed[tasks.objective], {name: parsed[name] for name in tasks.constraints}
-
-
-def _number_of(value: Any) -> Any:
-    """A numpy array of one element as that element; anything else unchanged."""
-    if isinstance(value, np.ndarray) and value.size == 1:
-        return value.reshape(()).item()
-    return value

@@ -97,9 +97,11 @@ class SearchSettings:
         "restart the search (a fresh objective model on new points) after this many evaluations without "
         "improvement (in rounds of the jobs in flight), once ten initial designs' worth are done and while "
         "half of max-finished-jobs remains; 0: never"), "restart-after", default=10)
-    # None (a keyword only) leaves torch's own setting alone.
-    torch_threads: int | None = setting(count(1, optional=True), "torch threads of the search (a login node is shared)",
-                                        "torch-threads", default=1)
+    # Set for each call and the caller's count restored after: more threads stalled on a shared
+    # machine and gave no speed-up on an idle one. None (a keyword only): the caller's count.
+    torch_threads: int | None = setting(count(1, optional=True), (
+        "torch threads of the search's own work (a login node is shared; a seed gives the same proposals "
+        "whatever the caller's threads)"), "torch-threads", default=1)
 
     def __post_init__(self) -> None:
         for spec in fields(self):

@@ -201,7 +201,7 @@ RETURN_CASES = [
     ("integer beyond float range", "10 ** 400", "nan", "returned main=inf"),
     ("complex number", "1 + 2j", "bad_result", "returned complex (1+2j); expected a number or a dict of task -> number"),
     ("array of two", "np.array([1.0, 2.0])", "bad_result",
-     "returned ndarray array([1., 2.]); expected a number or a dict of task -> number"),
+     "returned ndarray of 2 values array([1., 2.]); expected one number (e.g. loss.item()) or a dict of task -> number"),
     ("numpy NaN in a dict", "{'main': np.float32('nan')}", "nan", "returned main=nan"),
     ("boolean", "True", "bad_result", "returned bool True; expected a number or a dict of task -> number"),
     ("bytes", "b'1.0'", "bad_result", "returned bytes b'1.0'; expected a number or a dict of task -> number"),

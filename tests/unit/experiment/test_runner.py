@@ -64,6 +64,53 @@ def test_bad_wrappers_give_failed_results(tmp_path, body, failure, error):
         assert "ZeroDivisionError" in result["traceback"]
 
 
+# What a training loop returns instead of a float: one element of a tensor or array is its number.
+ONE_NUMBER_RETURNS = [
+    ("torch.tensor(0.5)", {"main": 0.5}),
+    ("torch.tensor([0.25], requires_grad=True) * 1", {"main": 0.25}),
+    ("torch.tensor([[0.5]], dtype=torch.float16)", {"main": 0.5}),
+    ("{'main': torch.tensor(0.5)}", {"main": 0.5}),
+    ("np.float32(0.5)", {"main": 0.5}),
+    ("np.array([[0.25]])", {"main": 0.25}),
+    ("{'main': np.array(0.5)}", {"main": 0.5}),
+]
+
+
+@pytest.mark.parametrize("expression,values", ONE_NUMBER_RETURNS, ids=[case[0] for case in ONE_NUMBER_RETURNS])
+def test_a_tensor_or_array_of_one_element_is_its_number(tmp_path, expression, values):
+    """``return loss`` for ``return loss.item()`` (a tensor was a bad_result)."""
+    paths = _experiment(tmp_path, f"import numpy as np\nimport torch\n\ndef main(job_id, params):\n    return {expression}\n")
+    assert run_job(paths.experiment, 7) == 0
+    assert _result(paths)["values"] == values
+
+
+def test_a_job_returning_a_tensor_runs_in_its_own_process(tmp_path):
+    paths = _experiment(tmp_path, "import torch\n\ndef main(job_id, params):\n    return torch.tensor(params['x'][0]) ** 2\n")
+    proc = subprocess.run(command_for(paths.experiment, 7), cwd=paths.experiment, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert _result(paths)["values"] == {"main": 2.25}
+
+
+@pytest.mark.parametrize("expression,failure,error", [
+    ("torch.tensor([1.0, 2.0, 3.0])", "bad_result",
+     "returned Tensor of 3 values tensor([1., 2., 3.]); expected one number (e.g. loss.item()) or a dict of task -> number"),
+    ("{'main': np.zeros((2, 2))}", "bad_result",
+     "task 'main' is ndarray of 4 values array([[0., 0.], [0., 0.]]), not one number (e.g. loss.item())"),
+    ("torch.tensor([])", "bad_result",
+     "returned Tensor of 0 values tensor([]); expected one number (e.g. loss.item()) or a dict of task -> number"),
+    ("torch.tensor(True)", "bad_result",
+     "returned Tensor tensor(True); expected one number (e.g. loss.item()) or a dict of task -> number"),
+    ("[0.5, 0.25]", "bad_result", "returned list [0.5, 0.25]; expected a number or a dict of task -> number"),
+    ("torch.tensor(float('nan'))", "nan", "returned main=nan"),
+])
+def test_a_tensor_that_is_not_one_number_says_what_to_return(tmp_path, expression, failure, error):
+    paths = _experiment(tmp_path, f"import numpy as np\nimport torch\n\ndef main(job_id, params):\n    return {expression}\n")
+    assert run_job(paths.experiment, 7) == 1
+    result = _result(paths)
+    assert (result["status"], result["failure"], result["error"]) == ("error", failure, error)
+
+
 # (case, files of the experiment folder, failure kind, error, location): wrappers broken in ways
 # that say nothing about the point are "bad_wrapper"; the daemon neither models nor counts them.
 BROKEN_WRAPPERS = [

@@ -4,6 +4,7 @@ arguments, and scalar values for size-1 variables."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import torch
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.search.arguments import Tasks
 from spearmint_nn.search.maximize import point_key
+from spearmint_nn.search import optimizer as optimizer_module
 from spearmint_nn.search.optimizer import Optimizer
 from spearmint_nn.search.policy import AUTO_GP_MAX_IN_FLIGHT
 
@@ -185,3 +187,106 @@ def test_size_one_variables_take_plain_numbers():
     params, value = opt.incumbent
     assert value == 0.25 and float(params["x"][0]) == 0.5 and int(params["n"][0]) == 3
     assert not math.isnan(opt._data.objective[0])
+
+
+
+def test_a_tensor_or_array_of_one_element_is_observed_as_its_number():
+    """``observe(params, loss)`` for ``loss.item()`` (a tensor was refused)."""
+    opt = Optimizer(SQUARE, model="sobol", seed=0, tasks={"main": "OBJECTIVE", "c": "CONSTRAINT"})
+    values = [torch.tensor(0.5), torch.tensor([[0.25]], requires_grad=True), np.float32(0.125), np.array([2.0]),
+              {"main": torch.tensor(0.75, dtype=torch.float64), "c": np.array(-1.0)}]
+    for params, value in zip(opt.suggest(len(values)), values):
+        opt.observe(params, value, duration=torch.tensor(3.0))
+    assert opt._data.objective == [0.5, 0.25, 0.125, 2.0, 0.75] and opt._data.durations == [3.0] * 5
+    assert opt._data.constraints["c"][-1] == -1.0
+
+
+@pytest.mark.parametrize("value, message", [
+    (torch.tensor([1.0, 2.0]),
+     "task 'main': expected one number (e.g. loss.item()), NaN or None, got Tensor of 2 values tensor([1., 2.])"),
+    (np.zeros(3), "task 'main': expected one number (e.g. loss.item()), NaN or None, got ndarray of 3 values "
+                  "array([0., 0., 0.])"),
+    ("1.5", "task 'main': expected a number, NaN or None, got str '1.5'"),
+    ({"main": [1.0, 2.0]}, "task 'main': expected a number, NaN or None, got list [1.0, 2.0]"),
+])
+def test_a_value_that_is_not_one_number_is_refused_saying_what_to_give(value, message):
+    opt = Optimizer(SQUARE, model="sobol", seed=0)
+    params = opt.suggest(1)[0]
+    with pytest.raises(ValueError) as error:
+        opt.observe(params, value)
+    assert str(error.value) == message
+    assert opt.n_observed == 0 and keys(opt, opt.pending) == keys(opt, [params])
+
+
+@pytest.mark.parametrize("duration", [-1.0, math.nan, math.inf, np.float64(-0.5), torch.tensor([1.0, 2.0]), True])
+def test_a_duration_that_is_not_seconds_is_refused_and_changes_nothing(duration):
+    """As the docstring says (negative and NaN durations used to be recorded)."""
+    opt = Optimizer(SQUARE, model="sobol", seed=0)
+    params = opt.suggest(1)[0]
+    with pytest.raises(ValueError, match=r"^duration: expected a number of seconds >= 0 or None, got "):
+        opt.observe(params, 0.5, duration=duration)
+    assert opt.n_observed == 0 and opt._data.durations == [] and keys(opt, opt.pending) == keys(opt, [params])
+    opt.observe(params, 0.5, duration=0)
+    assert opt._data.durations == [0.0]
+
+
+def test_observing_a_point_again_warns_naming_it_and_keeps_both_values():
+    opt = Optimizer(SQUARE, model="sobol", seed=0)
+    first, second = opt.suggest(2)
+    opt.observe(first, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a new point: no warning
+        opt.observe(second, 0.9)
+    with pytest.warns(UserWarning) as record:
+        opt.observe({"x": float(first["x"][0]), "y": float(first["y"][0])}, 0.7)
+    x, y = float(first["x"][0]), float(first["y"][0])
+    assert [str(w.message) for w in record] == [
+        f"observe: x={x:.6g}, y={y:.6g} was observed before; this value is kept as a repeated measurement of "
+        "that point (the models see both)"]
+    assert record[0].filename == __file__  # points at the caller's line
+    assert opt.n_observed == 3 and opt._data.objective == [0.5, 0.9, 0.7] and opt.incumbent[1] == 0.5
+
+# ----------------------------------------------------------------------------- torch threads
+
+def _suggestions_with_caller_threads(caller_threads: int, **settings) -> tuple[list[tuple[float, float]], int]:
+    """Six DNGO suggestions (five Sobol points, then the model's) made while the caller runs
+    with ``caller_threads`` torch threads, and the caller's thread count after them."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(caller_threads)
+    try:
+        opt = Optimizer(SQUARE, model="dngo", seed=0, initial_design=5, model_options={"train_steps": 200},
+                        **settings)
+        points = []
+        for _ in range(6):
+            params = opt.suggest(1)[0]
+            opt.observe(params, bowl(params))
+            points.append((float(params["x"][0]), float(params["y"][0])))
+        return points, torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_seed_gives_the_same_suggestions_whatever_the_callers_torch_threads():
+    """The model's work runs on the Optimizer's own one thread: a training loop with two threads
+    gets the suggestions a one-thread process gets (the model's sixth differed before), and keeps its two."""
+    with_one, after_one = _suggestions_with_caller_threads(1)
+    with_two, after_two = _suggestions_with_caller_threads(2)
+    assert with_two == with_one
+    assert (after_one, after_two) == (1, 2)
+
+
+def test_torch_threads_applies_to_the_optimizers_work_only(exact_gp, monkeypatch):
+    """An explicit count is what the acquisition is maximised with, and the caller's is
+    restored after each call (it used to be set for the whole process)."""
+    seen, maximize = [], optimizer_module.maximize
+
+    def maximize_counting_threads(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return maximize(*args, **kwargs)
+
+    monkeypatch.setattr(optimizer_module, "maximize", maximize_counting_threads)
+    opt = Optimizer(SQUARE, model=exact_gp, seed=0, initial_design=3, torch_threads=2)
+    for params in opt.suggest(4):
+        opt.observe(params, bowl(params))
+    opt.suggest(1)
+    assert seen == [2] and torch.get_num_threads() == 1
