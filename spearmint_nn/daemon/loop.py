@@ -325,8 +325,9 @@ class Daemon:
         return (f"{group.count} jobs in a row failed the same way ({group.kind}): {group.reason}{where} "
                 f"(jobs {group.first_job}..{group.last_job}); read {output} and its .out beside it. "
                 f"{self._before_success.cost(group)}. Fix {fix}, then `spearmint-nn run "
-                f"{self.paths.experiment}` again to go on (stop-after-identical-failures: "
-                f"{self.config.stop_after_identical_failures})")
+                f"{self.paths.experiment}` again to go on"
+                + ("" if group.wrapper_bug else
+                   f" (stop-after-identical-failures: {self.config.stop_after_identical_failures})"))
 
     # -- config.json edited while running -----------------------------------------------------
 

@@ -385,8 +385,9 @@ def _best_lines(summary: dict[str, Any]) -> list[str]:
             notes.append(f"model of {by_model['observations']} observations")
         lines.append(f"best by the model's posterior mean: {objective} = {by_model['mean']:.6g}{spread} "
                      f"({'; '.join(notes)}) {params_text(by_model['params'])}")
-        if by_model["id"] != best["id"] or f"{by_model['mean']:.6g}" != f"{best['value']:.6g}":
-            # a new user's stand-in objective is deterministic: two different bests need a reason
+        if by_model["id"] != best["id"]:
+            # a new user's stand-in objective is deterministic: two different best jobs need a
+            # reason (one job's mean beside its observation is said on the line above)
             lines.append(f"  (two bests: {objective} is modelled as noisy, \"likelihood\": \"GAUSSIAN\", so its "
                          "lowest observation may be a lucky draw; a deterministic objective wants \"NOISELESS\")")
     return lines

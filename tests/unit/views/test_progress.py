@@ -388,6 +388,7 @@ def test_status_says_why_the_models_best_differs_from_the_best_observed(tmp_path
     why = lines.index(next(line for line in lines if line.startswith("best by the model's posterior mean"))) + 1
     assert lines[why] == ('  (two bests: loss is modelled as noisy, "likelihood": "GAUSSIAN", so its lowest '
                           'observation may be a lucky draw; a deterministic objective wants "NOISELESS")')
-    model_best.update(id=snap.best.id, mean=snap.best.value, value=snap.best.value)  # the two agree: no word
-    paths.best_json.write_text(json.dumps({"id": snap.best.id, "model_best": model_best}))
-    assert "two bests" not in status_text(status_summary(take_snapshot(exp)))
+    for mean in (snap.best.value, snap.best.value - 0.01):  # one job: its mean beside its value is no second best
+        model_best.update(id=snap.best.id, mean=mean, value=snap.best.value)
+        paths.best_json.write_text(json.dumps({"id": snap.best.id, "model_best": model_best}))
+        assert "two bests" not in status_text(status_summary(take_snapshot(exp)))
