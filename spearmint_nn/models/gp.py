@@ -6,8 +6,9 @@ w the per-input Beta CDF warping (``warping.py``), optionally the arc embedding 
 inputs (``kernels.py``). The hyperparameters are integrated out by slice sampling C chains side by
 side (``sampling.slice_sweep``): a burn-in the first time, then a few sweeps per new observation
 at each fit, continuing the chains, and the final state of each chain is one of the S = C
-posterior samples. Everything
-downstream (Cholesky factors, posteriors, fantasies) is batched over those samples.
+posterior samples. Everything downstream (Cholesky factors, posteriors, fantasies) is batched
+over those samples, and written once for this GP and the multi-task GP in
+:mod:`spearmint_nn.models.gp_posterior`, given this GP's covariance.
 
 The hyperparameters, their layout in a sampled state and their priors are in
 :mod:`spearmint_nn.models.gp_hyperparameters`.

@@ -23,7 +23,8 @@ slice-sampled jointly, batched over chains as in :mod:`spearmint_nn.models.gp`.
 The related tasks' data are fixed at construction; each task's targets are standardised here
 on their own (a small dataset's error rates and a large one's need not share a scale). ``fit``
 takes the current task's inputs and standardised targets and ``posterior`` predicts the
-current task only, which is all expected improvement needs.
+current task only, which is all expected improvement needs; the posterior, its fantasies and
+its draws are :mod:`spearmint_nn.models.gp_posterior`'s, given this model's covariance.
 """
 from __future__ import annotations
 
