@@ -3,7 +3,9 @@ model's factory and says what kind of model it is.
 
 A factory is called as ``factory(n_inputs=D, seed=seed, **options)`` and returns a
 :class:`~spearmint_nn.models.base.Surrogate`. Model modules are imported only when their model
-is asked for, so a model with heavy or optional dependencies costs nothing to the others.
+is asked for, so a model with heavy or optional dependencies costs nothing to the others, and
+this module imports no torch: what the registry says about each model can be read by the
+torch-free code that checks a configuration.
 Adding a model is one entry in :data:`MODEL_SPECS`; every list of names below derives from it.
 What a model can do beyond a surrogate's protocol (draw joint paths, absorb results without
 training, report warps) is said by the capability protocols of :mod:`spearmint_nn.models.base`.
@@ -11,11 +13,12 @@ training, report warps) is said by the capability protocols of :mod:`spearmint_n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from .base import Surrogate
+if TYPE_CHECKING:
+    from .base import Surrogate
 
-ModelFactory = Callable[..., Surrogate]
+ModelFactory = Callable[..., "Surrogate"]
 
 #: The two kinds of surrogate. A "gp" model takes the objective's likelihood (``noiseless=True``
 #: for NOISELESS), the correlation function (``kernel=``) and the arc kernel of a conditional

@@ -2,6 +2,9 @@
 derives, and the optional capabilities, which each model class declares and ``isinstance`` reads."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -78,3 +81,10 @@ def test_each_spec_describes_the_model_its_factory_makes(name) -> None:
 def test_an_unknown_model_name_is_refused_with_the_known_ones() -> None:
     with pytest.raises(ValueError, match="unknown model 'GP'.*'gp-nowarp'"):
         make_model("GP", 2)
+
+
+def test_the_registry_is_read_without_importing_torch() -> None:
+    # A configuration is checked in job processes and read-only commands, which must not pay for torch.
+    code = ("import sys; from spearmint_nn.models import MODEL_SPECS, RELATED_MODELS; "
+            "assert RELATED_MODELS and 'torch' not in sys.modules, sorted(m for m in sys.modules if 'torch' in m)")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
