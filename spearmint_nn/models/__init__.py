@@ -12,7 +12,9 @@ training, report warps) is said by the capability protocols of :mod:`spearmint_n
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 if TYPE_CHECKING:
@@ -80,8 +82,8 @@ MODEL_SPECS: dict[str, ModelSpec] = {spec.name: spec for spec in (
     ModelSpec("gp-nowarp", _gp_without_warping, family="gp", takes_related=True, warps=False),
 )}
 
-#: Name -> factory.
-MODELS: dict[str, ModelFactory] = {name: spec.factory for name, spec in MODEL_SPECS.items()}
+#: Name -> factory, read-only: a model is added to :data:`MODEL_SPECS`, which ``make_model`` reads.
+MODELS: Mapping[str, ModelFactory] = MappingProxyType({name: spec.factory for name, spec in MODEL_SPECS.items()})
 
 #: The models of the "gp" family (:data:`Family`).
 GP_MODELS = frozenset(name for name, spec in MODEL_SPECS.items() if spec.family == "gp")

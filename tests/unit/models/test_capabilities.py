@@ -67,6 +67,8 @@ def test_the_registry_holds_every_surrogate_name_in_order_and_the_lists_derive_f
     assert MODELS == {name: spec.factory for name, spec in MODEL_SPECS.items()}
     assert GP_MODELS == {"gp", "gp-nowarp"}
     assert RELATED_MODELS == ("gp", "gp-nowarp")
+    with pytest.raises(TypeError):  # a model is added as a spec, so that every list sees it
+        MODELS["other"] = MODELS["gp"]  # type: ignore[index]
 
 
 @pytest.mark.parametrize("name", SURROGATES)
