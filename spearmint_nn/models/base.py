@@ -1,5 +1,6 @@
 """The model protocols: what the search needs from a model of the objective, of a constraint and
-of job duration, and the one way every model's state is handed out and taken back.
+of job duration, what a model of the objective may do beyond that, and the one way every model's
+state is handed out and taken back.
 
 Every model works in the unit cube (``X`` of shape (N, D), float64 tensors). A model of the
 objective (:class:`Surrogate`) is fitted to standardised targets and is *batched over
@@ -18,6 +19,13 @@ None, lists and dicts of them) that ``torch.load(..., weights_only=True)`` reads
 the model when the state is not one this model can continue. As in torch, the tensors of a
 state may be the model's own: write or copy a state before the model changes. Models do no file
 I/O: :mod:`spearmint_nn.search.model_state` writes and reads the states.
+
+Capabilities: what only some models of the objective can do is a protocol of its own
+(:class:`Conditionable`, :class:`PathSampler`, :class:`Warped`, :class:`MultiTask`), which the
+search asks with ``isinstance(model, PathSampler)``. A model class names the capabilities it
+has among its bases, so its first line says what it can do; ``isinstance`` checks the method
+itself, so a test double that defines it has the capability too. Each protocol is one method,
+and ``isinstance`` reads exactly that capability.
 """
 from __future__ import annotations
 
@@ -79,6 +87,48 @@ class Surrogate(Protocol):
     @abc.abstractmethod
     def load_state_dict(self, state: State) -> None:
         """Continue from ``state_dict()``'s result, in place; the next ``fit`` warm-starts."""
+
+
+# ---------------------------------------------------------------------------------- capabilities
+
+
+@runtime_checkable
+class Conditionable(Protocol):
+    """A surrogate that takes new observations into its posterior for a fraction of a fit's cost,
+    keeping what was learned (DNGO: the output layer refitted on the basis as it is)."""
+
+    @abc.abstractmethod
+    def condition(self, X: Tensor, y: Tensor) -> None:
+        """As ``fit`` on X (N, D) and standardised y (N,), without the expensive part of a fit."""
+
+
+@runtime_checkable
+class PathSampler(Protocol):
+    """A surrogate that draws f jointly at many points at once, for batches chosen on joint draws."""
+
+    @abc.abstractmethod
+    def sample_paths(self, X: Tensor, n: int, generator: torch.Generator) -> Tensor:
+        """n joint posterior draws of f (no observation noise) at X (M, D), shape (n, M)."""
+
+
+@runtime_checkable
+class Warped(Protocol):
+    """A surrogate that learns warpings of its inputs and reports them."""
+
+    @abc.abstractmethod
+    def warpings(self, grid_size: int = 51) -> dict[str, Any] | None:
+        """JSON-able learned warpings of the warped columns in the format of
+        :func:`spearmint_nn.models.warping.warping_summary`; None without warped columns."""
+
+
+@runtime_checkable
+class MultiTask(Protocol):
+    """A surrogate of the current task fitted together with related tasks' data."""
+
+    @abc.abstractmethod
+    def task_correlations(self) -> Tensor:
+        """Each task's correlation with the current one, per hyperparameter sample: (S, T),
+        column 0 (the current task) is 1."""
 
 
 @runtime_checkable

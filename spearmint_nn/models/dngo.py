@@ -27,7 +27,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .base import State, Surrogate, check_kind
+from .base import Conditionable, PathSampler, State, Surrogate, Warped, check_kind
 from .basis import BasisNetwork
 from .blr import BLRPosterior, GramSpectrum, log_marginal_likelihood
 from .sampling import slice_sweep
@@ -255,7 +255,7 @@ class DNGOPosterior:
         return weights @ self.features(X).T + self.prior_mean(X)[rows // F]
 
 
-class DNGO(Surrogate):
+class DNGO(Surrogate, Conditionable, PathSampler, Warped):
     """Deep Networks for Global Optimization: the default surrogate of the objective.
 
     Parameters

@@ -6,15 +6,15 @@ w the per-input Beta CDF warping (``warping.py``), optionally the arc embedding 
 inputs (``kernels.py``). The hyperparameters are integrated out by slice sampling C chains side by
 side (``sampling.slice_sweep``): a burn-in the first time, then a few sweeps per new observation
 at each fit, continuing the chains, and the final state of each chain is one of the S = C
-posterior samples. Everything
-downstream (Cholesky factors, posteriors, fantasies) is batched over those samples.
+posterior samples. Everything downstream (Cholesky factors, posteriors, fantasies) is batched
+over those samples, and written once for this GP and the multi-task GP in
+:mod:`spearmint_nn.models.gp_posterior`, given this GP's covariance.
 
 The hyperparameters, their layout in a sampled state and their priors are in
 :mod:`spearmint_nn.models.gp_hyperparameters`.
 """
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .base import State, Surrogate, check_kind
+from .base import PathSampler, State, Warped, check_kind
+from .gp_posterior import CholeskyError, Conditioned, ConditionedGP, factorise, robust_cholesky
 from .gp_hyperparameters import LENGTHSCALE_PRIORS, HyperLayout, Hypers, log_prior
 from .kernels import CORRELATIONS, DEFAULT_CORRELATION, Conditional, covariance, embed, squared_distances
 from .sampling import slice_sweep
@@ -37,46 +38,13 @@ class GPCapacityError(ValueError):
     """More observations than an exact GP handles in reasonable time."""
 
 
-class CholeskyError(RuntimeError):
-    """A covariance matrix stayed indefinite after the largest jitter."""
-
-
-def robust_cholesky(K: Tensor, max_tries: int = 7) -> tuple[Tensor, Tensor, Tensor]:
-    """Batched Cholesky factor of K (S, n, n) with jitter escalation per batch element.
-
-    A failed element is retried with jitter = mean(diag K) * 1e-10, 1e-9, ... (max_tries steps).
-    Returns (L, jitter, ok): L (S, n, n) lower with L L^T = K + jitter I, jitter (S,), ok (S,) bool;
-    where ok is False, L is not a valid factor.
-    """
-    L, info = torch.linalg.cholesky_ex(K)
-    jitter = K.new_zeros(K.shape[:-2])
-    ok = (info == 0) & torch.isfinite(torch.diagonal(L, dim1=-2, dim2=-1)).all(-1)
-    if ok.all():
-        return L, jitter, ok
-    scale = torch.diagonal(K, dim1=-2, dim2=-1).mean(-1).abs().clamp_min(1e-12)
-    eye = torch.eye(K.shape[-1], dtype=K.dtype)
-    for attempt in range(max_tries):
-        bad = ~ok
-        if not bad.any():
-            break
-        jitter = torch.where(bad, scale * 10.0 ** (attempt - 10), jitter)
-        L_bad, info_bad = torch.linalg.cholesky_ex(K[bad] + jitter[bad, None, None] * eye)
-        L[bad] = L_bad
-        ok[bad] = (info_bad == 0) & torch.isfinite(torch.diagonal(L_bad, dim1=-2, dim2=-1)).all(-1)
-    return L, jitter, ok
-
-
 @dataclass
-class _Conditioned:
-    """A GP conditioned on data: S hyperparameter samples times F target vectors per sample."""
+class _GPConditioned(Conditioned):
+    """The GP's conditioned state, with what its covariance reads: the hyperparameters and the
+    embedded training rows."""
 
     hypers: Hypers
-    X: Tensor  # (n, D)
-    Y: Tensor  # (S, F, n)
     embedded: Tensor  # (S, n, E)
-    L: Tensor  # (S, n, n) Cholesky factor of K + noise I
-    alpha: Tensor  # (S, n, F) = (K + noise I)^-1 (Y - mean)
-    n_observed: int  # the first n_observed of the n columns are observations, the rest fantasies
 
 
 class _TrainingCorrelation:
@@ -139,7 +107,7 @@ class _TrainingCorrelation:
         return self._R
 
 
-class GP(Surrogate):
+class GP(ConditionedGP, PathSampler, Warped):
     """Spearmint's GP: ARD Matérn 5/2, slice-sampled hyperparameters, optional Beta-CDF warping.
 
     Parameters
@@ -201,7 +169,7 @@ class GP(Surrogate):
         self.generator.manual_seed(seed if seed is not None else torch.seed())
         self.layout: HyperLayout | None = None
         self.chains: Tensor | None = None  # (C, P) current sampler states
-        self._data: _Conditioned | None = None
+        self._data: _GPConditioned | None = None
         self._n_observed = 0
 
     # ------------------------------------------------------------------ fitting
@@ -306,111 +274,31 @@ class GP(Surrogate):
         return covariance(A, B, amp2, CORRELATIONS[self.kernel])
 
     @torch.no_grad()
-    def _condition(self, h: Hypers, X: Tensor, Y: Tensor, n_observed: int) -> _Conditioned:
+    def _condition(self, h: Hypers, X: Tensor, Y: Tensor, n_observed: int) -> _GPConditioned:
         """Factorise the training covariance of every sample for targets Y (S, F, n), whose first
         n_observed columns are observations (the rest fantasies)."""
         E = self._embed(X, h)
         K = self._covariance(E, E, h.amp2) + h.noise[:, None, None] * torch.eye(len(X), dtype=X.dtype)
-        L, _, ok = robust_cholesky(K)
-        if not ok.all():
-            raise CholeskyError(f"GP covariance not positive definite for {int((~ok).sum())} samples after jitter")
-        alpha = torch.cholesky_solve((Y - h.mean[:, None, None]).transpose(1, 2), L)
-        return _Conditioned(h, X, Y, E, L, alpha, n_observed)
+        L, alpha = factorise(K, Y, h.mean, "GP")
+        return _GPConditioned(X, Y, h.mean, h.amp2, h.noise, L, alpha, n_observed, hypers=h, embedded=E)
 
-    # ---------------------------------------------------------------- prediction
-    def _require_fit(self) -> _Conditioned:
-        if self._data is None:
-            raise RuntimeError("GP.posterior called before fit")
-        return self._data
+    # ------------------------------------------------------ the covariance of the posterior
+    def _query(self, d: _GPConditioned, X: Tensor) -> Tensor:
+        return self._embed(X, d.hypers)
 
-    def posterior(self, X: Tensor, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
-        """Mean and variance of f at X (M, D), each (S * F, M) with F = 1 unless fantasised;
-        ``observation_noise`` adds the noise variance (that of a new observation)."""
-        d = self._require_fit()
-        h = d.hypers
-        S, F, _ = d.Y.shape
-        Ks = self._covariance(d.embedded, self._embed(X, h), h.amp2)  # (S, n, M)
-        mean = h.mean[:, None, None] + torch.einsum("snf,snm->sfm", d.alpha, Ks)
-        V = torch.linalg.solve_triangular(d.L, Ks, upper=False)
-        var = (h.amp2[:, None] - (V**2).sum(1)).clamp_min(1e-12)
-        if observation_noise:
-            var = var + h.noise[:, None]
-        M = Ks.shape[-1]
-        return mean.reshape(S * F, M), var[:, None, :].expand(S, F, M).reshape(S * F, M)
+    def _cross(self, d: _GPConditioned, Q: Tensor, samples: slice) -> Tensor:
+        return self._covariance(d.embedded[samples], Q[samples], d.amp2[samples])
 
-    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "GP":
-        """A GP conditioned on joint posterior draws of y (f plus noise) at X_pending (J, D).
+    def _joint(self, d: _GPConditioned, Q: Tensor, samples: slice) -> Tensor:
+        return self._covariance(Q[samples], Q[samples], d.amp2[samples])
 
-        The result's posterior has S * F_old * n_fantasies rows (sample-major); its
-        ``fantasy_values`` (rows, J_total) are the drawn targets at all pending points. It shares
-        the chains but has its own copy of the sampler's random stream, so fitting it leaves this
-        GP as it is.
-        """
-        d = self._require_fit()
-        h = d.hypers
-        Xp = torch.as_tensor(X_pending, dtype=torch.float64)
-        S, F, n = d.Y.shape
-        J = len(Xp)
-        with torch.no_grad():
-            Ep = self._embed(Xp, h)
-            Knp = self._covariance(d.embedded, Ep, h.amp2)
-            V = torch.linalg.solve_triangular(d.L, Knp, upper=False)
-            cov = self._covariance(Ep, Ep, h.amp2) - V.transpose(1, 2) @ V + h.noise[:, None, None] * torch.eye(J, dtype=Xp.dtype)
-            Lp, _, ok = robust_cholesky(cov)
-            if not ok.all():
-                raise CholeskyError("fantasy covariance not positive definite after jitter")
-            mean = h.mean[:, None, None] + torch.einsum("snf,snj->sfj", d.alpha, Knp)  # (S, F, J)
-            z = torch.randn(S, F, n_fantasies, J, generator=generator, dtype=Xp.dtype)
-            draws = mean[:, :, None, :] + torch.einsum("sij,sfkj->sfki", Lp, z)  # (S, F, n_fantasies, J)
-            Y = torch.cat([d.Y[:, :, None, :].expand(S, F, n_fantasies, n), draws], dim=-1)
-            fantasy = copy.copy(self)
-            fantasy.generator = torch.Generator()
-            fantasy.generator.set_state(self.generator.get_state())
-            fantasy._data = self._condition(h, torch.cat([d.X, Xp]), Y.reshape(S, F * n_fantasies, n + J),
-                                            d.n_observed)
-        return fantasy
+    def _with_pending(self, d: _GPConditioned, X_pending: Tensor, Y: Tensor) -> _GPConditioned:
+        return self._condition(d.hypers, torch.cat([d.X, X_pending]), Y, d.n_observed)
 
-    def sample_f(self, X: Tensor, generator: torch.Generator) -> Tensor:
-        """One joint draw of f at X (M, D) from a random (sample, fantasy) row, shape (M,): see
-        :meth:`sample_paths`."""
-        return self.sample_paths(X, 1, generator)[0]
-
-    @torch.no_grad()
     def sample_paths(self, X: Tensor, n: int, generator: torch.Generator) -> Tensor:
-        """n joint draws of f at X (M, D), shape (n, M), exact: one M x M Cholesky factor per
-        hyperparameter sample drawn from, so M is meant to be a candidate set of one or two
-        thousand points (``sample_f`` is one draw).
-
-        Draw j uses (sample, fantasy) row (r + j) mod R of the R = S * F rows, r random, as
-        ``DNGO.sample_paths`` does: n >= R draws cover the rows evenly.
-        """
-        d = self._require_fit()
-        h = d.hypers
-        S, F, _ = d.Y.shape
-        X = torch.as_tensor(X, dtype=torch.float64)
-        rows = (int(torch.randint(S * F, (1,), generator=generator)) + torch.arange(n)) % (S * F)
-        embedded = self._embed(X, h)  # (S, M, E)
-        paths = X.new_empty(n, len(X))
-        for s in torch.unique(rows // F).tolist():
-            mine = torch.nonzero(rows // F == s)[:, 0]
-            E = embedded[s:s + 1]
-            amp2 = h.amp2[s:s + 1]
-            Ks = self._covariance(d.embedded[s:s + 1], E, amp2)[0]  # (n_train, M)
-            V = torch.linalg.solve_triangular(d.L[s], Ks, upper=False)
-            L, _, ok = robust_cholesky(self._covariance(E, E, amp2) - V.T @ V)
-            if not ok.all():
-                raise CholeskyError("posterior covariance of the joint draws not positive definite after jitter")
-            mean = h.mean[s] + d.alpha[s, :, rows[mine] % F].T @ Ks  # (draws, M)
-            z = torch.randn(len(mine), len(X), generator=generator, dtype=torch.float64)
-            paths[mine] = mean + z @ L[0].T
-        return paths
-
-    @property
-    def fantasy_values(self) -> Tensor:
-        """Targets drawn at the pending points, (S * F, J); (S, 0) for a model without fantasies."""
-        d = self._require_fit()
-        S, F, n = d.Y.shape
-        return d.Y[:, :, d.n_observed:].reshape(S * F, n - d.n_observed)
+        """n exact joint draws of f at X (M, D), shape (n, M), M a candidate set of one or two
+        thousand points (``ConditionedGP._draw_paths``)."""
+        return self._draw_paths(X, n, generator)
 
     # ------------------------------------------------------------- introspection
     def warpings(self, grid_size: int = 51) -> dict | None:

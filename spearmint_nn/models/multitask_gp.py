@@ -23,11 +23,11 @@ slice-sampled jointly, batched over chains as in :mod:`spearmint_nn.models.gp`.
 The related tasks' data are fixed at construction; each task's targets are standardised here
 on their own (a small dataset's error rates and a large one's need not share a scale). ``fit``
 takes the current task's inputs and standardised targets and ``posterior`` predicts the
-current task only, which is all expected improvement needs.
+current task only, which is all expected improvement needs; the posterior, its fantasies and
+its draws are :mod:`spearmint_nn.models.gp_posterior`'s, given this model's covariance.
 """
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -35,15 +35,15 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from .base import State, Surrogate, check_kind
-from .gp import CholeskyError, robust_cholesky
+from .base import MultiTask, State, check_kind
+from .gp import MAX_CATCH_UP_OBSERVATIONS
+from .gp_posterior import Conditioned, ConditionedGP, factorise, robust_cholesky
 from .gp_hyperparameters import HyperLayout, log_prior
 from .kernels import CORRELATIONS, DEFAULT_CORRELATION, squared_distances
 from .sampling import slice_sweep
 from .warping import LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, WARP_PROBABILITY, WARP_SWITCH_OFF, beta_cdf
 
 LOG_TASK_SCALE_BOUND = 5.0
-MAX_CATCH_UP_OBSERVATIONS = 10
 SELECTION_GAP = 5.0  # log-density units: e^5, a chain 150 times less likely than the best
 
 
@@ -125,18 +125,14 @@ class TaskLayout:
 
 
 @dataclass
-class _Conditioned:
-    """The model conditioned on data: S hyperparameter samples times F target vectors."""
+class _TaskConditioned(Conditioned):
+    """The multi-task GP's conditioned state (its rows every task's, the current task's first,
+    fantasies of the current task), with what its covariance reads."""
 
     theta: Tensor  # (S, P) the chains' states
     h: dict[str, Tensor]  # their unpacked hyperparameters
-    X: Tensor  # (n, D) every task's rows, the current task's first
-    tasks: Tensor  # (n,) task index of each row (fantasies: 0)
-    Y: Tensor  # (S, F, n)
+    tasks: Tensor  # (n,) task index of each row
     E: Tensor  # (S, n, D) warped, length-scaled inputs
-    L: Tensor  # (S, n, n) Cholesky factor of the training covariance
-    alpha: Tensor  # (S, n, F)
-    n_observed: int
 
 
 def _keep_the_likely(theta: Tensor, log_density: Tensor, gap: float = SELECTION_GAP) -> Tensor:
@@ -152,7 +148,7 @@ def _keep_the_likely(theta: Tensor, log_density: Tensor, gap: float = SELECTION_
     return keep
 
 
-class MultiTaskGP(Surrogate):
+class MultiTaskGP(ConditionedGP, MultiTask):
     """The multi-task GP of the module docstring.
 
     Parameters
@@ -184,7 +180,7 @@ class MultiTaskGP(Surrogate):
         self.layout: TaskLayout | None = None
         self.chains: Tensor | None = None
         self._n_observed = 0
-        self._data: _Conditioned | None = None
+        self._data: _TaskConditioned | None = None
 
     # ------------------------------------------------------------------ the covariance
     def _layout(self, n_dims: int) -> TaskLayout:
@@ -268,15 +264,13 @@ class MultiTaskGP(Surrogate):
         self._data = self._condition(theta, X_all, tasks, y_all.expand(self.n_samples, 1, len(y_all)), len(y_all))
 
     @torch.no_grad()
-    def _condition(self, theta: Tensor, X: Tensor, tasks: Tensor, Y: Tensor, n_observed: int) -> _Conditioned:
+    def _condition(self, theta: Tensor, X: Tensor, tasks: Tensor, Y: Tensor, n_observed: int) -> _TaskConditioned:
         """Factorise every sample's training covariance for targets Y (S, F, n), whose first
         n_observed columns are observations (the rest fantasies of the current task)."""
         h, E, K = self._training(theta, self.layout, X, tasks)
-        L, _, ok = robust_cholesky(K)
-        if not ok.all():
-            raise CholeskyError(f"multi-task covariance not positive definite for {int((~ok).sum())} samples")
-        alpha = torch.cholesky_solve((Y - h["mean"][:, None, None]).transpose(1, 2), L)  # (S, n, F)
-        return _Conditioned(theta, h, X, tasks, Y, E, L, alpha, n_observed)
+        L, alpha = factorise(K, Y, h["mean"], "multi-task")
+        return _TaskConditioned(X, Y, h["mean"], h["amp2"], h["noise"], L, alpha, n_observed,
+                                theta=theta, h=h, tasks=tasks, E=E)
 
     def _initial_chains(self, layout: TaskLayout) -> Tensor:
         """Chains near the single-task GP's start, tasks uncorrelated; the even chains with every
@@ -295,79 +289,22 @@ class MultiTaskGP(Surrogate):
         return theta
 
     # ------------------------------------------------------------------ the current task
-    def _require_fit(self) -> _Conditioned:
-        if self._data is None:
-            raise RuntimeError("MultiTaskGP used before fit")
-        return self._data
+    # The posterior, its fantasies and its Thompson draws are ConditionedGP's, of the current
+    # task only: queries and pending points are rows of task 0. Its joint draws are not offered
+    # as PathSampler's sample_paths, so a batch is chosen by fantasies, one point at a time.
+    def _query(self, d: _TaskConditioned, X: Tensor) -> Tensor:
+        return self._embed(X, torch.zeros(len(X), dtype=torch.long), d.h, self.layout)
 
-    def _cross(self, d: _Conditioned, X: Tensor) -> Tensor:
-        """Covariance of the training rows with the current task at X (M, D): (S, n, M)."""
-        Es = self._embed(X, torch.zeros(len(X), dtype=torch.long), d.h, self.layout)
-        return (d.h["amp2"][:, None, None] * d.h["K_T"][:, d.tasks, 0][:, :, None]
-                * CORRELATIONS[self.kernel](squared_distances(d.E, Es)))
+    def _cross(self, d: _TaskConditioned, Q: Tensor, samples: slice) -> Tensor:
+        return (d.amp2[samples][:, None, None] * d.h["K_T"][samples][:, d.tasks, 0][:, :, None]
+                * CORRELATIONS[self.kernel](squared_distances(d.E[samples], Q[samples])))
 
-    def _current_covariance(self, d: _Conditioned, X: Tensor) -> Tensor:
-        """Prior covariance of the current task's f at X (M, D) with itself: (S, M, M)."""
-        Es = self._embed(X, torch.zeros(len(X), dtype=torch.long), d.h, self.layout)
-        return d.h["amp2"][:, None, None] * CORRELATIONS[self.kernel](squared_distances(Es, Es))
+    def _joint(self, d: _TaskConditioned, Q: Tensor, samples: slice) -> Tensor:
+        return d.amp2[samples][:, None, None] * CORRELATIONS[self.kernel](squared_distances(Q[samples], Q[samples]))
 
-    def posterior(self, X: Tensor, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
-        """Mean and variance of the current task's f at X (M, D), each (S * F, M) with F = 1
-        unless fantasised."""
-        d = self._require_fit()
-        X = torch.as_tensor(X, dtype=torch.float64)
-        S, F, _ = d.Y.shape
-        Ks = self._cross(d, X)
-        mean = d.h["mean"][:, None, None] + torch.einsum("snf,snm->sfm", d.alpha, Ks)
-        V = torch.linalg.solve_triangular(d.L, Ks, upper=False)
-        var = (d.h["amp2"][:, None] - (V**2).sum(1)).clamp_min(1e-12)
-        if observation_noise:
-            var = var + d.h["noise"][:, None]
-        M = len(X)
-        return mean.reshape(S * F, M), var[:, None, :].expand(S, F, M).reshape(S * F, M)
-
-    def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> "MultiTaskGP":
-        """A model conditioned on joint draws of the current task's y at X_pending (J, D); its
-        posterior has S * F_old * n_fantasies rows (sample-major). This model is unchanged."""
-        d = self._require_fit()
-        Xp = torch.as_tensor(X_pending, dtype=torch.float64)
-        S, F, n = d.Y.shape
-        J = len(Xp)
-        with torch.no_grad():
-            Knp = self._cross(d, Xp)
-            V = torch.linalg.solve_triangular(d.L, Knp, upper=False)
-            cov = (self._current_covariance(d, Xp) - V.transpose(1, 2) @ V
-                   + d.h["noise"][:, None, None] * torch.eye(J, dtype=Xp.dtype))
-            Lp, _, ok = robust_cholesky(cov)
-            if not ok.all():
-                raise CholeskyError("fantasy covariance not positive definite after jitter")
-            mean = d.h["mean"][:, None, None] + torch.einsum("snf,snj->sfj", d.alpha, Knp)  # (S, F, J)
-            z = torch.randn(S, F, n_fantasies, J, generator=generator, dtype=Xp.dtype)
-            draws = mean[:, :, None, :] + torch.einsum("sij,sfkj->sfki", Lp, z)
-            Y = torch.cat([d.Y[:, :, None, :].expand(S, F, n_fantasies, n), draws], dim=-1)
-            fantasy = copy.copy(self)
-            fantasy.generator = torch.Generator()
-            fantasy.generator.set_state(self.generator.get_state())
-            fantasy._data = self._condition(d.theta, torch.cat([d.X, Xp]),
-                                            torch.cat([d.tasks, torch.zeros(J, dtype=torch.long)]),
-                                            Y.reshape(S, F * n_fantasies, n + J), d.n_observed)
-        return fantasy
-
-    @torch.no_grad()
-    def sample_f(self, X: Tensor, generator: torch.Generator) -> Tensor:
-        """One joint draw of the current task's f at X (M, D) from a random (sample, fantasy)
-        row, shape (M,)."""
-        d = self._require_fit()
-        X = torch.as_tensor(X, dtype=torch.float64)
-        S, F, _ = d.Y.shape
-        s, f = divmod(int(torch.randint(S * F, (1,), generator=generator)), F)
-        Ks = self._cross(d, X)[s]  # (n, M)
-        mean = d.h["mean"][s] + d.alpha[s, :, f] @ Ks
-        V = torch.linalg.solve_triangular(d.L[s], Ks, upper=False)
-        L, _, ok = robust_cholesky((self._current_covariance(d, X)[s] - V.T @ V)[None])
-        if not ok.all():
-            raise CholeskyError("posterior covariance of the Thompson sample not positive definite after jitter")
-        return mean + L[0] @ torch.randn(len(X), generator=generator, dtype=torch.float64)
+    def _with_pending(self, d: _TaskConditioned, X_pending: Tensor, Y: Tensor) -> _TaskConditioned:
+        return self._condition(d.theta, torch.cat([d.X, X_pending]),
+                               torch.cat([d.tasks, torch.zeros(len(X_pending), dtype=torch.long)]), Y, d.n_observed)
 
     def task_correlations(self) -> Tensor:
         """Each task's correlation with the current one, per sample: (S, T), column 0 is 1."""

@@ -35,6 +35,9 @@ into a sharp cusp that the GP can only fit as noise. The GP gains from :class:`Y
 power transform of the z-scores that compresses the tail without a cusp: on Branin the z-scored
 tail made the GP call the basins' differences noise and keep exploring. :func:`default_transform`
 says which is used when the config says "auto".
+
+Every fitted transform has its exact inverse, ``untransform``, in closed form, so a prediction in
+the model's units maps back to the objective's without a numerical search.
 """
 from __future__ import annotations
 
@@ -84,6 +87,10 @@ class Standardise:
         """Transformed values, same shape as y."""
         return (np.asarray(y, dtype=float) - self.mean) / self.std
 
+    def untransform(self, z: np.ndarray | float) -> np.ndarray:
+        """The values y whose transform is z, same shape as z."""
+        return np.asarray(z, dtype=float) * self.std + self.mean
+
 
 @dataclass(frozen=True)
 class LogShift:
@@ -115,6 +122,10 @@ class LogShift:
     def __call__(self, y: np.ndarray | float) -> np.ndarray:
         """Transformed values, same shape as y."""
         return (np.log(np.asarray(y, dtype=float) - self.lowest + self.delta) - self.mean) / self.std
+
+    def untransform(self, z: np.ndarray | float) -> np.ndarray:
+        """The values y whose transform is z, same shape as z; every z has one, above lowest - delta."""
+        return np.exp(np.asarray(z, dtype=float) * self.std + self.mean) + self.lowest - self.delta
 
 
 @dataclass(frozen=True)
@@ -148,6 +159,39 @@ class YeoJohnson:
         """Transformed values, same shape as y."""
         z = self.scores(y)
         return self.result(stats.yeojohnson(np.atleast_1d(z), self.power).reshape(z.shape))
+
+    def untransform(self, z: np.ndarray | float) -> np.ndarray:
+        """The values y whose transform is z, same shape as z.
+
+        The power transform maps the z-scores >= 0 onto [0, 1 / -power) and those < 0 onto
+        (-1 / (power - 2), 0) (each interval unbounded where the denominator is not positive),
+        so a z outside them, which no value transforms to, gives NaN.
+        """
+        return self.scores.untransform(_yeo_johnson_inverse(self.result.untransform(z), self.power))
+
+
+def _yeo_johnson_inverse(t: np.ndarray, power: float) -> np.ndarray:
+    """x with ``stats.yeojohnson(x, power) == t``, elementwise; NaN where no x gives t.
+
+    x >= 0 maps to t = ((x + 1)^power - 1) / power (log1p(x) at power 0) and x < 0 to
+    t = -((1 - x)^(2 - power) - 1) / (2 - power) (-log1p(-x) at power 2), so the sign of t says
+    which branch to invert; expm1 and log1p keep the inverse exact near t = 0.
+    """
+    t = np.asarray(t, dtype=float)
+    x = np.empty_like(t)
+    up, down = t >= 0, t < 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # scipy takes the logarithmic branch where |power| (or |2 - power|) is below spacing(1)
+        if abs(power) < np.spacing(1.0):
+            x[up] = np.expm1(t[up])
+        else:
+            x[up] = np.expm1(np.log1p(power * t[up]) / power)
+        other = 2.0 - power
+        if abs(other) < np.spacing(1.0):
+            x[down] = -np.expm1(-t[down])
+        else:
+            x[down] = -np.expm1(np.log1p(-other * t[down]) / other)
+    return x
 
 
 def _skewness(z: np.ndarray) -> float:

@@ -11,7 +11,8 @@ import torch
 
 from spearmint_nn.benchmarks.functions import FUNCTIONS
 from spearmint_nn.models.base import Surrogate
-from spearmint_nn.models.gp import GP, GPCapacityError, _TrainingCorrelation, robust_cholesky
+from spearmint_nn.models.gp import GP, GPCapacityError, _TrainingCorrelation
+from spearmint_nn.models.gp_posterior import robust_cholesky
 from spearmint_nn.models.gp_hyperparameters import HyperLayout, Hypers, log_prior
 from spearmint_nn.models.kernels import Conditional
 from spearmint_nn.search import model_state

@@ -130,3 +130,41 @@ def test_the_default_takes_the_log_only_where_it_makes_the_values_more_symmetric
     lows, highs = np.array(f.bounds).T
     y = np.array([f.function(x) for x in lows + (highs - lows) * rng.random((64, f.dim))])
     assert isinstance(SymmetryChosen.fit(y), chosen)
+
+
+def random_objectives(seed: int) -> list[np.ndarray]:
+    """Objective values of several shapes: skewed to the bad side, to the good side, symmetric,
+    with ties, negative and large."""
+    rng = np.random.default_rng(seed)
+    return [rng.gamma(0.5, 30.0, size=40), -rng.gamma(0.7, 2.0, size=25) + 3.0, rng.normal(5.0, 2.0, size=30),
+            np.repeat(rng.normal(size=6), 3), 1e4 * rng.standard_cauchy(size=20), rng.uniform(size=3)]
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("transform_class", [Standardise, LogShift, YeoJohnson])
+def test_untransform_inverts_the_transform_exactly(transform_class, seed):
+    rng = np.random.default_rng(100 + seed)
+    for y in random_objectives(seed):
+        transform = transform_class.fit(y)
+        # observed values, values beyond them, and one value on its own (a scalar)
+        values = np.concatenate([y, y.min() + (y.max() - y.min()) * rng.uniform(-0.2, 1.5, size=20)])
+        if transform_class is LogShift:
+            values = values[values > transform.lowest - transform.delta]
+        back = transform.untransform(transform(values))
+        np.testing.assert_allclose(back, values, rtol=1e-9, atol=1e-9 * (np.abs(y).max() + 1.0))
+        assert float(transform.untransform(transform(float(y[0])))) == pytest.approx(float(y[0]), rel=1e-9, abs=1e-12)
+        z = transform(values)
+        np.testing.assert_allclose(transform(transform.untransform(z)), z, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("power", [-3.0, -0.5, 0.0, 1e-20, 0.5, 1.0, 2.0, 2.0 + 1e-17, 3.5, 4.0])
+def test_the_yeo_johnson_inverse_is_exact_at_every_power_within_the_bounds(power):
+    x = np.concatenate([-np.geomspace(1e-12, 30.0, 40), [0.0], np.geomspace(1e-12, 30.0, 40)])
+    transform = YeoJohnson(power=power)
+    np.testing.assert_allclose(transform.untransform(transform(x)), x, rtol=1e-9, atol=1e-15)
+
+
+def test_the_yeo_johnson_inverse_of_a_value_no_value_transforms_to_is_nan():
+    # power -1 maps the values >= 0 onto [0, 1): nothing transforms to 2.
+    assert np.isnan(YeoJohnson(power=-1.0).untransform(np.array([2.0]))).all()
+    assert np.isnan(YeoJohnson(power=3.0).untransform(np.array([-2.0]))).all()
