@@ -41,7 +41,7 @@ from torch import Tensor
 
 from .acquisition import FeasibilityModel, log_probability_of_feasibility
 from .maximize import KeepAway, point_keys, screening_set
-from .space import Space
+from ..problem.space import Space
 
 #: Joint draws of f a batch is chosen on: enough that a gain of 1% of the spread is resolved.
 DEFAULT_PATHS = 256

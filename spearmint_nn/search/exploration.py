@@ -45,7 +45,7 @@ from scipy.stats import qmc
 
 from .maximize import (MAX_ENUMERATED, KeepAway, enumerate_space, free_mask, point_key, point_keys, screening_set,
                        space_size)
-from .space import Space
+from ..problem.space import Space
 
 EXPLORATION_CANDIDATES = 1024  # projected Sobol candidates per exploratory point
 FAILURE_RADIUS_PER_PARAMETER = 0.01

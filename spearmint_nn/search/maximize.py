@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 
 from .acquisition import Acquisition, FeasibilityModel, log_probability_of_feasibility
 from ..models.base import Surrogate
-from .space import Space
+from ..problem.space import Space
 
 MAX_ENUMERATED = 100_000  # finite spaces up to this size are listed exhaustively when needed
 # A GP's joint draws (a Thompson sample, a batch chosen on draws) need a Cholesky factor of the

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ..models.base import Surrogate
-from .space import Space, Variable
+from ..problem.space import Space, Variable
 
 N_BASE = 128  # Sobol base points of the main-effect estimate
 N_GRID = 12  # values of the varied element per base point

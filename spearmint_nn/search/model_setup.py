@@ -15,10 +15,10 @@ import numpy as np
 import torch
 
 from .maximize import continuous_columns
-from .names import VALUE_MODEL
+from ..problem.settings import VALUE_MODEL
 from .related import RelatedTask, subset_for_the_gp
-from .settings import SearchSettings
-from .space import Space
+from ..problem.settings import SearchSettings
+from ..problem.space import Space
 from .transforms import OUTPUT_TRANSFORMS
 from ..models import GP_MODELS, make_model
 from ..models.classifier import ConstraintClassifier

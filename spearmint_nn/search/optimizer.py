@@ -8,7 +8,7 @@ Usable on its own, without a daemon or files::
         opt.observe(params, f(params["x"][0]))
 
 The daemon uses exactly this class, built from config.json's
-:class:`~spearmint_nn.search.settings.SearchSettings`, and reads each proposal as a
+:class:`~spearmint_nn.problem.settings.SearchSettings`, and reads each proposal as a
 :class:`Suggestion` (:meth:`Optimizer.propose`). One suggestion goes:
 
 1. While fewer than ``initial_design`` points of the current segment (all points, unless the
@@ -79,14 +79,14 @@ from .batch_draws import choose_batch, crowding
 from .maximize import GP_DRAW_CANDIDATES, KeepAway, both, default_n_candidates, maximize, minimize_sample_path
 from .model_picture import describe_model, monotone_inverse
 from .model_best import ModelBest, model_best
-from .names import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, check_registry
+from ..problem.settings import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, check_registry
 from .observations import Observations
 from .persistence import ModelStore
 from .related import RelatedTask, related_tasks, summarise_related
 from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
 from .search_models import MIN_VALUES_TO_FIT, SearchModels, torch_rows
-from .settings import SearchSettings
-from .space import Space
+from ..problem.settings import SearchSettings
+from ..problem.space import Space
 from .suggestion import Suggestion
 from ..models import GP_MODELS, MODELS
 from ..models.kernels import CORRELATIONS
@@ -132,7 +132,7 @@ class Optimizer:
 
     ``Optimizer(space, settings, state=...)``: ``space`` is a :class:`Space` or the
     ``variables`` object of a config.json (name -> spec); ``settings`` a
-    :class:`~spearmint_nn.search.settings.SearchSettings` (its fields say what each does).
+    :class:`~spearmint_nn.problem.settings.SearchSettings` (its fields say what each does).
     Instead of ``settings`` its fields may be given as keywords, ``tasks`` in either form and
     ``likelihoods`` (task name -> "NOISELESS" | "GAUSSIAN") over what ``tasks`` says::
 
@@ -233,7 +233,7 @@ class Optimizer:
 
     @property
     def settings(self) -> SearchSettings:
-        """The :class:`~spearmint_nn.search.settings.SearchSettings` of the proposals from now on
+        """The :class:`~spearmint_nn.problem.settings.SearchSettings` of the proposals from now on
         (assigning new ones passes them on to the models)."""
         return self._settings
 

@@ -21,11 +21,11 @@ import logging
 import numpy as np
 
 from ..errors import ConfigError
-from .arguments import Tasks
-from .names import AUTO
+from ..problem.settings import AUTO
+from ..problem.tasks import Tasks
 from .observations import split_result
-from .settings import SearchSettings
-from .space import Space
+from ..problem.settings import SearchSettings
+from ..problem.space import Space
 
 log = logging.getLogger(__name__)
 # The models that take related searches: "auto" while it uses the GP, and the GPs.

@@ -18,12 +18,12 @@ import numpy as np
 import torch
 
 from .model_setup import SUCCESS, DurationFit, new_constraint_model, new_surrogate
-from .names import AUTO, DURATION_ACQUISITION, VALUE_MODEL
+from ..problem.settings import AUTO, DURATION_ACQUISITION, VALUE_MODEL
 from .observations import Observations
 from .persistence import OBJECTIVE_MODEL, ModelStore, constraint_model_name
 from .related import RelatedTask
-from .settings import SearchSettings
-from .space import Space
+from ..problem.settings import SearchSettings
+from ..problem.space import Space
 from .transforms import OUTPUT_TRANSFORMS, LogShift, Standardise, YeoJohnson, default_transform
 from ..models import GP_MODELS
 from ..models.classifier import ConstraintClassifier

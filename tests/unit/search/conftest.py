@@ -6,9 +6,9 @@ import dataclasses
 import pytest
 
 from spearmint_nn.models import MODELS
-from spearmint_nn.search.arguments import choice
-from spearmint_nn.search.names import MODEL_CHOICES
-from spearmint_nn.search.settings import SearchSettings
+from spearmint_nn.problem.parsers import choice
+from spearmint_nn.problem.settings import MODEL_CHOICES
+from spearmint_nn.problem.settings import SearchSettings
 from helpers.models import ExactGP
 
 

@@ -10,7 +10,7 @@ import torch
 
 from spearmint_nn.search.batch_draws import CROWDING_MIN_IN_FLIGHT, CandidateCrowding, choose_batch, crowding, greedy_q_ei
 from spearmint_nn.search.maximize import KeepAway, both
-from spearmint_nn.search.space import Space
+from spearmint_nn.problem.space import Space
 from spearmint_nn.search.optimizer import Optimizer
 
 DT = torch.float64

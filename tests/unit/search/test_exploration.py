@@ -13,7 +13,7 @@ from spearmint_nn.search.exploration import exploration_point, failure_radius, p
 from spearmint_nn.models.classifier import ConstraintClassifier
 from spearmint_nn.search.maximize import KeepAway
 from spearmint_nn.search.optimizer import Optimizer
-from spearmint_nn.search.space import Space
+from spearmint_nn.problem.space import Space
 
 torch.set_num_threads(1)
 

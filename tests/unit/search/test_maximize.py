@@ -16,7 +16,7 @@ from spearmint_nn.search.maximize import (
     point_key,
     space_size,
 )
-from spearmint_nn.search.space import Space
+from spearmint_nn.problem.space import Space
 from helpers.models import DiskFeasibility, ExactGP
 
 torch.set_num_threads(1)

@@ -33,7 +33,7 @@ from spearmint_nn.search.policy import (
     AUTO_GP_MAX_IN_FLIGHT, AUTO_GP_MAX_OBSERVATIONS, AUTO_GP_MAX_WAITING_SHARE, PACE_CALLS, auto_model_choice,
     waiting_share,
 )
-from spearmint_nn.search.space import Space
+from spearmint_nn.problem.space import Space
 
 torch.set_num_threads(1)
 

@@ -10,7 +10,7 @@ import torch
 
 from spearmint_nn.search.model_picture import elements, monotone_inverse
 from spearmint_nn.search.optimizer import Optimizer
-from spearmint_nn.search.space import Space
+from spearmint_nn.problem.space import Space
 from spearmint_nn.search.transforms import OUTPUT_TRANSFORMS
 
 torch.set_num_threads(1)
