@@ -121,7 +121,7 @@ class SearchSettings:
     thompson_every: int = setting(count(0), (
         "one proposal in every this many made while other jobs are pending is a Thompson sample (an "
         "exploratory batch member); 0: never"), "thompson-every", default=10)
-    # 0.5 kept large batches out of Hartmann6's local basins (batch_draws.crowding).
+    # 0.5 kept large batches out of Hartmann6's local basins (search.candidates.crowding).
     crowding_share: float = setting(share, (
         "with more than 50 jobs in flight, no proposal where this share of them already is (within 10% of "
         "each range) while another place is open (0.5 for a landscape of several basins); 0: no limit"),

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .maximize import continuous_columns
+from .candidates import continuous_columns
 from ..problem.settings import VALUE_MODEL
 from .related import RelatedTask, subset_for_the_gp
 from ..problem.settings import SearchSettings

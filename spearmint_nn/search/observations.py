@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..problem.tasks import Tasks
-from .maximize import point_key, point_keys
+from .candidates import point_key, point_keys
 from ..problem.space import Space
 from ..values import describe, one_number, wanted
 

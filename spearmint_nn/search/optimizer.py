@@ -30,7 +30,7 @@ The daemon uses exactly this class, built from config.json's
    fewer candidates, when other jobs are running (see :meth:`Optimizer._batch_from_draws`).
 
 A NOISELESS objective's failed points also rule out their neighbourhoods (radius
-:func:`~spearmint_nn.search.exploration.failure_radius`) for every later proposal: a deterministic job
+:func:`~spearmint_nn.search.candidates.failure_radius`) for every later proposal: a deterministic job
 fails there again. What the models are told about the experiment (likelihoods, a conditional
 space) is in :mod:`spearmint_nn.search.model_setup`. With ``acquisition="ei-per-second"`` a
 model of log job duration is fitted on the observed durations, and each proposal's predicted
@@ -74,9 +74,10 @@ import numpy as np
 import torch
 
 from .acquisition import condition_on_pending, make_acquisition
-from .exploration import SobolStream, exploration_point, failure_radius
-from .batch_draws import choose_batch, crowding
-from .maximize import GP_DRAW_CANDIDATES, KeepAway, both, default_n_candidates, maximize, minimize_sample_path
+from .batch_draws import choose_batch
+from .candidates import KeepAway, both, crowding, default_n_candidates, failure_radius
+from .exploration import SobolStream, exploration_point
+from .maximize import GP_DRAW_CANDIDATES, maximize, minimize_sample_path
 from .model_picture import describe_model, monotone_inverse
 from .model_best import ModelBest, model_best
 from ..problem.settings import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, check_registry

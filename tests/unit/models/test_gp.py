@@ -15,7 +15,7 @@ from spearmint_nn.models.gp import GP, GPCapacityError, _TrainingCorrelation, ro
 from spearmint_nn.models.gp_hyperparameters import HyperLayout, Hypers, log_prior
 from spearmint_nn.models.kernels import Conditional
 from spearmint_nn.search import model_state
-from spearmint_nn.search.maximize import continuous_columns
+from spearmint_nn.search.candidates import continuous_columns
 from spearmint_nn.search.optimizer import Optimizer
 
 

@@ -24,7 +24,8 @@ from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.models.dngo import DNGO
 from spearmint_nn.models.gp import GP
 from spearmint_nn.models.gp_hyperparameters import NOISELESS_JITTER
-from spearmint_nn.search.maximize import _refine, continuous_columns, maximize
+from spearmint_nn.search.candidates import continuous_columns
+from spearmint_nn.search.maximize import _refine, maximize
 from spearmint_nn.search import model_state
 from spearmint_nn.search.model_setup import conditional_kernel
 from spearmint_nn.search.optimizer import Optimizer

@@ -15,7 +15,7 @@ from spearmint_nn.errors import ConfigError
 from spearmint_nn.problem.settings import SearchSettings
 from spearmint_nn.problem.space import Space
 from spearmint_nn.problem.tasks import Tasks
-from spearmint_nn.search.maximize import point_key
+from spearmint_nn.search.candidates import point_key
 from spearmint_nn.search import optimizer as optimizer_module
 from spearmint_nn.search.optimizer import Optimizer
 from spearmint_nn.search.persistence import ModelStore
