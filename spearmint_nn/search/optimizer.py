@@ -56,7 +56,7 @@ caller's count restored on exit (:func:`own_torch_threads`): the user's training
 same process keeps its threads, and a seed gives the same proposals whatever they are.
 
 The models' states are kept across runs only through the
-:class:`~spearmint_nn.search.persistence.ModelStore` the Optimizer is given; it writes no file
+:class:`~spearmint_nn.search.model_store.ModelStore` the Optimizer is given; it writes no file
 itself.
 """
 from __future__ import annotations
@@ -82,7 +82,7 @@ from .model_picture import describe_model, monotone_inverse
 from .model_best import ModelBest, model_best
 from ..problem.settings import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, check_registry
 from .observations import Observations
-from .persistence import ModelStore
+from .model_store import ModelStore
 from .related import RelatedTask, related_tasks, summarise_related
 from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
 from .search_models import MIN_VALUES_TO_FIT, SearchModels, torch_rows
@@ -139,7 +139,7 @@ class Optimizer:
 
         Optimizer(variables, model="gp", seed=0, budget=30)
 
-    ``state`` is the :class:`~spearmint_nn.search.persistence.ModelStore` where models keep
+    ``state`` is the :class:`~spearmint_nn.search.model_store.ModelStore` where models keep
     their weights for warm starts across restarts, or None to keep nothing; ``state_dir``
     (a folder) is short for ``state=ModelStore(state_dir)``.
 

@@ -5,7 +5,7 @@ segment: the observations since the search last restarted), one feasibility mode
 CONSTRAINT task (plus "success" once a job has failed), and, for EI per second, the model of
 job durations. The :class:`~spearmint_nn.search.optimizer.Optimizer` asks for a refit before it
 proposes; the refit happens once, however many observations arrived since the last one. Each
-model's state goes to the :class:`~spearmint_nn.search.persistence.ModelStore`, if one is
+model's state goes to the :class:`~spearmint_nn.search.model_store.ModelStore`, if one is
 given, after every fit, and a model made for the first time is restored from it (a restarted
 daemon warm-starts); nothing here touches a file otherwise.
 """
@@ -20,7 +20,7 @@ import torch
 from .model_setup import SUCCESS, DurationFit, new_constraint_model, new_surrogate
 from ..problem.settings import AUTO, DURATION_ACQUISITION, VALUE_MODEL
 from .observations import Observations
-from .persistence import OBJECTIVE_MODEL, ModelStore, constraint_model_name
+from .model_store import OBJECTIVE_MODEL, ModelStore, constraint_model_name
 from .related import RelatedTask
 from ..problem.settings import SearchSettings
 from ..problem.space import Space

@@ -5,7 +5,7 @@ import json
 
 import torch
 
-from spearmint_nn.search.persistence import AUTO_STATE_FILE, ModelStore
+from spearmint_nn.search.model_store import AUTO_STATE_FILE, ModelStore
 
 torch.set_num_threads(1)
 
@@ -37,7 +37,7 @@ def test_the_model_store_saves_and_restores_a_model_by_name(tmp_path):
 
 def test_the_warpings_report_lies_in_the_objective_models_folder(tmp_path):
     from spearmint_nn.experiment.layout import ExperimentPaths
-    from spearmint_nn.search.persistence import OBJECTIVE_MODEL
+    from spearmint_nn.search.model_store import OBJECTIVE_MODEL
 
     paths = ExperimentPaths(tmp_path)
     assert paths.warpings.parent == paths.model / OBJECTIVE_MODEL

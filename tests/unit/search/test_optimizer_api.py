@@ -18,7 +18,7 @@ from spearmint_nn.problem.tasks import Tasks
 from spearmint_nn.search.candidates import point_key
 from spearmint_nn.search import optimizer as optimizer_module
 from spearmint_nn.search.optimizer import Optimizer
-from spearmint_nn.search.persistence import ModelStore
+from spearmint_nn.search.model_store import ModelStore
 from spearmint_nn.search.policy import AUTO_GP_MAX_IN_FLIGHT
 
 torch.set_num_threads(1)
