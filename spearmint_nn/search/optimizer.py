@@ -32,7 +32,7 @@ The daemon uses exactly this class, built from config.json's
 A NOISELESS objective's failed points also rule out their neighbourhoods (radius
 :func:`~spearmint_nn.search.candidates.failure_radius`) for every later proposal: a deterministic job
 fails there again. What the models are told about the experiment (likelihoods, a conditional
-space) is in :mod:`spearmint_nn.search.model_setup`. With ``acquisition="ei-per-second"`` a
+space) is in :mod:`spearmint_nn.search.model_bank`. With ``acquisition="ei-per-second"`` a
 model of log job duration is fitted on the observed durations, and each proposal's predicted
 duration is in :attr:`Suggestion.predicted_durations`.
 
@@ -85,7 +85,7 @@ from .observations import Observations
 from .model_store import ModelStore
 from .related import RelatedTask, related_tasks, summarise_related
 from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
-from .search_models import MIN_VALUES_TO_FIT, SearchModels, torch_rows
+from .model_bank import MIN_VALUES_TO_FIT, ModelBank, torch_rows
 from ..problem.settings import SearchSettings
 from ..problem.space import Space
 from .suggestion import Suggestion
@@ -181,9 +181,9 @@ class Optimizer:
         self._data = Observations(self.space, settings.tasks, settings.sign)
         self._sobol = SobolStream(self.space, self._seed_draw(), self._rng)
         auto_choice = state.auto_choice() if state is not None else "gp"
-        #: The fitted models (:class:`~spearmint_nn.search.search_models.SearchModels`).
-        self.models = SearchModels(self.space, settings, auto_choice if settings.model == AUTO else settings.model,
-                                   state, self.related)
+        #: The fitted models (:class:`~spearmint_nn.search.model_bank.ModelBank`).
+        self.models = ModelBank(self.space, settings, auto_choice if settings.model == AUTO else settings.model,
+                                state, self.related)
         # Where the current search segment starts (restart_index); None until first computed,
         # so that a model restored from the state is taken as the current segment's.
         self._segment_start: int | None = None
@@ -310,7 +310,7 @@ class Optimizer:
         The model is the objective model while the search has not restarted. After a restart
         that model sees only the current segment, and the best point most likely lies before
         it, so a second model of the same kind is fitted to every observation
-        (:meth:`SearchModels.whole_data_model`). Mean and std are mapped back through the output
+        (:meth:`ModelBank.whole_data_model`). Mean and std are mapped back through the output
         transform by sampling (:mod:`spearmint_nn.search.model_best`).
         """
         fitted = self._model_of_all_data()
@@ -338,7 +338,7 @@ class Optimizer:
 
     def _model_of_all_data(self) -> tuple[Any, Any] | None:
         """The objective model and its output transform fitted to every finite value (the
-        current model before a restart, :meth:`SearchModels.whole_data_model` after), refitted if
+        current model before a restart, :meth:`ModelBank.whole_data_model` after), refitted if
         results arrived; None without a model, a feasible observation or enough values to fit."""
         objective = np.asarray(self._data.objective, dtype=float)
         if (self.settings.model == RANDOM_SEARCH or not self.feasible_mask().any()
@@ -557,7 +557,7 @@ class Optimizer:
             crowding_share=self.settings.crowding_share, seed=self._seed_draw(), keep_away=keep_away)
 
     def _refit_if_needed(self) -> None:
-        """Refit the models (:meth:`SearchModels.refit`; the objective model on the current
+        """Refit the models (:meth:`ModelBank.refit`; the objective model on the current
         segment) if observations arrived since the last fit."""
         self.models.refit(self._data, self._segment_start, round_size=self._most_in_flight)
 

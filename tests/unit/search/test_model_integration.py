@@ -27,7 +27,7 @@ from spearmint_nn.models.gp_hyperparameters import NOISELESS_JITTER
 from spearmint_nn.search.candidates import continuous_columns
 from spearmint_nn.search.maximize import _refine, maximize
 from spearmint_nn.search import model_store
-from spearmint_nn.search.model_setup import conditional_kernel
+from spearmint_nn.search.model_bank import conditional_kernel
 from spearmint_nn.search.optimizer import Optimizer
 from spearmint_nn.search.model_store import AUTO_STATE_FILE
 from spearmint_nn.search.policy import (
