@@ -78,8 +78,7 @@ from .batch_draws import choose_batch
 from .candidates import KeepAway, both, crowding, default_n_candidates, failure_radius
 from .exploration import SobolStream, exploration_point
 from .maximize import GP_DRAW_CANDIDATES, maximize, minimize_sample_path
-from .model_picture import describe_model, monotone_inverse
-from .model_best import ModelBest, model_best
+from .reports import ModelBest, describe_model, model_best, monotone_inverse
 from ..problem.settings import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, check_registry
 from .observations import Observations
 from .model_store import ModelStore
@@ -311,7 +310,7 @@ class Optimizer:
         that model sees only the current segment, and the best point most likely lies before
         it, so a second model of the same kind is fitted to every observation
         (:meth:`ModelBank.whole_data_model`). Mean and std are mapped back through the output
-        transform by sampling (:mod:`spearmint_nn.search.model_best`).
+        transform by sampling (:mod:`spearmint_nn.search.reports`).
         """
         fitted = self._model_of_all_data()
         if fitted is None:
@@ -323,7 +322,7 @@ class Optimizer:
 
     @own_torch_threads
     def model_picture(self) -> dict[str, Any] | None:
-        """What the model says, for the reports (:mod:`spearmint_nn.search.model_picture`):
+        """What the model says, for the reports (:mod:`spearmint_nn.search.reports`):
         importance, slices through the best feasible observation and a contour, in the user's
         sign, from the same model as :meth:`best_by_model`; None where that is None."""
         fitted = self._model_of_all_data()
