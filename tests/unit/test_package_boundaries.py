@@ -3,6 +3,9 @@
 ``problem/`` (the space, the tasks, the settings) and ``experiment/`` (config.json, the job
 files, the store) are read by every job process and every read-only command, so they import no
 torch and stand below the engine: nothing from ``search/``, ``models/``, ``daemon/`` or above.
+
+``search/`` is a few modules in the order data flows through them, and none imports from a later
+stage than its own: the history and the model bank do not reach into the maximiser.
 """
 from __future__ import annotations
 
@@ -22,6 +25,15 @@ FORBIDDEN = {
     "experiment": ("torch", "spearmint_nn.search", "spearmint_nn.models", "spearmint_nn.daemon",
                    "spearmint_nn.views", "spearmint_nn.benchmarks"),
 }
+
+
+# search/'s modules in the order of the flow: the geometry every stage uses, the history and
+# what is fitted to it, the proposals, the reports, and the loop around them. A module imports
+# only modules listed before it.
+SEARCH_FLOW = ("candidates", "observations", "transforms", "related", "model_store", "model_bank",
+               "acquisition", "maximize", "batch_draws", "exploration", "policy", "reports", "suggestion",
+               "optimizer")
+MAX_SEARCH_MODULES = 14
 
 
 def module_name(path: Path) -> str:
@@ -71,6 +83,23 @@ def test_importing_the_torch_free_packages_loads_neither_torch_nor_scipy():
     proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["[]", "[]"]
+
+
+def test_search_has_a_few_modules_each_with_its_place_in_the_flow():
+    modules = {path.stem for path in modules_of("search")} - {"__init__"}
+    assert modules == set(SEARCH_FLOW), "place a new module of search/ in SEARCH_FLOW (or remove a gone one)"
+    assert len(SEARCH_FLOW) <= MAX_SEARCH_MODULES
+
+
+@pytest.mark.parametrize("stage", SEARCH_FLOW)
+def test_no_search_module_imports_from_a_later_stage(stage):
+    later = {f"spearmint_nn.search.{name}" for name in SEARCH_FLOW[SEARCH_FLOW.index(stage):]}
+    imported = imported_modules(PACKAGE / "search" / f"{stage}.py")
+    wrong = sorted(name for name in imported if name in later or name.rsplit(".", 1)[0] in later)
+    assert not wrong, f"search.{stage} imports from its own or a later stage: {wrong}"
+    above = sorted(name for name in imported
+                   if name.split(".")[:2] in (["spearmint_nn", pkg] for pkg in ("experiment", "daemon", "views")))
+    assert not above, f"search.{stage} imports from a package that stands on it: {above}"
 
 
 def test_the_import_reader_sees_relative_and_lazy_imports():
