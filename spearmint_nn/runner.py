@@ -11,7 +11,7 @@ what the daemon records.
 
 PYTHON wrappers: ``main(job_id, params)`` of ``main-file``, imported from the experiment folder
 (the working directory), with params in wrapper form (numpy arrays for FLOAT/INT, lists of
-strings for ENUM; see :mod:`spearmint_nn.search.space`). It returns a number, a dict
+strings for ENUM; see :mod:`spearmint_nn.problem.space`). It returns a number, a dict
 ``{task: number}`` covering exactly the tasks, or NaN; a torch tensor or numpy array of one
 element counts as its number (:mod:`spearmint_nn.values`, torch-free).
 

@@ -51,7 +51,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import torch
 
-from ..search.names import RANDOM_SEARCH
+from ..problem.settings import RANDOM_SEARCH
 from ..search.optimizer import Optimizer
 from .runs import earlier_runs, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles

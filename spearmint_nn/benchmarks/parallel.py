@@ -47,7 +47,7 @@ DURATION_SIGMA = 0.5  # of log duration: the slowest of 50 jobs takes about 3x t
 def _setup(problem_name: str, method_name: str, seed: int, budget: int, initial: int) -> tuple[Any, Any, list]:
     import torch
 
-    from ..search.space import Space
+    from ..problem.space import Space
     from .parallel_methods import make_method
 
     torch.set_num_threads(1)

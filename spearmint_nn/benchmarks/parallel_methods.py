@@ -25,8 +25,8 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from ..search.settings import SearchSettings
-from ..search.space import Space
+from ..problem.settings import SearchSettings
+from ..problem.space import Space
 
 Params = dict[str, Any]
 CANDIDATES = 2000

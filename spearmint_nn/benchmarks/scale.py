@@ -82,7 +82,7 @@ def measure_reference(name: str, X: np.ndarray, n: int, batch: int, seed: int) -
     interface (:mod:`spearmint_nn.benchmarks.parallel_methods`) and the same steps: the first N
     rows of X observed, a cold proposal, one more observation, then the measured proposal of
     ``batch`` points with the remaining rows running (Optuna: RUNNING trials; BoTorch: X_pending)."""
-    from ..search.space import Space
+    from ..problem.space import Space
     from .parallel_methods import make_method
 
     problem = FUNCTIONS[PROBLEM]

@@ -130,7 +130,7 @@ def unrelated(problem: TransferProblem, seed: int = 0) -> Callable[[Params], flo
     """A function of the related variables with no structure shared with any task: one draw
     (per ``seed``) from a GP of length scale ``UNRELATED_LENGTHSCALE`` over their encoded unit
     cube, variance 1."""
-    from ..search.space import Space
+    from ..problem.space import Space
 
     space = Space.from_config(problem.related_variables)
     rng = np.random.default_rng([UNRELATED_FEATURES, seed])

@@ -32,7 +32,7 @@ from ..experiment.failures import FailureGroup, FailureStreak
 from ..drivers.base import JobSpec, PollError, SubmitError
 from ..experiment.claims import read_claim
 from ..runner import command_for
-from ..search.space_edits import EarlierJobs, fit_to_space
+from ..problem.space_edits import EarlierJobs, fit_to_space
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
 from ..text import CONTROL_IN_LINES, params_text, plain
 from .reporting import Reporter
@@ -224,7 +224,7 @@ class Daemon:
 
     def _replay(self) -> None:
         """Show every finished evaluation to the optimizer (in id order), each read as a point of
-        the current variables (see spearmint_nn.search.space_edits); what an edit of them left
+        the current variables (see spearmint_nn.problem.space_edits); what an edit of them left
         out or changed is said in one line each."""
         replayed = 0
         earlier = EarlierJobs(self.config.space)

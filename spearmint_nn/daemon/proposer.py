@@ -35,7 +35,7 @@ def make_optimizer(config: ExperimentConfig) -> "Optimizer":
     from the finished jobs of its related experiments (read, never written); raises ConfigError
     for settings the optimizer rejects and related folders that do not match."""
     from ..search.optimizer import Optimizer
-    from ..search.persistence import ModelStore
+    from ..search.model_store import ModelStore
     from ..search.related import related_task
 
     settings = search_settings(config)

@@ -11,7 +11,7 @@ from .. import files
 from ..experiment.config import ExperimentConfig
 from ..experiment.jobs import FINAL_STATES, Job, JobState, best_job, best_summary
 from ..experiment.store import Store
-from ..search.arguments import parse_direction
+from ..problem.settings import parse_direction
 
 # Rewriting results.csv and best.json, or the progress line, is O(finished jobs): each may take at
 # most this share of the daemon's time (see TimeShare).

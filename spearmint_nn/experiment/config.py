@@ -7,8 +7,8 @@ Spearmint's keys are read as Spearmint writes them (``language``, ``main-file``,
 translated into our keys (see :func:`_spearmint_implied`). Every key is declared
 once in :data:`KEYS` (default, parser, one-line description). The daemon's own keys are
 written there by hand; the search's keys are generated from the fields of
-:class:`~spearmint_nn.search.settings.SearchSettings` that name a key, each of which becomes that
-field (:func:`search_settings`). The parsers are :mod:`spearmint_nn.search.arguments`', so a key
+:class:`~spearmint_nn.problem.settings.SearchSettings` that name a key, each of which becomes that
+field (:func:`search_settings`). The parsers are :mod:`spearmint_nn.problem.parsers`', so a key
 and the Optimizer's keyword accept the same values.
 
 Every problem raises :class:`~spearmint_nn.errors.ConfigError` ``("key.path", "problem")``
@@ -26,9 +26,10 @@ from typing import Any, Mapping
 from ..errors import ConfigError, closest, did_you_mean, unknown_keys
 from .jobs import DEFAULT_IGNORED_FAILURES, FAILURE_KINDS
 from .layout import ExperimentPaths
-from ..search.arguments import TASK_KEYS, Parser, Tasks, choice, count, likelihood_name, parse_tasks
-from ..search.settings import SearchSettings, config_fields
-from ..search.space import Space, unknown_variable_keys
+from ..problem.parsers import Parser, choice, count
+from ..problem.settings import SearchSettings, config_fields
+from ..problem.space import Space, unknown_variable_keys
+from ..problem.tasks import TASK_KEYS, Tasks, likelihood_name, parse_tasks
 
 LANGUAGES = ("PYTHON", "SHELL")
 _RESOURCE_KEYS = ("scheduler", "max-concurrent", "max-finished-jobs")

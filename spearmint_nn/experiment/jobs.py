@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..drivers.base import SchedulerState
-from ..search.arguments import parse_direction
+from ..problem.settings import parse_direction
 from ..values import describe, one_number, wanted
 
 
@@ -89,7 +89,7 @@ class IllegalTransition(RuntimeError):
 class Job:
     """One job: its id, state and params, and every other field of its file in ``fields``.
 
-    ``params`` are in JSON form (lists; see :meth:`spearmint_nn.search.space.Space.to_json`),
+    ``params`` are in JSON form (lists; see :meth:`spearmint_nn.problem.space.Space.to_json`),
     except for a job failed as ``bad_params``, which keeps what the user wrote. The typed
     properties below read the fields that :mod:`spearmint_nn.experiment.layout` documents; a
     field a job does not have reads as None.

@@ -41,7 +41,7 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
 
     id            int, the job id (also the file name, zero-padded to 6 digits)
     state         "pending" | "running" | "complete" | "failed" (matches the folder)
-    params        params in JSON form (lists; see spearmint_nn.search.space)
+    params        params in JSON form (lists; see spearmint_nn.problem.space)
     source        "optimizer" | "user" (a params file dropped into jobs/pending) | "import"
     created       unix time the job was proposed
     submitted     unix time the driver accepted it (running and later)

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..search.arguments import Tasks, parse_tasks
-from ..search.space import Space
+from ..problem.space import Space
+from ..problem.tasks import Tasks, parse_tasks
 from .config import ExperimentConfig, read_json_strict
 from .jobs import JobState
 from .layout import ExperimentPaths

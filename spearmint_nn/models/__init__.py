@@ -74,7 +74,7 @@ def _gp_without_warping(n_inputs: int, seed: int | None = None, **options: Any) 
     return _gp(n_inputs=n_inputs, seed=seed, **{**options, "warping": False})
 
 
-#: Every model of the objective by name, in the order of ``spearmint_nn.search.names.SURROGATES``.
+#: Every model of the objective by name, in the order of ``spearmint_nn.problem.settings.SURROGATES``.
 MODEL_SPECS: dict[str, ModelSpec] = {spec.name: spec for spec in (
     ModelSpec("dngo", _dngo, family="dngo", takes_related=False, warps=False),
     ModelSpec("dngo-warp", _dngo_with_warping, family="dngo", takes_related=False, warps=True),

@@ -18,7 +18,7 @@ None, lists and dicts of them) that ``torch.load(..., weights_only=True)`` reads
 ``load_state_dict(state)`` restores it in place, raising ValueError (or KeyError) without changing
 the model when the state is not one this model can continue. As in torch, the tensors of a
 state may be the model's own: write or copy a state before the model changes. Models do no file
-I/O: :mod:`spearmint_nn.search.model_state` writes and reads the states.
+I/O: :mod:`spearmint_nn.search.model_store` writes and reads the states.
 
 Capabilities: what only some models of the objective can do is a protocol of its own
 (:class:`Conditionable`, :class:`PathSampler`, :class:`Warped`, :class:`MultiTask`), which the

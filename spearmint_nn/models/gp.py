@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from .base import PathSampler, State, Warped, check_kind
-from .gp_posterior import CholeskyError, Conditioned, ConditionedGP, factorise, robust_cholesky
+from .gp_posterior import Conditioned, ConditionedGP, factorise, robust_cholesky
 from .gp_hyperparameters import LENGTHSCALE_PRIORS, HyperLayout, Hypers, log_prior
 from .kernels import CORRELATIONS, DEFAULT_CORRELATION, Conditional, covariance, embed, squared_distances
 from .sampling import slice_sweep

@@ -65,7 +65,7 @@ def squared_exponential(r2: Tensor) -> Tensor:
 #: The squared exponential is the default of other GP libraries and fits very smooth objectives
 #: better (models/DESIGN.md and benchmarks/RESULTS.md, "Which kernel").
 CORRELATIONS: dict[str, Callable[[Tensor], Tensor]] = {"matern52": matern52, "squared-exponential": squared_exponential}
-#: The GPs' default: the first, as the search's settings take it (``search.names.KERNELS``, which
+#: The GPs' default: the first, as the search's settings take it (``problem.settings.KERNELS``, which
 #: the optimizer checks lists these in this order).
 DEFAULT_CORRELATION = next(iter(CORRELATIONS))
 

@@ -27,8 +27,8 @@ import torch
 from torch import Tensor
 
 from ..models.base import ConstraintModel, DurationPredictor, Surrogate
-from .names import ACQUISITIONS as ACQUISITION_NAMES
-from .names import check_registry
+from ..problem.settings import ACQUISITIONS as ACQUISITION_NAMES
+from ..problem.settings import check_registry
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_SQRT_PI_2 = 0.5 * math.log(math.pi / 2)

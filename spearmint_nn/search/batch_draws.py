@@ -17,7 +17,7 @@ Each step is one pass over the (P, M) draws, so a batch of 100 costs about as mu
 the candidates once. Pending jobs enter through the same joint draws as the candidates, so a
 point next to a pending job gains little under every draw: the batch spreads where the model
 is unsure and piles up where it is sure, as q-EI does. Candidates are a scrambled Sobol set plus
-perturbations of the best observations (:func:`~spearmint_nn.search.maximize.screening_set`),
+perturbations of the best observations (:func:`~spearmint_nn.search.candidates.screening_set`),
 not refined by gradient: the resolution near good points comes from those perturbations.
 
 The incumbent is each draw's own best at the observed points (the noisy EI of Letham et al. 2019,
@@ -33,42 +33,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Protocol, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from ..models.base import PathSampler
 from .acquisition import FeasibilityModel, log_probability_of_feasibility
-from .maximize import KeepAway, point_keys, screening_set
-from .space import Space
+from .candidates import KeepAway, crowding, point_keys, screening_set
+from ..problem.space import Space
 
 #: Joint draws of f a batch is chosen on: enough that a gain of 1% of the spread is resolved.
 DEFAULT_PATHS = 256
-#: Crowding applies with more jobs in flight than this (see :func:`crowding`).
-CROWDING_MIN_IN_FLIGHT = 50
-#: The neighbourhood crowding counts in: 10% of each variable's range in root mean square.
-CROWDING_RADIUS_PER_PARAMETER = 0.1
-
-
-def crowding(space: Space, pending: np.ndarray, n: int, share: float) -> KeepAway | None:
-    """The places a large batch has filled: a point with ``share`` of the jobs in flight (the
-    pending rows (J, dim) and the n being proposed) or more within 0.1 sqrt(P) (unit cube, P
-    parameters) is not proposed. None (no limit) with ``share`` 0 or at most
-    ``CROWDING_MIN_IN_FLIGHT`` jobs in flight.
-
-    Why: q-EI on the draws of a model that is sure of one basin puts nearly the whole batch in
-    it (with 200 jobs in flight on Hartmann6, 93% of a round within 0.25 of the best point, and
-    half the seeds never left a local basin). Capping the share of the batch in any one
-    neighbourhood sends the rest to the next-best places by the same q-EI, so a batch spreads
-    over several basins while still refining the best one with up to ``share`` of the workers.
-    Off by default: it wins on Hartmann6 and costs a little on Ackley and Levy (``DESIGN.md``).
-    """
-    in_flight = len(pending) + n
-    if share <= 0 or in_flight <= CROWDING_MIN_IN_FLIGHT:
-        return None
-    return KeepAway(pending.reshape(-1, space.dim), CROWDING_RADIUS_PER_PARAMETER * math.sqrt(space.n_parameters),
-                    cap=max(1, int(share * in_flight)))
 
 
 class CandidateCrowding:
@@ -87,13 +64,6 @@ class CandidateCrowding:
     def add(self, index: int) -> None:
         """Count the candidate ``index`` as a job in flight."""
         self.neighbours += replace(self.rule, points=self.candidates[index][None]).neighbours(self.candidates)
-
-
-class PathSampler(Protocol):
-    """A model that draws f jointly at many points cheaply (``DNGO.sample_paths``)."""
-
-    def sample_paths(self, X: Tensor, n: int, generator: torch.Generator) -> Tensor:
-        """n joint draws of f at X (M, D), shape (n, M)."""
 
 
 def greedy_q_ei(paths: Tensor, incumbent: Tensor, q: int, log_feasibility: Tensor | None = None,

@@ -43,27 +43,14 @@ import numpy as np
 from scipy.special import logsumexp
 from scipy.stats import qmc
 
-from .maximize import (MAX_ENUMERATED, KeepAway, enumerate_space, free_mask, point_key, point_keys, screening_set,
-                       space_size)
-from .space import Space
+from .candidates import (MAX_ENUMERATED, KeepAway, enumerate_space, free_mask, point_key, point_keys, screening_set,
+                         space_size)
+from ..problem.space import Space
 
 EXPLORATION_CANDIDATES = 1024  # projected Sobol candidates per exploratory point
-FAILURE_RADIUS_PER_PARAMETER = 0.01
-"""A deterministic objective's failed point rules out its neighbourhood of radius 1% of each
-variable's range in root mean square: 0.01 sqrt(P) in the unit cube for P parameters."""
 _MAX_DIFFERENCE = 0.5  # the largest toroidal distance: different options, different branches
 _NEUTRAL_DIFFERENCE = 0.25  # the mean toroidal distance of two uniform values: inactive in both
 _MIN_TERM = 1e-12  # keeps the log finite for a FLOAT shared to the last digit
-
-
-def failure_radius(space: Space) -> float:
-    """Radius (unit-cube Euclidean distance) of the neighbourhood a failed point rules out
-    for a deterministic objective: ``FAILURE_RADIUS_PER_PARAMETER`` * sqrt(n_parameters).
-
-    The root-mean-square scaling keeps "near" meaning "within about 1% of each variable's
-    range" in any dimension (a fixed radius would mean ever less per variable as P grows).
-    """
-    return FAILURE_RADIUS_PER_PARAMETER * math.sqrt(space.n_parameters)
 
 
 class SobolStream:

@@ -13,9 +13,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .arguments import Tasks
-from .maximize import point_key, point_keys
-from .space import Space
+from ..problem.tasks import Tasks
+from .candidates import point_key, point_keys
+from ..problem.space import Space
 from ..values import describe, one_number, wanted
 
 

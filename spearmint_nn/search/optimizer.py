@@ -8,7 +8,7 @@ Usable on its own, without a daemon or files::
         opt.observe(params, f(params["x"][0]))
 
 The daemon uses exactly this class, built from config.json's
-:class:`~spearmint_nn.search.settings.SearchSettings`, and reads each proposal as a
+:class:`~spearmint_nn.problem.settings.SearchSettings`, and reads each proposal as a
 :class:`Suggestion` (:meth:`Optimizer.propose`). One suggestion goes:
 
 1. While fewer than ``initial_design`` points of the current segment (all points, unless the
@@ -30,9 +30,9 @@ The daemon uses exactly this class, built from config.json's
    fewer candidates, when other jobs are running (see :meth:`Optimizer._batch_from_draws`).
 
 A NOISELESS objective's failed points also rule out their neighbourhoods (radius
-:func:`~spearmint_nn.search.exploration.failure_radius`) for every later proposal: a deterministic job
+:func:`~spearmint_nn.search.candidates.failure_radius`) for every later proposal: a deterministic job
 fails there again. What the models are told about the experiment (likelihoods, a conditional
-space) is in :mod:`spearmint_nn.search.model_setup`. With ``acquisition="ei-per-second"`` a
+space) is in :mod:`spearmint_nn.search.model_bank`. With ``acquisition="ei-per-second"`` a
 model of log job duration is fitted on the observed durations, and each proposal's predicted
 duration is in :attr:`Suggestion.predicted_durations`.
 
@@ -56,7 +56,7 @@ caller's count restored on exit (:func:`own_torch_threads`): the user's training
 same process keeps its threads, and a seed gives the same proposals whatever they are.
 
 The models' states are kept across runs only through the
-:class:`~spearmint_nn.search.persistence.ModelStore` the Optimizer is given; it writes no file
+:class:`~spearmint_nn.search.model_store.ModelStore` the Optimizer is given; it writes no file
 itself.
 """
 from __future__ import annotations
@@ -74,21 +74,22 @@ import numpy as np
 import torch
 
 from .acquisition import condition_on_pending, make_acquisition
-from .exploration import SobolStream, exploration_point, failure_radius
-from .batch_draws import choose_batch, crowding
-from .maximize import GP_DRAW_CANDIDATES, KeepAway, both, default_n_candidates, maximize, minimize_sample_path
-from .model_picture import describe_model, monotone_inverse
-from .model_best import ModelBest, model_best
-from .names import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, check_registry
+from .batch_draws import choose_batch
+from .candidates import KeepAway, both, crowding, default_n_candidates, failure_radius
+from .exploration import SobolStream, exploration_point
+from .maximize import GP_DRAW_CANDIDATES, maximize, minimize_sample_path
+from .reports import ModelBest, describe_model, model_best, monotone_inverse
+from ..problem.settings import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, check_registry
 from .observations import Observations
-from .persistence import ModelStore
+from .model_store import ModelStore
 from .related import RelatedTask, related_tasks, summarise_related
 from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
-from .search_models import MIN_VALUES_TO_FIT, SearchModels, torch_rows
-from .settings import SearchSettings
-from .space import Space
+from .model_bank import MIN_VALUES_TO_FIT, ModelBank, torch_rows
+from ..problem.settings import SearchSettings
+from ..problem.space import Space
 from .suggestion import Suggestion
 from ..models import GP_MODELS, MODELS
+from ..models.base import MultiTask, PathSampler
 from ..models.kernels import CORRELATIONS
 
 log = logging.getLogger(__name__)
@@ -132,13 +133,13 @@ class Optimizer:
 
     ``Optimizer(space, settings, state=...)``: ``space`` is a :class:`Space` or the
     ``variables`` object of a config.json (name -> spec); ``settings`` a
-    :class:`~spearmint_nn.search.settings.SearchSettings` (its fields say what each does).
+    :class:`~spearmint_nn.problem.settings.SearchSettings` (its fields say what each does).
     Instead of ``settings`` its fields may be given as keywords, ``tasks`` in either form and
     ``likelihoods`` (task name -> "NOISELESS" | "GAUSSIAN") over what ``tasks`` says::
 
         Optimizer(variables, model="gp", seed=0, budget=30)
 
-    ``state`` is the :class:`~spearmint_nn.search.persistence.ModelStore` where models keep
+    ``state`` is the :class:`~spearmint_nn.search.model_store.ModelStore` where models keep
     their weights for warm starts across restarts, or None to keep nothing; ``state_dir``
     (a folder) is short for ``state=ModelStore(state_dir)``.
 
@@ -180,9 +181,9 @@ class Optimizer:
         self._data = Observations(self.space, settings.tasks, settings.sign)
         self._sobol = SobolStream(self.space, self._seed_draw(), self._rng)
         auto_choice = state.auto_choice() if state is not None else "gp"
-        #: The fitted models (:class:`~spearmint_nn.search.search_models.SearchModels`).
-        self.models = SearchModels(self.space, settings, auto_choice if settings.model == AUTO else settings.model,
-                                   state, self.related)
+        #: The fitted models (:class:`~spearmint_nn.search.model_bank.ModelBank`).
+        self.models = ModelBank(self.space, settings, auto_choice if settings.model == AUTO else settings.model,
+                                state, self.related)
         # Where the current search segment starts (restart_index); None until first computed,
         # so that a model restored from the state is taken as the current segment's.
         self._segment_start: int | None = None
@@ -233,7 +234,7 @@ class Optimizer:
 
     @property
     def settings(self) -> SearchSettings:
-        """The :class:`~spearmint_nn.search.settings.SearchSettings` of the proposals from now on
+        """The :class:`~spearmint_nn.problem.settings.SearchSettings` of the proposals from now on
         (assigning new ones passes them on to the models)."""
         return self._settings
 
@@ -309,8 +310,8 @@ class Optimizer:
         The model is the objective model while the search has not restarted. After a restart
         that model sees only the current segment, and the best point most likely lies before
         it, so a second model of the same kind is fitted to every observation
-        (:meth:`SearchModels.whole_data_model`). Mean and std are mapped back through the output
-        transform by sampling (:mod:`spearmint_nn.search.model_best`).
+        (:meth:`ModelBank.whole_data_model`). Mean and std are mapped back through the output
+        transform by sampling (:mod:`spearmint_nn.search.reports`).
         """
         fitted = self._model_of_all_data()
         if fitted is None:
@@ -322,7 +323,7 @@ class Optimizer:
 
     @own_torch_threads
     def model_picture(self) -> dict[str, Any] | None:
-        """What the model says, for the reports (:mod:`spearmint_nn.search.model_picture`):
+        """What the model says, for the reports (:mod:`spearmint_nn.search.reports`):
         importance, slices through the best feasible observation and a contour, in the user's
         sign, from the same model as :meth:`best_by_model`; None where that is None."""
         fitted = self._model_of_all_data()
@@ -337,7 +338,7 @@ class Optimizer:
 
     def _model_of_all_data(self) -> tuple[Any, Any] | None:
         """The objective model and its output transform fitted to every finite value (the
-        current model before a restart, :meth:`SearchModels.whole_data_model` after), refitted if
+        current model before a restart, :meth:`ModelBank.whole_data_model` after), refitted if
         results arrived; None without a model, a feasible observation or enough values to fit."""
         objective = np.asarray(self._data.objective, dtype=float)
         if (self.settings.model == RANDOM_SEARCH or not self.feasible_mask().any()
@@ -535,7 +536,7 @@ class Optimizer:
         none = np.zeros((0, self.space.dim))
         is_gp = self.surrogate_name in GP_MODELS
         model = self.models.objective
-        if (n < 1 or self.settings.acquisition != "ei" or not hasattr(model, "sample_paths")
+        if (n < 1 or self.settings.acquisition != "ei" or not isinstance(model, PathSampler)
                 or (is_gp and not top_up)):
             return none
         start = self._segment_start
@@ -556,7 +557,7 @@ class Optimizer:
             crowding_share=self.settings.crowding_share, seed=self._seed_draw(), keep_away=keep_away)
 
     def _refit_if_needed(self) -> None:
-        """Refit the models (:meth:`SearchModels.refit`; the objective model on the current
+        """Refit the models (:meth:`ModelBank.refit`; the objective model on the current
         segment) if observations arrived since the last fit."""
         self.models.refit(self._data, self._segment_start, round_size=self._most_in_flight)
 
@@ -564,7 +565,7 @@ class Optimizer:
     def related_summary(self) -> list[dict[str, Any]]:
         """Per related search, what it gave the model: :func:`~spearmint_nn.search.related.summarise_related`."""
         model = self.models.objective
-        fitted = hasattr(model, "task_correlations") and self.models.fits > 0
+        fitted = isinstance(model, MultiTask) and self.models.fits > 0
         return summarise_related(self.related, model.task_correlations().numpy() if fitted else None,
                                  self.settings.seed)
 

@@ -21,15 +21,15 @@ import logging
 import numpy as np
 
 from ..errors import ConfigError
-from .arguments import Tasks
-from .names import AUTO
+from ..models import RELATED_MODELS
+from ..problem.settings import AUTO, SearchSettings
+from ..problem.tasks import Tasks
 from .observations import split_result
-from .settings import SearchSettings
-from .space import Space
+from ..problem.space import Space
 
 log = logging.getLogger(__name__)
 # The models that take related searches: "auto" while it uses the GP, and the GPs.
-TAKES_RELATED = (AUTO, "gp", "gp-nowarp")
+TAKES_RELATED = (AUTO, *RELATED_MODELS)
 
 # The multi-task GP factorises (N + related)^2 covariances at every sampler step; beyond this
 # many related observations in all it keeps a subset (see subset_for_the_gp).

@@ -47,8 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .names import OUTPUT_TRANSFORMS as TRANSFORM_NAMES
-from .names import check_registry
+from ..problem.settings import OUTPUT_TRANSFORMS as TRANSFORM_NAMES
+from ..problem.settings import check_registry
 
 #: delta of :class:`LogShift` is at most this fraction of max(y) - min(y) ...
 LOG_SHIFT_FRACTION = 0.01
@@ -218,7 +218,7 @@ class SymmetryChosen:
 
 
 #: Config name -> transform class, each with ``fit(y)`` returning a callable transform; "auto"
-#: (:data:`~spearmint_nn.search.names.AUTO`) picks one by :func:`default_transform`.
+#: (:data:`~spearmint_nn.problem.settings.AUTO`) picks one by :func:`default_transform`.
 OUTPUT_TRANSFORMS = {"least-skewed": SymmetryChosen, "standardise": Standardise, "log-shift": LogShift,
                      "yeo-johnson": YeoJohnson}
 check_registry("spearmint_nn.search.transforms.OUTPUT_TRANSFORMS", OUTPUT_TRANSFORMS, TRANSFORM_NAMES)

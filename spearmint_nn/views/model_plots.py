@@ -1,6 +1,6 @@
 """The model's own picture of the search, from ``model/objective/picture.json`` (written by the
 daemon from :meth:`~spearmint_nn.search.optimizer.Optimizer.model_picture`; see
-:mod:`spearmint_nn.search.model_picture` for what each number means):
+:mod:`spearmint_nn.search.reports` for what each number means):
 
 * ``importance``: each parameter's main-effect share of the surrogate's variance, a bar per
   parameter with its spread (+-1 sd) over the model's hyperparameter samples;

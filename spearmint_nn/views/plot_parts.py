@@ -15,7 +15,7 @@ import numpy as np
 
 from ..experiment.jobs import JobState
 from ..experiment.layout import ExperimentPaths
-from ..search.space import Space
+from ..problem.space import Space
 from .status import Snapshot
 
 FEASIBLE = dict(color="#1f77b4", marker="o")

@@ -25,10 +25,10 @@ from ..experiment.layout import ExperimentPaths
 from ..experiment.lock import daemon_state
 from ..experiment.store import Store
 from ..files import read_json
-from ..search.arguments import parse_direction
-from ..search.names import DEFAULT_TASK_NAME, DIRECTIONS
-from ..search.space import Space
-from ..search.space_edits import EarlierJobs, outside_line
+from ..problem.settings import DIRECTIONS, parse_direction
+from ..problem.tasks import DEFAULT_TASK_NAME
+from ..problem.space import Space
+from ..problem.space_edits import EarlierJobs, outside_line
 from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES, params_text
 
 RECENT_FAILURES = 5
@@ -201,7 +201,7 @@ class Snapshot:
     def outside_variables(self) -> dict[str, Any]:
         """Finished jobs that count against the budget but lie outside the current variables (an
         edit of them since they ran), so the model is not shown them: ``{"jobs": n, "reasons":
-        {reason: jobs}}`` (see :mod:`spearmint_nn.search.space_edits`)."""
+        {reason: jobs}}`` (see :mod:`spearmint_nn.problem.space_edits`)."""
         if self.space is None:
             return {"jobs": 0, "reasons": {}}
         earlier = EarlierJobs(self.space)

@@ -10,7 +10,7 @@ import pytest
 from spearmint_nn.benchmarks.functions import FUNCTIONS
 from spearmint_nn.benchmarks.parallel import DURATION_SIGMA, main, run_async, run_batches, summarise, table
 from spearmint_nn.benchmarks.parallel_methods import make_method, split_methods
-from spearmint_nn.search.space import Space
+from spearmint_nn.problem.space import Space
 
 
 class _Timer:
@@ -122,7 +122,7 @@ def test_optuna_sees_the_jobs_it_did_not_propose_as_running_until_they_finish():
     import optuna
 
     from spearmint_nn.benchmarks.parallel_methods import make_method
-    from spearmint_nn.search.space import Space
+    from spearmint_nn.problem.space import Space
 
     problem = FUNCTIONS["hartmann6"]
     space = Space.from_config(problem.variables)

@@ -12,8 +12,8 @@ from helpers.experiments import BRANIN_VARIABLES, cli, quick_config, write_exper
 from spearmint_nn import cli as cli_module
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.experiment.config import KEYS, load_config, search_settings
-from spearmint_nn.search.arguments import Tasks, parse_tasks
-from spearmint_nn.search.settings import SearchSettings
+from spearmint_nn.problem.tasks import Tasks, parse_tasks
+from spearmint_nn.problem.settings import SearchSettings
 from spearmint_nn.drivers.base import available_drivers
 
 INSTALLED = ", ".join(sorted(available_drivers()))
@@ -259,7 +259,7 @@ def test_tasks_and_driver_shorthand(tmp_path):
 def test_the_choices_are_the_names_the_registries_implement():
     from spearmint_nn.models import MODELS
     from spearmint_nn.models.kernels import CORRELATIONS
-    from spearmint_nn.search import names
+    from spearmint_nn.problem import settings as names
     from spearmint_nn.search.acquisition import ACQUISITIONS
     from spearmint_nn.search.transforms import OUTPUT_TRANSFORMS
 

@@ -2,7 +2,7 @@
 succeeds or raises ConfigError (never another exception), and a config that loads gives a
 space whose decoded points are all valid and survive the JSON round trip.
 
-(The space alone is fuzzed in tests/unit/search/test_space.py.)
+(The space alone is fuzzed in tests/unit/problem/test_space.py.)
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from helpers.experiments import all_jobs, cli, write_experiment
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.runner import command_for
-from spearmint_nn.search.space import Space
+from spearmint_nn.problem.space import Space
 from spearmint_nn.files import atomic_write_json
 
 # examples/simple of Spearmint, in Python 3 syntax: the values go into numpy expressions, and

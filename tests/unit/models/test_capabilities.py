@@ -17,7 +17,7 @@ from spearmint_nn.models.duration import DurationModel
 from spearmint_nn.models.gp import GP
 from spearmint_nn.models.gp_posterior import ConditionedGP
 from spearmint_nn.models.multitask_gp import MultiTaskGP
-from spearmint_nn.search.names import SURROGATES
+from spearmint_nn.problem.settings import SURROGATES
 
 CAPABILITIES = (Conditionable, MultiTask, PathSampler, Warped)
 FAMILY_CLASSES = {"gp": GP, "dngo": DNGO}

@@ -6,7 +6,7 @@ import torch
 
 from spearmint_nn.models.base import ConstraintModel
 from spearmint_nn.models.classifier import ConstraintClassifier
-from spearmint_nn.search import model_state
+from spearmint_nn.search import model_store
 
 torch.set_num_threads(1)
 
@@ -198,7 +198,7 @@ def test_warm_start_continues_from_the_previous_network(tmp_path) -> None:
     model = ConstraintClassifier(2, seed=0)
     model.fit(X[:40], labels[:40])
     first_layer = model.net.hidden[0].weight.detach().clone()
-    model_state.save(tmp_path, model)
+    model_store.save_state(tmp_path, model)
 
     model.fit(X, labels)
     change = (model.net.hidden[0].weight.detach() - first_layer).norm() / first_layer.norm()
@@ -206,7 +206,7 @@ def test_warm_start_continues_from_the_previous_network(tmp_path) -> None:
     fresh.fit(X[:40], labels[:40])
     assert change < 0.5 * (fresh.net.hidden[0].weight.detach() - first_layer).norm() / first_layer.norm()
 
-    restored = model_state.restore(tmp_path, ConstraintClassifier(2, seed=0), 2)
+    restored = model_store.restore_state(tmp_path, ConstraintClassifier(2, seed=0), 2)
     restored.fit(X, labels)
     X_test = uniform(30, seed=13)
     assert torch.allclose(restored.probability(X_test), model.probability(X_test), atol=1e-9)
@@ -217,14 +217,14 @@ def test_state_round_trip_is_exact_and_needs_the_same_configuration(tmp_path, di
     restored = ConstraintClassifier(2, seed=5)
     restored.load_state_dict(disk_model.state_dict())
     assert torch.equal(restored.probability(X_test), disk_model.probability(X_test))
-    model_state.save(tmp_path, disk_model)
-    assert torch.load(tmp_path / model_state.STATE_FILE, weights_only=True)["theta"] is not None
-    from_file = model_state.restore(tmp_path, ConstraintClassifier(2), 2)
+    model_store.save_state(tmp_path, disk_model)
+    assert torch.load(tmp_path / model_store.STATE_FILE, weights_only=True)["theta"] is not None
+    from_file = model_store.restore_state(tmp_path, ConstraintClassifier(2), 2)
     assert torch.equal(from_file.probability(X_test), disk_model.probability(X_test))
     noiseless = ConstraintClassifier(2, noiseless=True)
     with pytest.raises(ValueError, match="noiseless"):
         noiseless.load_state_dict(disk_model.state_dict())
-    assert noiseless.trivial and model_state.restore(tmp_path, noiseless, 2).trivial
+    assert noiseless.trivial and model_store.restore_state(tmp_path, noiseless, 2).trivial
 
 
 @pytest.mark.parametrize("labels", [[True] * 6, [True, False, True, True, True, False]])

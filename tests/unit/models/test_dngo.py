@@ -7,7 +7,7 @@ import torch
 from spearmint_nn.models.base import Surrogate
 from spearmint_nn.models.blr import BLRPosterior
 from spearmint_nn.models.dngo import DNGO, Hyperparameters, SufficientStatistics, quadratic_features
-from spearmint_nn.search import model_state
+from spearmint_nn.search import model_store
 
 torch.set_num_threads(1)
 DT = torch.float64
@@ -195,9 +195,9 @@ def test_refits_warm_start_and_reinitialise_periodically(branin_model):
 
 def test_a_saved_state_reproduces_predictions_and_warm_starts(branin_model, tmp_path):
     model, X, y, X_test, _ = branin_model
-    model_state.save(tmp_path, model)
-    assert torch.load(tmp_path / model_state.STATE_FILE, weights_only=True)["n_samples"] == 10
-    restored = model_state.restore(tmp_path, DNGO(n_inputs=2, seed=123, n_samples=10, fresh_fit_max=0), 2)  # warm
+    model_store.save_state(tmp_path, model)
+    assert torch.load(tmp_path / model_store.STATE_FILE, weights_only=True)["n_samples"] == 10
+    restored = model_store.restore_state(tmp_path, DNGO(n_inputs=2, seed=123, n_samples=10, fresh_fit_max=0), 2)  # warm
     for a, b in zip(model.posterior(X_test), restored.posterior(X_test)):  # starts at this N
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     torch.testing.assert_close(restored.chains, model.chains, rtol=0, atol=0)
@@ -208,7 +208,7 @@ def test_a_saved_state_reproduces_predictions_and_warm_starts(branin_model, tmp_
     with pytest.raises(ValueError):
         other.load_state_dict(model.state_dict())
     assert other.state is None  # a refused state changes nothing
-    assert model_state.restore(tmp_path, other, 3).state is None
+    assert model_store.restore_state(tmp_path, other, 3).state is None
 
 
 def test_a_fantasy_is_a_dngo_whose_refit_leaves_the_original_alone(branin_model):

@@ -15,8 +15,8 @@ from spearmint_nn.models.gp import GP, GPCapacityError, _TrainingCorrelation
 from spearmint_nn.models.gp_posterior import robust_cholesky
 from spearmint_nn.models.gp_hyperparameters import HyperLayout, Hypers, log_prior
 from spearmint_nn.models.kernels import Conditional
-from spearmint_nn.search import model_state
-from spearmint_nn.search.maximize import continuous_columns
+from spearmint_nn.search import model_store
+from spearmint_nn.search.candidates import continuous_columns
 from spearmint_nn.search.optimizer import Optimizer
 
 
@@ -290,8 +290,8 @@ def test_a_saved_state_restores_the_chains_and_only_into_the_same_inputs_and_cha
     X, y = data(n=8)
     gp = GP(n_inputs=2, seed=4, burn_in=2, sweeps_per_fit=1, n_samples=3)
     gp.fit(torch.tensor(X), torch.tensor(y))
-    model_state.save(tmp_path, gp)
-    restored = model_state.restore(tmp_path, GP(n_inputs=2, seed=5, burn_in=1000, sweeps_per_fit=1, n_samples=3), 2)
+    model_store.save_state(tmp_path, gp)
+    restored = model_store.restore_state(tmp_path, GP(n_inputs=2, seed=5, burn_in=1000, sweeps_per_fit=1, n_samples=3), 2)
     assert torch.equal(restored.chains, gp.chains)
     assert torch.equal(restored.fantasy_values, gp.fantasy_values)
     with pytest.raises(ValueError):
@@ -299,7 +299,7 @@ def test_a_saved_state_restores_the_chains_and_only_into_the_same_inputs_and_cha
     other = GP(n_inputs=2, n_samples=4)
     with pytest.raises(ValueError):
         other.load_state_dict(gp.state_dict())
-    assert other.chains is None and model_state.restore(tmp_path, other, 2).chains is None
+    assert other.chains is None and model_store.restore_state(tmp_path, other, 2).chains is None
 
 
 def test_a_fantasy_is_a_gp_whose_refit_leaves_the_original_alone():
@@ -532,13 +532,13 @@ def test_a_model_folder_of_an_earlier_version_restores_a_fresh_model(tmp_path, c
     (tmp_path / "gp.json").write_text(json.dumps({"n_inputs": 2, "layout": None, "chains": None}))
     (tmp_path / "warpings.json").write_text("{}")
     with caplog.at_level("INFO", logger="spearmint_nn"):
-        fresh = model_state.restore(tmp_path, GP(n_inputs=2, seed=0, n_samples=2, burn_in=1), 2)
+        fresh = model_store.restore_state(tmp_path, GP(n_inputs=2, seed=0, n_samples=2, burn_in=1), 2)
     assert fresh.chains is None and "starting afresh" in caplog.text
     fresh.fit(torch.tensor(X), torch.tensor(y))
-    (tmp_path / model_state.STATE_FILE).write_bytes(b"PK\x03\x04 not a zip")
+    (tmp_path / model_store.STATE_FILE).write_bytes(b"PK\x03\x04 not a zip")
     caplog.clear()
     with caplog.at_level("WARNING", logger="spearmint_nn"):
-        assert model_state.restore(tmp_path, GP(n_inputs=2, n_samples=2), 2).chains is None
+        assert model_store.restore_state(tmp_path, GP(n_inputs=2, n_samples=2), 2).chains is None
     assert "ignoring unreadable saved" in caplog.text
 
 
@@ -595,14 +595,14 @@ def test_the_optimizer_starts_fresh_chains_over_a_state_that_warped_every_column
     layout = everything.layout_for(space_dim)
     assert dataclasses.replace(layout, warped=fresh.layout_for(space_dim).warped) == fresh.layout_for(space_dim)
     everything.layout, everything.chains = layout, layout.pack().expand(3, -1)
-    model_state.save(tmp_path / "objective", everything)
+    model_store.save_state(tmp_path / "objective", everything)
     opt = Optimizer(MIXED, model="gp", seed=0, initial_design=3, model_options=QUICK, state_dir=tmp_path)
     _observe_random(opt, 6)
     with caplog.at_level("WARNING", logger="spearmint_nn"):
         opt.suggest(1)
     assert "ignoring saved objective model" in caplog.text and "layout" in caplog.text
     assert opt.models.objective.layout.warped == tuple(np.flatnonzero(continuous_columns(opt.space)))
-    saved = torch.load(tmp_path / "objective" / model_state.STATE_FILE, weights_only=True)
+    saved = torch.load(tmp_path / "objective" / model_store.STATE_FILE, weights_only=True)
     assert saved["layout"]["warped"] == list(opt.models.objective.layout.warped)  # replaced by the fresh chains
 
 

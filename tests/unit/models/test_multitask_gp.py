@@ -9,7 +9,7 @@ import torch
 
 from spearmint_nn.models.gp import GP
 from spearmint_nn.models.multitask_gp import MultiTaskGP, task_cholesky
-from spearmint_nn.search.model_state import save
+from spearmint_nn.search.model_store import save_state
 
 torch.set_num_threads(1)
 
@@ -121,7 +121,7 @@ def test_fantasies_condition_the_current_task_on_draws_at_pending_points():
 def test_a_saved_state_predicts_the_same_and_refuses_another_model(tmp_path):
     model, X = _two_task_model()
     grid = torch.rand(10, 2, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
-    save(tmp_path, model)  # through torch.save and torch.load(weights_only=True), as the daemon keeps it
+    save_state(tmp_path, model)  # through torch.save and torch.load(weights_only=True), as the daemon keeps it
     state = torch.load(tmp_path / "state.pt", weights_only=True)
     gen = torch.Generator().manual_seed(2)
     X_related = torch.rand(20, 2, generator=gen, dtype=torch.float64)

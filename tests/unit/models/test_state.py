@@ -13,7 +13,7 @@ from spearmint_nn.models.classifier import ConstraintClassifier
 from spearmint_nn.models.constraint_value import ConstraintValueModel
 from spearmint_nn.models.duration import DurationModel
 from spearmint_nn.models.standardise import Standardisation
-from spearmint_nn.search import model_state
+from spearmint_nn.search import model_store
 
 torch.set_num_threads(1)
 DT = torch.float64
@@ -39,8 +39,8 @@ def test_a_value_model_round_trips_through_a_weights_only_file_and_fantasizes_it
     X, c = data(10)
     model = ConstraintValueModel(make_model(kind, 2, seed=0, **QUICK[kind]), 2)
     model.fit(X, 30.0 * c)
-    model_state.save(tmp_path, model)
-    restored = model_state.restore(tmp_path, ConstraintValueModel(make_model(kind, 2, seed=1, **QUICK[kind]), 2), 2)
+    model_store.save_state(tmp_path, model)
+    restored = model_store.restore_state(tmp_path, ConstraintValueModel(make_model(kind, 2, seed=1, **QUICK[kind]), 2), 2)
     X_test = torch.rand(7, 2, generator=torch.Generator().manual_seed(1), dtype=DT)
     assert restored.threshold == model.threshold
     assert torch.equal(restored.probability(X_test), model.probability(X_test))
@@ -63,11 +63,11 @@ def test_a_state_of_another_kind_or_search_space_restores_a_fresh_model(tmp_path
     X, y = data(8)
     gp = make_model("gp", 2, seed=0, **QUICK["gp"])
     gp.fit(X, y)
-    model_state.save(tmp_path, gp)
+    model_store.save_state(tmp_path, gp)
     with caplog.at_level("WARNING", logger="spearmint_nn"):
-        dngo = model_state.restore(tmp_path, make_model("dngo", 2, seed=0), 2)
+        dngo = model_store.restore_state(tmp_path, make_model("dngo", 2, seed=0), 2)
         assert dngo.state is None and "not of a 'DNGO' model" in caplog.text
-        assert model_state.restore(tmp_path, make_model("gp", 3, seed=0), 3).chains is None
+        assert model_store.restore_state(tmp_path, make_model("gp", 3, seed=0), 3).chains is None
     assert "another search space" in caplog.text
 
 

@@ -6,9 +6,8 @@ import dataclasses
 import pytest
 
 from spearmint_nn.models import MODEL_SPECS, ModelSpec
-from spearmint_nn.search.arguments import choice
-from spearmint_nn.search.names import MODEL_CHOICES
-from spearmint_nn.search.settings import SearchSettings
+from spearmint_nn.problem.parsers import choice
+from spearmint_nn.problem.settings import MODEL_CHOICES, SearchSettings
 from helpers.models import ExactGP
 
 

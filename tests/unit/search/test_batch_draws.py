@@ -8,9 +8,9 @@ import pytest
 import numpy as np
 import torch
 
-from spearmint_nn.search.batch_draws import CROWDING_MIN_IN_FLIGHT, CandidateCrowding, choose_batch, crowding, greedy_q_ei
-from spearmint_nn.search.maximize import KeepAway, both
-from spearmint_nn.search.space import Space
+from spearmint_nn.search.batch_draws import CandidateCrowding, choose_batch, greedy_q_ei
+from spearmint_nn.search.candidates import KeepAway
+from spearmint_nn.problem.space import Space
 from spearmint_nn.search.optimizer import Optimizer
 
 DT = torch.float64
@@ -124,28 +124,6 @@ def test_thompson_steps_take_the_lowest_free_point_of_one_draw():
     likely = torch.full((50,), math.log(0.9), dtype=DT)
     likely[chosen[1]] = math.log(0.1)  # with constraints, only candidates likely feasible
     assert greedy_q_ei(paths, torch.zeros(8, dtype=DT), 3, likely, thompson_steps=(1,))[1] != chosen[1]
-
-
-def test_keep_away_rules_out_a_neighbourhood_once_it_holds_cap_points_and_both_rules_hold():
-    points = np.array([[0.5, 0.5], [0.52, 0.5], [0.9, 0.9]])
-    X = np.array([[0.51, 0.5], [0.9, 0.91], [0.1, 0.1]])
-    assert KeepAway(points, 0.05).allows(X).tolist() == [False, False, True]
-    crowded = KeepAway(points, 0.05, cap=2)
-    assert crowded.neighbours(X).tolist() == [2, 1, 0] and crowded.allows(X).tolist() == [False, True, True]
-    near_origin = KeepAway(np.array([[0.1, 0.12]]), 0.05)
-    assert both(crowded, near_origin).allows(X).tolist() == [False, True, False]
-    assert both(None, near_origin) is near_origin and both(crowded, None) is crowded
-
-
-def test_crowding_caps_a_share_of_a_large_batch_in_one_place():
-    space = Space.from_config({"x": {"type": "FLOAT", "min": 0, "max": 1, "size": 4}})
-    pending = np.full((60, 4), 0.5)
-    assert crowding(space, pending[:40], 10, 0.25) is None  # 50 in flight: no limit
-    assert crowding(space, pending, 20, 0.0) is None
-    rule = crowding(space, pending, 20, 0.25)
-    assert rule.cap == 20 and rule.radius == 0.2  # a quarter of 80; 0.1 sqrt(4)
-    assert rule.allows(np.array([[0.5, 0.5, 0.5, 0.6], [0.5, 0.5, 0.5, 0.75]])).tolist() == [False, True]
-    assert CROWDING_MIN_IN_FLIGHT == 50
 
 
 def test_a_crowded_batch_moves_to_the_next_best_place_once_the_cap_is_reached():

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from spearmint_nn.search.exploration import exploration_point, failure_radius, projection_penalty
+from spearmint_nn.search.exploration import exploration_point, projection_penalty
 from spearmint_nn.models.classifier import ConstraintClassifier
-from spearmint_nn.search.maximize import KeepAway
+from spearmint_nn.search.candidates import KeepAway, failure_radius
 from spearmint_nn.search.optimizer import Optimizer
-from spearmint_nn.search.space import Space
+from spearmint_nn.problem.space import Space
 
 torch.set_num_threads(1)
 

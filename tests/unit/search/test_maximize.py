@@ -7,16 +7,9 @@ import pytest
 import torch
 
 from spearmint_nn.search.acquisition import Acquisition
-from spearmint_nn.search.maximize import (
-    free_mask,
-    continuous_columns,
-    enumerate_space,
-    maximize,
-    minimize_sample_path,
-    point_key,
-    space_size,
-)
-from spearmint_nn.search.space import Space
+from spearmint_nn.search.candidates import continuous_columns, enumerate_space, point_key, space_size
+from spearmint_nn.search.maximize import maximize, minimize_sample_path
+from spearmint_nn.problem.space import Space
 from helpers.models import DiskFeasibility, ExactGP
 
 torch.set_num_threads(1)
@@ -96,17 +89,6 @@ def test_large_integer_space_never_repeats_avoided_points():
         avoid = np.vstack([avoid, p.x])
     # The six best valid points are the centre and its nearest lattice neighbours.
     assert np.abs(avoid - target).max() <= 1.5 / 40
-
-
-def test_avoided_rows_are_found_by_their_point_keys():
-    """The vectorised key check agrees with point_key row by row."""
-    rng = np.random.default_rng(0)
-    X = rng.random((300, 3))
-    X[45] = -0.0 * X[45]  # a negative zero is the same point as a zero
-    avoid = {point_key(row) for row in X[:40]} | {point_key(np.zeros(3))}
-    expected = np.array([point_key(row) not in avoid for row in X])
-    np.testing.assert_array_equal(free_mask(X, avoid), expected)
-    assert not expected[:40].any() and not expected[45] and expected[40:45].all()
 
 
 def test_refinement_runs_blas_single_threaded_and_restores_its_threads(monkeypatch):

@@ -24,16 +24,17 @@ from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.models.dngo import DNGO
 from spearmint_nn.models.gp import GP
 from spearmint_nn.models.gp_hyperparameters import NOISELESS_JITTER
-from spearmint_nn.search.maximize import _refine, continuous_columns, maximize
-from spearmint_nn.search import model_state
-from spearmint_nn.search.model_setup import conditional_kernel
+from spearmint_nn.search.candidates import continuous_columns
+from spearmint_nn.search.maximize import _refine, maximize
+from spearmint_nn.search import model_store
+from spearmint_nn.search.model_bank import conditional_kernel
 from spearmint_nn.search.optimizer import Optimizer
-from spearmint_nn.search.persistence import AUTO_STATE_FILE
+from spearmint_nn.search.model_store import AUTO_STATE_FILE
 from spearmint_nn.search.policy import (
     AUTO_GP_MAX_IN_FLIGHT, AUTO_GP_MAX_OBSERVATIONS, AUTO_GP_MAX_WAITING_SHARE, PACE_CALLS, auto_model_choice,
     waiting_share,
 )
-from spearmint_nn.search.space import Space
+from spearmint_nn.problem.space import Space
 
 torch.set_num_threads(1)
 
@@ -319,7 +320,7 @@ def test_auto_starts_with_the_gp_and_a_large_batch_switches_it_to_dngo_for_good(
     assert opt.settings.model == "auto" and opt.surrogate_name == "gp"
     _observe_line(opt, [0.1, 0.5, 0.9])
     opt.suggest(1)
-    assert isinstance(opt.models.objective, GP) and (state / "objective" / model_state.STATE_FILE).exists()
+    assert isinstance(opt.models.objective, GP) and (state / "objective" / model_store.STATE_FILE).exists()
     assert not (state / AUTO_STATE_FILE).exists()
 
     pending = [{"x": [x]} for x in np.linspace(0.01, 0.99, AUTO_GP_MAX_IN_FLIGHT)]

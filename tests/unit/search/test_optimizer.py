@@ -11,9 +11,9 @@ import torch
 
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.models.kernels import CORRELATIONS
-from spearmint_nn.search.maximize import point_key
+from spearmint_nn.search.candidates import point_key
 from spearmint_nn.search import optimizer as optimizer_module
-from spearmint_nn.search.names import KERNELS
+from spearmint_nn.problem.settings import KERNELS
 from spearmint_nn.search.optimizer import Optimizer
 from spearmint_nn.search.policy import restart_index
 

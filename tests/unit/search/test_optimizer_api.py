@@ -1,6 +1,7 @@
 """The Optimizer's Python API: refused observations change nothing, handed-out points stay
 pending until observed, maximisation, tasks as config.json writes them, clear errors for wrong
-arguments, and scalar values for size-1 variables."""
+arguments, scalar values for size-1 variables, its construction from a Space and settings (or
+keywords for them), and propose's Suggestion."""
 from __future__ import annotations
 
 import math
@@ -11,15 +12,19 @@ import pytest
 import torch
 
 from spearmint_nn.errors import ConfigError
-from spearmint_nn.search.arguments import Tasks
-from spearmint_nn.search.maximize import point_key
+from spearmint_nn.problem.settings import SearchSettings
+from spearmint_nn.problem.space import Space
+from spearmint_nn.problem.tasks import Tasks
+from spearmint_nn.search.candidates import point_key
 from spearmint_nn.search import optimizer as optimizer_module
 from spearmint_nn.search.optimizer import Optimizer
+from spearmint_nn.search.model_store import ModelStore
 from spearmint_nn.search.policy import AUTO_GP_MAX_IN_FLIGHT
 
 torch.set_num_threads(1)
 
 SQUARE = {"x": {"type": "FLOAT", "min": 0, "max": 1}, "y": {"type": "FLOAT", "min": 0, "max": 1}}
+QUICK_GP = {"n_samples": 2, "burn_in": 2, "sweeps_per_fit": 1}
 
 
 def bowl(p) -> float:
@@ -290,3 +295,48 @@ def test_torch_threads_applies_to_the_optimizers_work_only(exact_gp, monkeypatch
         opt.observe(params, bowl(params))
     opt.suggest(1)
     assert seen == [2] and torch.get_num_threads() == 1
+
+
+# ---- the Optimizer's construction -----------------------------------------------------------------
+
+def test_the_optimizer_takes_a_space_and_settings_or_keywords_for_them():
+    space = Space.from_config(SQUARE)
+    settings = SearchSettings(model="sobol", seed=3)
+    opt = Optimizer(space, settings)
+    assert opt.space is space and opt.settings is settings
+    by_keywords = Optimizer(SQUARE, model="sobol", seed=3)
+    assert np.array_equal(space.encode(by_keywords.suggest(4)), space.encode(opt.suggest(4)))
+    with pytest.raises(TypeError):
+        Optimizer(space, settings, seed=4)  # settings or keywords, not both
+    with pytest.raises(TypeError):
+        Optimizer(space, modle="gp")  # not a setting
+    with pytest.raises(TypeError):
+        Optimizer(space, state=ModelStore("a"), state_dir="b")
+
+
+def test_set_budget_replaces_the_setting_and_checks_it():
+    opt = Optimizer(SQUARE, model="sobol")
+    opt.set_budget(30)
+    assert opt.settings.budget == 30 and opt.models.settings is opt.settings  # passed on to the models
+    with pytest.raises(ConfigError, match="^budget:"):
+        opt.set_budget(0)
+    assert opt.settings.budget == 30
+
+
+# ---- propose's Suggestion --------------------------------------------------------------------------
+
+def test_propose_tells_when_it_refitted_and_suggest_returns_its_points():
+    opt = Optimizer(SQUARE, model="gp", seed=0, initial_design=3, model_options=QUICK_GP)
+    design = opt.propose(3)
+    assert len(design.points) == 3 and design.refit_seconds is None and design.warpings is None
+    assert design.n_observed == 0 and design.segment_start == 0 and design.predicted_durations == [None] * 3
+    for p in design.points:
+        opt.observe(p, bowl(p))
+    first = opt.propose(1)
+    assert first.refit_seconds is not None and first.refit_seconds == opt.last_fit_seconds
+    assert first.warpings == opt.warpings and first.warpings["columns"] == [0, 1]
+    assert first.seconds == opt.last_suggest_seconds >= first.refit_seconds
+    again = opt.propose(1)  # nothing new observed: no refit, no new warpings
+    assert again.refit_seconds is None and again.warpings is None and again.n_observed == 3
+    twin = Optimizer(SQUARE, model="gp", seed=0, initial_design=3, model_options=QUICK_GP)
+    assert np.array_equal(opt.space.encode(twin.suggest(3)), opt.space.encode(design.points))

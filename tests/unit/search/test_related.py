@@ -9,7 +9,7 @@ from spearmint_nn.errors import ConfigError
 from spearmint_nn.models.multitask_gp import MultiTaskGP
 from spearmint_nn.search.optimizer import Optimizer
 from spearmint_nn.search.related import RelatedTask, related_task, subset_for_the_gp
-from spearmint_nn.search.space import Space
+from spearmint_nn.problem.space import Space
 
 VARIABLES = {
     "lr": {"type": "FLOAT", "min": 1e-5, "max": 1.0, "scale": "log"},

@@ -1,6 +1,6 @@
 """Earlier jobs read against an edited search space: which ones the model can still use, and why not."""
-from spearmint_nn.search.space import Space
-from spearmint_nn.search.space_edits import EarlierJobs, fit_to_space
+from spearmint_nn.problem.space import Space
+from spearmint_nn.problem.space_edits import EarlierJobs, fit_to_space
 
 EDITED = {
     "lr": {"type": "FLOAT", "min": 1e-4, "max": 0.1, "scale": "log"},

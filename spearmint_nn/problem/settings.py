@@ -1,23 +1,80 @@
 """How a search is set up: :class:`SearchSettings`, the typed, checked settings of an
-:class:`~spearmint_nn.search.optimizer.Optimizer`, each declared once.
+:class:`~spearmint_nn.search.optimizer.Optimizer`, each declared once, and the names of the
+search's choices (models, acquisitions, kernels, output transforms, constraint models,
+directions).
 
 Each field carries, in its ``metadata`` (:func:`setting`), its parser from
-:mod:`~spearmint_nn.search.arguments`, its one-line description and its config.json key, if it
+:mod:`~spearmint_nn.problem.parsers`, its one-line description and its config.json key, if it
 has one. config.json's rows for those keys are generated from the fields
 (:data:`spearmint_nn.experiment.config.KEYS`), so a key and its keyword take the same values,
 have the same default and say the same thing. A wrong value raises
 :class:`~spearmint_nn.errors.ConfigError` (a ValueError) whose path is the field's name (the
-key's, from config.json). Torch-free: the config module builds the settings in every process.
+key's, from config.json).
+
+Each registry that maps a choice's name to its implementation is checked against its list at
+import (:func:`check_registry`): ``spearmint_nn.search.acquisition.ACQUISITIONS`` and
+``spearmint_nn.search.transforms.OUTPUT_TRANSFORMS`` where they are defined, the models'
+``spearmint_nn.models.MODELS`` and ``spearmint_nn.models.kernels.CORRELATIONS`` by the
+optimizer that uses them (the models do not import the search). Torch-free: the config module
+builds the settings in every job process.
 """
 from __future__ import annotations
 
 from dataclasses import MISSING, Field, dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
-from .arguments import (Parser, Tasks, choice, count, direction_name, options, parse_direction, parse_tasks,
-                        seed_number, share)
-from .names import (ACQUISITIONS, AUTO, CLASSIFIER, CONSTRAINT_MODELS, DIRECTIONS, KERNELS, MODEL_CHOICES,
-                    TRANSFORM_CHOICES)
+from .parsers import Parser, choice, count, options, seed_number, share
+from .tasks import Tasks, parse_tasks
+
+#: The ``model`` (and ``output_transform``) value that lets the search choose.
+AUTO = "auto"
+#: The ``model`` value for Sobol random search, without a model.
+RANDOM_SEARCH = "sobol"
+#: Surrogate models, the keys of ``spearmint_nn.models.MODELS``.
+SURROGATES = ("dngo", "dngo-warp", "gp", "gp-nowarp")
+#: Every value of ``model``, in the order error messages list them.
+MODEL_CHOICES = (AUTO, *SURROGATES, RANDOM_SEARCH)
+
+#: Acquisition functions, the keys of ``spearmint_nn.search.acquisition.ACQUISITIONS``.
+ACQUISITIONS = ("ei", "pi", "lcb", "ei-per-second")
+#: The acquisition that divides EI by a predicted job duration (it needs a duration model).
+DURATION_ACQUISITION = "ei-per-second"
+
+#: The GP's correlation functions, the keys of ``spearmint_nn.models.kernels.CORRELATIONS`` in
+#: the same order: the first is the default of the settings and of the GP itself.
+KERNELS = ("matern52", "squared-exponential")
+
+#: Output transforms, the keys of ``spearmint_nn.search.transforms.OUTPUT_TRANSFORMS``.
+OUTPUT_TRANSFORMS = ("least-skewed", "standardise", "log-shift", "yeo-johnson")
+#: Every value of ``output_transform``: auto (chosen by the model) first.
+TRANSFORM_CHOICES = (AUTO, *OUTPUT_TRANSFORMS)
+
+#: Models of an explicit constraint: a classifier of its sign, or a regression of its value.
+CLASSIFIER = "classifier"
+VALUE_MODEL = "value"
+CONSTRAINT_MODELS = (CLASSIFIER, VALUE_MODEL)
+
+#: The objective's directions, the default first.
+DIRECTIONS = ("minimize", "maximize")
+
+
+def check_registry(registry: str, implemented: Iterable[str], names: tuple[str, ...]) -> None:
+    """Raise RuntimeError unless a registry implements exactly ``names``, in that order.
+
+    Called where each registry is defined, so a name added on one side only fails at import
+    rather than as a config value that validates and then has no implementation.
+    """
+    if tuple(implemented) != names:
+        raise RuntimeError(f"{registry} implements {tuple(implemented)}, but spearmint_nn.problem.settings "
+                           f"declares {names}: add the name to both")
+
+
+direction_name = choice(*DIRECTIONS)
+
+
+def parse_direction(value: Any) -> float:
+    """The sign observed objective values are multiplied by: 1 to minimise, -1 to maximise."""
+    return 1.0 if direction_name("direction", value) == "minimize" else -1.0
 
 
 def setting(parse: Parser, doc: str, key: str | None = None, *, default: Any = MISSING,
@@ -64,7 +121,7 @@ class SearchSettings:
     thompson_every: int = setting(count(0), (
         "one proposal in every this many made while other jobs are pending is a Thompson sample (an "
         "exploratory batch member); 0: never"), "thompson-every", default=10)
-    # 0.5 kept large batches out of Hartmann6's local basins (batch_draws.crowding).
+    # 0.5 kept large batches out of Hartmann6's local basins (search.candidates.crowding).
     crowding_share: float = setting(share, (
         "with more than 50 jobs in flight, no proposal where this share of them already is (within 10% of "
         "each range) while another place is open (0.5 for a landscape of several basins); 0: no limit"),

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from spearmint_nn.errors import ConfigError
-from spearmint_nn.search.space import Space
+from spearmint_nn.problem.space import Space
 
 CONDITIONAL = {
     "model": {"type": "ENUM", "options": ["additive", "multiplicative"]},

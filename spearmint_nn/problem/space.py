@@ -116,7 +116,7 @@ class Variable:
     """One entry of ``variables``: a FLOAT, INT or ENUM of ``size`` elements.
 
     ``default`` (JSON form, or None) is the value that jobs run before the variable was added
-    are taken to have had (see :mod:`spearmint_nn.search.space_edits`).
+    are taken to have had (see :mod:`spearmint_nn.problem.space_edits`).
     """
 
     name: str
