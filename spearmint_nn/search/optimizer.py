@@ -78,7 +78,7 @@ from .batch_draws import choose_batch
 from .candidates import KeepAway, both, crowding, default_n_candidates, failure_radius
 from .exploration import SobolStream, exploration_point
 from .maximize import GP_DRAW_CANDIDATES, maximize, minimize_sample_path
-from .reports import ModelBest, describe_model, model_best, monotone_inverse
+from .reports import ModelBest, describe_model, model_best, in_units
 from ..problem.settings import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, check_registry
 from .observations import Observations
 from .model_store import ModelStore
@@ -330,10 +330,10 @@ class Optimizer:
         if fitted is None:
             return None
         objective = np.asarray(self._data.objective, dtype=float)
-        inverse = monotone_inverse(fitted[1], objective[np.isfinite(objective)])
+        observed = objective[np.isfinite(objective)]
         # a fixed seed: drawing from the proposals' generator would make them depend on when a report was made
         picture = describe_model(fitted[0], self.space, self._data.X[self._data.best_feasible()],
-                                 lambda t: self.settings.sign * inverse(t), seed=0)
+                                 lambda t: self.settings.sign * in_units(fitted[1], t, observed), seed=0)
         return {"model": self.surrogate_name, "observations": self.n_observed, **picture}
 
     def _model_of_all_data(self) -> tuple[Any, Any] | None:

@@ -15,10 +15,10 @@ and its mean is not t^-1 of z's mean. The report therefore draws z from the post
 latent objective (no observation noise) at the chosen point, a fixed number of draws spread
 over the hyperparameter samples, with a fixed seed so the same fit gives the same report, maps
 each draw back through t^-1, and gives the mean and standard deviation of those values: the
-posterior mean and spread of f in the user's units. t^-1 is found by bisection, which needs
-only that t increases; draws beyond what t maps from within ``BRACKET_SPANS`` observed ranges
-of the observed values are taken at that bound (a log shift maps nothing below its offset, and
-a heavy tail drawn far beyond the data would otherwise decide the mean).
+posterior mean and spread of f in the user's units. t^-1 is each transform's exact inverse
+(``untransform``); draws it maps beyond ``BRACKET_SPANS`` observed ranges of the observed values
+are taken at that bound (a log shift maps nothing below its offset, and a heavy tail drawn far
+beyond the data would otherwise decide the mean).
 
 **The picture** is what the fitted objective model says about a search: how much each
 parameter matters, slices of the posterior through the best point, and a contour of the two
@@ -52,10 +52,10 @@ import torch
 
 from ..models.base import Surrogate
 from ..problem.space import Space, Variable
+from .transforms import OutputTransform
 
 N_DRAWS = 4096  # posterior draws of z at the chosen point, over all hyperparameter samples
 BRACKET_SPANS = 10.0  # t^-1 is searched within this many observed ranges around the observed values
-_BISECTIONS = 64  # halvings of the bracket: below the float64 spacing of any value in it
 
 
 @dataclass(frozen=True)
@@ -85,29 +85,26 @@ def lowest_mean(model: Surrogate, X: torch.Tensor) -> int:
     return int(torch.argmin(mean.mean(dim=0)))
 
 
-def invert(transform: Callable[[np.ndarray], np.ndarray], z: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Values u with transform(u) = z for each entry of z, by bisection.
+def in_units(transform: OutputTransform, z: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``transform.untransform(z)``, its exact inverse, within [min - B r, max + B r] of the values
+    ``y`` (N,) it was fitted to (r their range, 1 if they are all equal; B = ``BRACKET_SPANS``).
 
-    ``transform`` is increasing (NaN below its domain, as the log shift's is); ``y`` (N,) are the
-    values it was fitted to, which set the bracket [min - B r, max + B r] with r their range
-    (1 if they are all equal) and B = ``BRACKET_SPANS``. Entries of z beyond what the bracket
-    maps to come back as its ends.
+    A draw beyond the bracket is taken at its end, and so is one beyond what the transform can
+    produce at all (NaN: below a log shift's offset, or past a Yeo-Johnson power's limit), at the
+    end on its side: transforms increase, so z above t(median y) lies above.
     """
     y = np.asarray(y, dtype=float)
     spread = float(y.max() - y.min()) or 1.0
-    lo = np.full(np.shape(z), float(y.min()) - BRACKET_SPANS * spread)
-    hi = np.full(np.shape(z), float(y.max()) + BRACKET_SPANS * spread)
+    lo, hi = float(y.min()) - BRACKET_SPANS * spread, float(y.max()) + BRACKET_SPANS * spread
+    z = np.asarray(z, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        for _ in range(_BISECTIONS):
-            middle = 0.5 * (lo + hi)
-            value = np.asarray(transform(middle), dtype=float)
-            below = np.where(np.isnan(value), True, value < z)
-            lo, hi = np.where(below, middle, lo), np.where(below, hi, middle)
-    return 0.5 * (lo + hi)
+        values = np.asarray(transform.untransform(z), dtype=float)
+        beyond = np.where(z > float(np.asarray(transform(np.median(y)))), hi, lo)
+    return np.clip(np.where(np.isnan(values), beyond, values), lo, hi)
 
 
 def posterior_in_units(
-    model: Surrogate, transform: Callable[[np.ndarray], np.ndarray], x: torch.Tensor, y: np.ndarray, seed: int = 0
+    model: Surrogate, transform: OutputTransform, x: torch.Tensor, y: np.ndarray, seed: int = 0
 ) -> tuple[float, float]:
     """Posterior mean and standard deviation of the latent objective at the point x (1, D), in
     the units of the values y (N,) that ``transform`` was fitted to (module docstring)."""
@@ -117,13 +114,13 @@ def posterior_in_units(
     generator = torch.Generator().manual_seed(seed)
     normal = torch.randn(rows, math.ceil(N_DRAWS / rows), generator=generator, dtype=torch.float64)
     z = (mean + var.clamp_min(0.0).sqrt() * normal).numpy().ravel()
-    values = invert(transform, z, y)
+    values = in_units(transform, z, y)
     return float(values.mean()), float(values.std())
 
 
 def model_best(
     model: Surrogate,
-    transform: Callable[[np.ndarray], np.ndarray],
+    transform: OutputTransform,
     X: torch.Tensor,
     candidates: np.ndarray,
     values: np.ndarray,
@@ -188,20 +185,6 @@ def elements(space: Space) -> list[Element]:
     return out
 
 
-def monotone_inverse(transform: Callable[[np.ndarray], np.ndarray], observed: np.ndarray
-                     ) -> Callable[[np.ndarray], np.ndarray]:
-    """The inverse of a monotone increasing output transform, by interpolation on a grid over
-    the observed range widened by its span on each side (clipped beyond it)."""
-    lo, hi = float(np.min(observed)), float(np.max(observed))
-    span = max(hi - lo, 1e-12)
-    grid = np.linspace(lo - span, hi + span, 2001)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        forward = np.asarray(transform(grid), dtype=float)
-    keep = np.isfinite(forward)
-    # the log of a LogShift is undefined below the data's minimum: the grid starts where it is not
-    return lambda t: np.interp(np.asarray(t, dtype=float), forward[keep], grid[keep])
-
-
 def _posterior(model: Surrogate, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean and variance (S, M) on the model's scale, in chunks to bound memory."""
     means, variances = [], []
@@ -257,7 +240,7 @@ def describe_model(model: Surrogate, space: Space, best_x: np.ndarray,
                    inverse: Callable[[np.ndarray], np.ndarray], seed: int = 0) -> dict[str, Any]:
     """The picture of a fitted model (JSON-ready): importance, slices through ``best_x`` (the
     best observed point's encoding, (D,)) and a contour; values in the objective's units
-    through ``inverse`` (:func:`monotone_inverse`)."""
+    through ``inverse`` (:func:`in_units`)."""
     best_x = np.asarray(best_x, dtype=float).reshape(1, -1)
     ranked = importance(model, space, seed)
     # an element inactive at the best point (a conditional parameter) has no slice through it

@@ -199,6 +199,10 @@ def _skewness(z: np.ndarray) -> float:
     return float(np.mean(z**3))
 
 
+#: A fitted output transform: increasing, with its exact inverse ``untransform``.
+OutputTransform = Standardise | LogShift | YeoJohnson
+
+
 class SymmetryChosen:
     """Whichever of :class:`Standardise` and :class:`LogShift` leaves y least skewed."""
 
