@@ -38,6 +38,7 @@ from ..text import CONTROL_IN_LINES, params_text, plain
 from .reporting import Reporter
 from ..experiment.jobs import SCHEDULER_FAILURES, BadValues, Job, JobState, best_job, check_values
 from ..experiment.lock import acquire_lock
+from ..experiment.results import JobResult
 from ..experiment.store import Store
 from ..files import read_json
 from .driving import cancel_jobs, make_driver
@@ -530,34 +531,29 @@ class Daemon:
 
     def _record_result(self, job_id: int) -> bool:
         """Record the job's result file; False if it is not a readable result (yet)."""
-        result = read_json(self.paths.result_file(job_id))
-        if not isinstance(result, dict) or result.get("id") != job_id or result.get("status") not in ("ok", "error"):
+        result = JobResult.read(self.paths.result_file(job_id), job_id)
+        if result is None:
             return False
-        fields: dict[str, Any] = {k: result[k] for k in ("process_started", "started", "ended", "host")
-                                  if result.get(k) is not None}
-        if result["status"] == "error" and isinstance(result.get("location"), str):
-            fields["location"] = plain(result["location"])
-        if isinstance(result.get("started"), (int, float)) and isinstance(result.get("ended"), (int, float)):
-            fields["duration"] = result["ended"] - result["started"]
+        fields = result.job_fields()
         self._ended_seen.pop(job_id, None)
-        if result["status"] == "ok":
-            try:
-                values = check_values(result.get("values"), list(self.config.tasks.names))
-            except BadValues as exc:
-                self._fail(job_id, exc.failure, str(exc), **fields)
-                return True
-            job = self.store.move(job_id, JobState.COMPLETE, values=values, value=values[self.config.objective],
-                                  finished=time.time(), **fields)
-            self._finished += 1
-            self._count_held_back()
-            others = "".join(f" {t}={v:.6g}" for t, v in values.items() if t != self.config.objective)
-            duration = f" in {fields['duration']:.1f} s" if "duration" in fields else ""
-            self.reporter.event("finished", f"job {job_id} value={job.value:.6g}{others}{duration}",
-                                job=job_id, value=job.value)
-            self._observe(job)
-            self._note_outcome(job)
+        if not result.ok:
+            self._fail(job_id, result.failure, result.error, **fields)
             return True
-        self._fail(job_id, str(result.get("failure") or "exception"), str(result.get("error") or "no message"), **fields)
+        try:
+            values = result.checked_values(list(self.config.tasks.names))
+        except BadValues as exc:
+            self._fail(job_id, exc.failure, str(exc), **fields)
+            return True
+        job = self.store.move(job_id, JobState.COMPLETE, values=values, value=values[self.config.objective],
+                              finished=time.time(), **fields)
+        self._finished += 1
+        self._count_held_back()
+        others = "".join(f" {t}={v:.6g}" for t, v in values.items() if t != self.config.objective)
+        duration = f" in {fields['duration']:.1f} s" if "duration" in fields else ""
+        self.reporter.event("finished", f"job {job_id} value={job.value:.6g}{others}{duration}",
+                            job=job_id, value=job.value)
+        self._observe(job)
+        self._note_outcome(job)
         return True
 
     def _poll_driver(self) -> bool:
