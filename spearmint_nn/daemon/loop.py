@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
 from ..experiment.config import LIVE_KEYS, ExperimentConfig, load_config
-from ..errors import ConfigError, DaemonError
+from ..errors import ConfigError
 from ..experiment.failures import FailureGroup, FailureStreak
 from ..drivers.base import JobSpec, PollError, SubmitError
 from ..experiment.claims import read_claim
@@ -43,17 +43,12 @@ from ..experiment.store import Store
 from ..files import read_json
 from .driving import cancel_jobs, make_driver
 from .before_success import FailuresBeforeSuccess
+from .submitter import SubmitRetries
 from .summaries import SummaryWriter
 from .wrapper_check import check_wrapper_before_jobs
 
 STDERR_TAIL_LINES = 20
 STDERR_TAIL_BYTES = 4000
-# The one retry policy of transient submit failures (drivers never sleep): 2, 4, 8 ... s up to
-# 10 min apart, about 17 minutes in all, long enough for a scheduler's controller to restart.
-SUBMIT_RETRY_S = 2.0           # wait before the first resubmission after a transient submit error
-SUBMIT_RETRY_MAX_S = 600.0     # the wait doubles per failed attempt up to this
-MAX_SUBMIT_ATTEMPTS = 10       # transient submit failures of one job before it fails
-MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the daemon gives up
 # Points asked of the optimizer at once. The GP proposes them one after another (~1 s each), so
 # 800 free slots asked in one call would start no job for minutes; in chunks the first jobs start
 # after a few seconds, and each later chunk treats the earlier ones as pending all the same. DNGO
@@ -115,9 +110,7 @@ class Daemon:
         self._stop_signal: str | None = None
         self._finished = 0
         self._ended_seen: dict[int, float] = {}     # job id -> when the driver first said "ended"
-        self._retry_at: dict[int, float] = {}       # job id -> when to retry a transient submit error
-        self._submit_failures: dict[int, int] = {}  # job id -> transient submit failures so far
-        self._rejects_in_a_row = 0
+        self._submits = SubmitRetries(self.driver.name)
         # Only jobs this run submitted count toward a streak: after a fix, the failures of jobs
         # the stopped run left in flight must not stop the new run again.
         self._submitted_here: set[int] = set()
@@ -476,7 +469,7 @@ class Daemon:
             if running >= self.config.max_concurrent or self._stop_signal is not None:
                 return
             job_id = job.id
-            if self._retry_at.get(job_id, 0.0) > now:
+            if self._submits.waiting(job_id, now):
                 continue
             if self.paths.result_file(job_id).exists() and self._record_result(job_id):
                 continue  # it ran before a crash of the daemon that had just submitted it
@@ -495,27 +488,16 @@ class Daemon:
         try:
             scheduler_id = self.driver.submit(spec)
         except SubmitError as exc:
-            failures = self._submit_failures[job_id] = self._submit_failures.get(job_id, 0) + 1
-            if exc.transient and failures < MAX_SUBMIT_ATTEMPTS:
-                delay = min(SUBMIT_RETRY_MAX_S, SUBMIT_RETRY_S * 2 ** (failures - 1))
-                self._retry_at[job_id] = time.monotonic() + delay
+            after = self._submits.failed(job_id, exc)
+            if after.retry_in is not None:
                 self.store.move(job_id, JobState.PENDING)
-                self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); retrying in {delay:g} s")
+                self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); "
+                                    f"retrying in {after.retry_in:g} s")
                 return
-            self._submit_failures.pop(job_id, None)
-            self._retry_at.pop(job_id, None)
-            if exc.transient:
-                self._fail(job_id, "submit_rejected", f"submission failed {failures} times; last: {exc}")
-                return
-            self._fail(job_id, "submit_rejected", str(exc))
-            self._rejects_in_a_row += 1
-            if self._rejects_in_a_row >= MAX_SUBMIT_REJECTS:
-                raise DaemonError(f"the {self.driver.name} driver rejected {self._rejects_in_a_row} jobs in a row; "
-                                  f"last: {exc}") from None
+            self._fail(job_id, "submit_rejected", after.reason)
+            self._submits.check_rejects(exc)
             return
-        self._rejects_in_a_row = 0
-        self._retry_at.pop(job_id, None)
-        self._submit_failures.pop(job_id, None)
+        self._submits.succeeded(job_id)
         self._submitted_here.add(job_id)
         self.store.update(job_id, scheduler_id=scheduler_id, submitted=time.time())
         self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {scheduler_id}", job=job_id)
