@@ -108,7 +108,6 @@ class Daemon:
         self._proposer: Proposer | None = None
         self._wake = threading.Event()
         self._stop_signal: str | None = None
-        self._finished = 0
         self._ended_seen: dict[int, float] = {}     # job id -> when the driver first said "ended"
         self._submits = SubmitRetries(self.driver.name)
         # Only jobs this run submitted count toward a streak: after a fix, the failures of jobs
@@ -227,7 +226,6 @@ class Daemon:
         for job in finished:
             if not self._before_success.counts_now(job):
                 continue
-            self._finished += 1
             params = earlier.fit(job.params)
             if params is not None:
                 self._show(job, params)
@@ -283,7 +281,7 @@ class Daemon:
                 return self._shutdown(f"received {self._stop_signal}")
             if self._failing_the_same_way is not None:
                 return self._shutdown(self._same_failure_message(self._failing_the_same_way), exit_code=1)
-            if self.config.max_finished_jobs is not None and self._finished >= self.config.max_finished_jobs:
+            if self.config.max_finished_jobs is not None and self._finished() >= self.config.max_finished_jobs:
                 self._take_model_best(self._proposer.final_model_best(PROPOSER_JOIN_SECONDS))
                 return self._shutdown("budget reached")
             self._submit_pending()
@@ -307,7 +305,7 @@ class Daemon:
         if counts["running"] or counts["pending"]:
             left = (f"; {counts['running']} running and {counts['pending']} pending job(s) left as they are "
                     f"(run again to collect them)")
-        self.reporter.event("stopped", f"{why}: {self._finished} finished, {best_text}{left}")
+        self.reporter.event("stopped", f"{why}: {self._finished()} finished, {best_text}{left}")
         return exit_code
 
     def _same_failure_message(self, group: FailureGroup) -> str:
@@ -370,10 +368,15 @@ class Daemon:
         # Failures held back count once a job succeeds, so jobs start as if they counted already;
         # but one at a time past that, or a small budget would hide a wrapper bug forever.
         held = len(self._before_success.held_back)
-        left = self.config.max_finished_jobs - self._finished - in_flight - held
-        if left <= 0 and held and not in_flight and self._finished < self.config.max_finished_jobs:
+        finished = self._finished()
+        left = self.config.max_finished_jobs - finished - in_flight - held
+        if left <= 0 and held and not in_flight and finished < self.config.max_finished_jobs:
             return 1
         return left
+
+    def _finished(self) -> int:
+        """Finished jobs that count against max-finished-jobs (held-back failures do not, yet)."""
+        return self.store.finished_count(self.config.ignored_failures)
 
     def _free_slots(self) -> int:
         counts = self.store.counts()
@@ -441,7 +444,6 @@ class Daemon:
             verb = "proposed" if source == "optimizer" else "accepted"
             self.reporter.event("proposed", f"job {job.id} ({verb}) {params_text(job.params)}", job=job.id)
         elif state is JobState.COMPLETE:
-            self._finished += 1
             self._count_held_back()
             self.reporter.event("imported", f"job {job.id} value={job.value:.6g} {params_text(job.params)}",
                                 job=job.id, value=job.value)
@@ -528,7 +530,6 @@ class Daemon:
             return True
         job = self.store.move(job_id, JobState.COMPLETE, values=values, value=values[self.config.objective],
                               finished=time.time(), **fields)
-        self._finished += 1
         self._count_held_back()
         others = "".join(f" {t}={v:.6g}" for t, v in values.items() if t != self.config.objective)
         duration = f" in {fields['duration']:.1f} s" if "duration" in fields else ""
@@ -589,15 +590,13 @@ class Daemon:
         self.reporter.event("failed", f"job {job.id} {job.failure}: {job.reason}",
                             job=job.id, failure=job.failure)
         if self._before_success.counts_now(job):
-            self._finished += 1
             self._observe(job)
         return self.store.get(job.id)
 
     def _count_held_back(self) -> None:
-        """A job completed: count and show the failures held back until the first success."""
+        """A job completed: show the failures held back until the first success (they count now)."""
         held = self._before_success.succeeded()
         for job in held:
-            self._finished += 1
             self._observe(job)  # (one held since a run with other variables is only reported)
         if held:
             self.reporter.event("counted", f"a job succeeded, so the {len(held)} failure(s) held back until then "
