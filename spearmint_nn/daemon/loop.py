@@ -23,20 +23,19 @@ import re
 import signal
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
 from ..experiment.config import LIVE_KEYS, ExperimentConfig, load_config
 from ..errors import ConfigError
-from ..experiment.failures import FailureGroup, FailureStreak
+from ..experiment.failures import FailureGroup, FailureStreak, read_output_tail
 from ..drivers.base import JobSpec, PollError, SubmitError
 from ..experiment.claims import read_claim
 from ..runner import command_for
 from ..search.space_edits import EarlierJobs, fit_to_space
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
-from ..text import CONTROL_IN_LINES, params_text, plain
+from ..text import params_text, plain
 from .reporting import Reporter
-from ..experiment.jobs import SCHEDULER_FAILURES, BadValues, Job, JobState, best_job, check_values
+from ..experiment.jobs import SCHEDULER_FAILURES, BadValues, Job, JobState, best_job
 from ..experiment.lock import acquire_lock
 from ..experiment.results import JobResult
 from ..experiment.store import Store
@@ -47,8 +46,6 @@ from .submitter import SubmitRetries
 from .summaries import SummaryWriter
 from .wrapper_check import check_wrapper_before_jobs
 
-STDERR_TAIL_LINES = 20
-STDERR_TAIL_BYTES = 4000
 # Points asked of the optimizer at once. The GP proposes them one after another (~1 s each), so
 # 800 free slots asked in one call would start no job for minutes; in chunks the first jobs start
 # after a few seconds, and each later chunk treats the earlier ones as pending all the same. DNGO
@@ -62,21 +59,6 @@ PROPOSAL_SECONDS = 5.0
 # 95-97% with; RESULTS.md). One covers the completion that frees a slot while the model works;
 # each more would miss one more result and add to the jobs in flight the optimizer counts.
 READY_POINTS = 1
-
-
-# ---- shared by the daemon and the CLI --------------------------------------------------------
-
-def output_tail(path: Path) -> str:
-    """The last lines of a job's stdout or stderr file, as one plain string (empty if none)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - STDERR_TAIL_BYTES))
-            data = handle.read()
-    except OSError:
-        return ""
-    lines = data.decode("utf-8", errors="replace").splitlines()[-STDERR_TAIL_LINES:]
-    return "\n".join(CONTROL_IN_LINES.sub("?", line) for line in lines)
 
 
 def _params_problem(config: ExperimentConfig, params: Any) -> str | None:
@@ -571,8 +553,8 @@ class Daemon:
 
     def _fail(self, job_id: int, failure: str, reason: str, **fields: Any) -> None:
         job = self.store.move(job_id, JobState.FAILED, failure=failure, reason=plain(reason),
-                              stderr_tail=output_tail(self.paths.stderr_file(job_id)),
-                              stdout_tail=output_tail(self.paths.stdout_file(job_id)),
+                              stderr_tail=read_output_tail(self.paths.stderr_file(job_id)),
+                              stdout_tail=read_output_tail(self.paths.stdout_file(job_id)),
                               finished=time.time(), **fields)
         self._ended_seen.pop(job_id, None)
         self._note_outcome(self._after_failure(job))
