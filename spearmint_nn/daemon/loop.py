@@ -9,17 +9,19 @@ one refit.
 
 Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Proposer`); every event is
 one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and ``daemon.log``);
-the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`; failures that
-repeat are counted by :class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures
-before any success are held back or recorded as a wrapper bug by
-:class:`~spearmint_nn.daemon.before_success.FailuresBeforeSuccess`.
+the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`; failed
+submissions are retried by :class:`~spearmint_nn.daemon.submitter.SubmitRetries`; result files
+are read as :class:`~spearmint_nn.experiment.results.JobResult`; failures that repeat are
+counted by :class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures before any
+success are held back or recorded as a wrapper bug by
+:class:`~spearmint_nn.daemon.before_success.FailuresBeforeSuccess` (the budget's count is
+:meth:`~spearmint_nn.experiment.store.Store.finished_count`).
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
-import re
 import signal
 import threading
 import time
@@ -28,9 +30,8 @@ from typing import Any, Callable, Mapping, TextIO
 from ..experiment.config import LIVE_KEYS, ExperimentConfig, load_config
 from ..errors import ConfigError
 from ..experiment.failures import FailureGroup, FailureStreak, read_output_tail
-from ..drivers.base import JobSpec, PollError, SubmitError
+from ..drivers.base import PollError, SubmitError
 from ..experiment.claims import read_claim
-from ..runner import command_for
 from ..search.space_edits import EarlierJobs, fit_to_space
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
 from ..text import params_text, plain
@@ -39,10 +40,9 @@ from ..experiment.jobs import SCHEDULER_FAILURES, BadValues, Job, JobState, best
 from ..experiment.lock import acquire_lock
 from ..experiment.results import JobResult
 from ..experiment.store import Store
-from ..files import read_json
-from .driving import cancel_jobs, make_driver
+from .driving import cancel_jobs, cancel_requested_jobs, make_driver
 from .before_success import FailuresBeforeSuccess
-from .submitter import SubmitRetries
+from .submitter import SubmitRetries, job_spec
 from .summaries import SummaryWriter
 from .wrapper_check import check_wrapper_before_jobs
 
@@ -461,22 +461,16 @@ class Daemon:
             running = self.store.counts()["running"]
 
     def _submit(self, job_id: int) -> None:
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{self.config.name}-{job_id}")[:64]
-        spec = JobSpec(job_id=job_id, command=command_for(self.paths.experiment, job_id),
-                       workdir=self.paths.experiment, stdout=self.paths.stdout_file(job_id),
-                       stderr=self.paths.stderr_file(job_id), script_path=self.paths.script_file(job_id),
-                       name=name, wall_time=self.driver.time_limit)
         # The intent goes to disk first: a daemon killed inside submit() finds the job running
         # without a scheduler id and resolves it by the job's claim (see _resume_submission).
         self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None, submitting=time.time())
         try:
-            scheduler_id = self.driver.submit(spec)
+            scheduler_id = self.driver.submit(job_spec(self.config, self.driver, job_id))
         except SubmitError as exc:
             after = self._submits.failed(job_id, exc)
             if after.retry_in is not None:
                 self.store.move(job_id, JobState.PENDING)
-                self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); "
-                                    f"retrying in {after.retry_in:g} s")
+                self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); retrying in {after.retry_in:g} s")
                 return
             self._fail(job_id, "submit_rejected", after.reason)
             self._submits.check_rejects(exc)
@@ -602,16 +596,4 @@ class Daemon:
     # -- requests from the CLI ---------------------------------------------------------------
 
     def _handle_requests(self) -> bool:
-        changed = False
-        for path in sorted(self.paths.requests.glob("cancel-*.json")):
-            request = read_json(path)
-            ids = request.get("ids") if isinstance(request, dict) else None
-            if ids == "all":
-                ids = [j.id for j in self.store.jobs((JobState.PENDING, JobState.RUNNING))]
-            if isinstance(ids, list):
-                ids = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
-                changed |= bool(cancel_jobs(self.store, self.driver, ids, self.reporter, "cancelled by the user"))
-            else:
-                self.reporter.event("warning", f"ignored unreadable request {path.name}")
-            path.unlink(missing_ok=True)
-        return changed
+        return bool(cancel_requested_jobs(self.store, self.driver, self.reporter))

@@ -1,4 +1,5 @@
-"""The daemon's one retry policy for failed submissions (drivers never sleep nor retry).
+"""Submitting a job: what a driver is asked to run (:func:`job_spec`), and the daemon's one
+retry policy for failed submissions (:class:`SubmitRetries`; drivers never sleep nor retry).
 
 A transient error (the scheduler's controller restarting, a full queue) puts the job back to
 pending and tries again after 2, 4, 8 ... s, up to 10 min apart, about 17 minutes in all; after
@@ -9,15 +10,28 @@ driver would reject every job the same way.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 
-from ..drivers.base import SubmitError
+from ..drivers.base import Driver, JobSpec, SubmitError
 from ..errors import DaemonError
+from ..experiment.config import ExperimentConfig
+from ..runner import command_for
 
 SUBMIT_RETRY_S = 2.0           # wait before the first resubmission after a transient submit error
 SUBMIT_RETRY_MAX_S = 600.0     # the wait doubles per failed attempt up to this
 MAX_SUBMIT_ATTEMPTS = 10       # transient submit failures of one job before it fails
 MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the daemon gives up
+
+
+def job_spec(config: ExperimentConfig, driver: Driver, job_id: int) -> JobSpec:
+    """What the driver runs for one job: the runner, with the job's output files and a
+    scheduler-safe name."""
+    paths = config.paths
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{config.name}-{job_id}")[:64]
+    return JobSpec(job_id=job_id, command=command_for(paths.experiment, job_id), workdir=paths.experiment,
+                   stdout=paths.stdout_file(job_id), stderr=paths.stderr_file(job_id),
+                   script_path=paths.script_file(job_id), name=name, wall_time=driver.time_limit)
 
 
 @dataclasses.dataclass(frozen=True)
