@@ -64,6 +64,9 @@ class JobResult:
     started: float | None = None
     ended: float | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", ResultStatus(self.status))  # "ok" given as a string too
+
     @property
     def ok(self) -> bool:
         return self.status is ResultStatus.OK
