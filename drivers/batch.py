@@ -10,8 +10,9 @@ This module holds the parts that do not depend on the scheduler:
   resources asked (each scheduler spells them its own way), ``extra-args``, the script;
 - the job script: the user's environment setup lines, exported variables, ``cd`` into the
   experiment and ``exec`` of the runner command, every word of it quoted with :func:`shlex.quote`;
-- running one scheduler command (an argument list, never a shell string) with a timeout,
-  retrying transient failures with growing delays, and classifying the scheduler's message;
+- running one scheduler command (an argument list, never a shell string) with a timeout, and
+  classifying the scheduler's message as transient or not (a driver never retries nor sleeps:
+  the daemon submits again later, see :mod:`spearmint_nn.daemon.submitter`);
 - the poll loop around a driver's one status query: final states are remembered (the daemon
   keeps asking about a finished job until its result file shows up), and after a failed query
   the scheduler is left alone for a growing pause instead of being asked again at once.

@@ -2,12 +2,12 @@
 
 Every driver starts this same command (with ``sys.executable``, so a cluster job uses the
 daemon's interpreter). It reads ``config.json`` and ``.spearmint/inputs/<id>.json``, evaluates
-the wrapper, and writes ``.spearmint/results/<id>.json`` atomically (schema in
-:mod:`spearmint_nn.experiment.layout`; ``failure`` adds the short kind of a failure). Before anything else
-it claims the job (:mod:`spearmint_nn.experiment.claims`); a second runner of the same job evaluates
-nothing, waits for the first and exits with 0 if its result file exists. The exit code is 0
-when the job produced values and non-zero otherwise; the result file, not the exit code, is
-what the daemon records.
+the wrapper, and writes ``.spearmint/results/<id>.json`` atomically, a
+:class:`~spearmint_nn.experiment.results.JobResult` (its module gives the schema). Before
+anything else it claims the job (:mod:`spearmint_nn.experiment.claims`); a second runner of the
+same job evaluates nothing, waits for the first and exits with 0 if its result file exists.
+The exit code is 0 when the job produced values and non-zero otherwise; the result file, not
+the exit code, is what the daemon records.
 
 PYTHON wrappers: ``main(job_id, params)`` of ``main-file``, imported from the experiment folder
 (the working directory), with params in wrapper form (numpy arrays for FLOAT/INT, lists of
@@ -64,7 +64,8 @@ from .experiment.config import ExperimentConfig, load_config
 from .errors import ConfigError
 from .experiment.layout import ExperimentPaths
 from .experiment.jobs import BadValues, check_values
-from .files import atomic_write_json, read_json
+from .experiment.results import JobResult, ResultStatus
+from .files import read_json
 
 TRACEBACK_CHARS = 4000
 # Exceptions raised inside main that are mistakes in the code rather than answers about the
@@ -253,8 +254,7 @@ def run_job(experiment_dir: str | Path, job_id: int) -> int:
     holder = take_claim(paths, job_id)
     if holder is not None:  # started twice (see spearmint_nn.experiment.claims): never evaluate twice
         return 0 if wait_for_holder(paths, job_id, holder) else 1
-    result: dict[str, Any] = {"id": job_id, "host": socket.gethostname(), "process_started": process_started(),
-                              "started": time.time()}
+    host, process_start, started = socket.gethostname(), process_started(), time.time()
     exit_code = 0
     try:
         try:
@@ -272,16 +272,16 @@ def run_job(experiment_dir: str | Path, job_id: int) -> int:
             values = check_values(raw, list(config.tasks.names))
         except BadValues as exc:
             raise JobFailure(exc.failure, str(exc)) from None
-        result.update(status="ok", values=values)
+        outcome: dict[str, Any] = {"status": ResultStatus.OK, "values": values}
     except JobFailure as exc:
         exit_code = exc.exit_code
-        result.update(status="error", failure=exc.failure, error=_one_line(str(exc)), traceback=exc.tb,
-                      location=exc.location)
+        outcome = {"status": ResultStatus.ERROR, "failure": exc.failure, "error": _one_line(str(exc)),
+                   "traceback": exc.tb, "location": exc.location}
         print(f"spearmint-nn runner: job {job_id} failed ({exc.failure}): {exc}", file=sys.stderr)
         if exc.tb:
             print(exc.tb, file=sys.stderr)
-    result["ended"] = time.time()
-    atomic_write_json(paths.result_file(job_id), result)
+    JobResult(id=job_id, host=host, process_started=process_start, started=started, ended=time.time(),
+              **outcome).write(paths.result_file(job_id))
     return exit_code
 
 

@@ -1,4 +1,6 @@
-"""The driver side of jobs that the daemon and the CLI share: the config's driver, and cancelling."""
+"""The driver side of jobs that the daemon and the CLI share: the config's driver, and cancelling
+(at once by the CLI while no daemon runs, else by the daemon when ``spearmint-nn cancel`` asks it
+through a file in ``requests/``)."""
 from __future__ import annotations
 
 import time
@@ -9,6 +11,7 @@ from ..experiment.claims import read_claim
 from ..experiment.config import ExperimentConfig
 from ..experiment.jobs import JobState
 from ..experiment.store import Store
+from ..files import read_json
 from .reporting import Reporter
 
 
@@ -36,3 +39,21 @@ def cancel_jobs(store: Store, driver: Driver, ids: Iterable[int], reporter: Repo
         store.move(job.id, JobState.FAILED, failure="cancelled", reason=why, finished=time.time())
         reporter.event("cancelled", f"job {job.id} ({job.state}): {why}", job=job.id)
     return [j.id for j in jobs]
+
+
+def cancel_requested_jobs(store: Store, driver: Driver, reporter: Reporter) -> list[int]:
+    """Cancel the jobs that the CLI's files ``requests/cancel-*.json`` name (``{"ids": [...]}``
+    or ``{"ids": "all"}``), removing each file once read; return the ids cancelled."""
+    cancelled: list[int] = []
+    for path in sorted(store.paths.requests.glob("cancel-*.json")):
+        request = read_json(path)
+        ids = request.get("ids") if isinstance(request, dict) else None
+        if ids == "all":
+            ids = [j.id for j in store.jobs((JobState.PENDING, JobState.RUNNING))]
+        if isinstance(ids, list):
+            ids = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+            cancelled += cancel_jobs(store, driver, ids, reporter, "cancelled by the user")
+        else:
+            reporter.event("warning", f"ignored unreadable request {path.name}")
+        path.unlink(missing_ok=True)
+    return cancelled

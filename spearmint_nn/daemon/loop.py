@@ -9,50 +9,43 @@ one refit.
 
 Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Proposer`); every event is
 one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and ``daemon.log``);
-the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`; failures that
-repeat are counted by :class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures
-before any success are held back or recorded as a wrapper bug by
-:class:`~spearmint_nn.daemon.before_success.FailuresBeforeSuccess`.
+the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`; failed
+submissions are retried by :class:`~spearmint_nn.daemon.submitter.SubmitRetries`; result files
+are read as :class:`~spearmint_nn.experiment.results.JobResult`; failures that repeat are
+counted by :class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures before any
+success are held back or recorded as a wrapper bug by
+:class:`~spearmint_nn.daemon.before_success.FailuresBeforeSuccess` (the budget's count is
+:meth:`~spearmint_nn.experiment.store.Store.finished_count`).
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
-import re
 import signal
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
 from ..experiment.config import LIVE_KEYS, ExperimentConfig, load_config
-from ..errors import ConfigError, DaemonError
-from ..experiment.failures import FailureGroup, FailureStreak
-from ..drivers.base import JobSpec, PollError, SubmitError
+from ..errors import ConfigError
+from ..experiment.failures import FailureGroup, FailureStreak, read_output_tail
+from ..drivers.base import PollError, SubmitError
 from ..experiment.claims import read_claim
-from ..runner import command_for
 from ..problem.space_edits import EarlierJobs, fit_to_space
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
-from ..text import CONTROL_IN_LINES, params_text, plain
+from ..text import params_text, plain
 from .reporting import Reporter
-from ..experiment.jobs import SCHEDULER_FAILURES, BadValues, Job, JobState, best_job, check_values
+from ..experiment.jobs import SCHEDULER_FAILURES, BadValues, Job, JobState, best_job
 from ..experiment.lock import acquire_lock
+from ..experiment.results import JobResult
 from ..experiment.store import Store
-from ..files import read_json
-from .driving import cancel_jobs, make_driver
+from .driving import cancel_jobs, cancel_requested_jobs, make_driver
 from .before_success import FailuresBeforeSuccess
+from .submitter import SubmitRetries, job_spec
 from .summaries import SummaryWriter
 from .wrapper_check import check_wrapper_before_jobs
 
-STDERR_TAIL_LINES = 20
-STDERR_TAIL_BYTES = 4000
-# The one retry policy of transient submit failures (drivers never sleep): 2, 4, 8 ... s up to
-# 10 min apart, about 17 minutes in all, long enough for a scheduler's controller to restart.
-SUBMIT_RETRY_S = 2.0           # wait before the first resubmission after a transient submit error
-SUBMIT_RETRY_MAX_S = 600.0     # the wait doubles per failed attempt up to this
-MAX_SUBMIT_ATTEMPTS = 10       # transient submit failures of one job before it fails
-MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the daemon gives up
 # Points asked of the optimizer at once. The GP proposes them one after another (~1 s each), so
 # 800 free slots asked in one call would start no job for minutes; in chunks the first jobs start
 # after a few seconds, and each later chunk treats the earlier ones as pending all the same. DNGO
@@ -66,21 +59,6 @@ PROPOSAL_SECONDS = 5.0
 # 95-97% with; RESULTS.md). One covers the completion that frees a slot while the model works;
 # each more would miss one more result and add to the jobs in flight the optimizer counts.
 READY_POINTS = 1
-
-
-# ---- shared by the daemon and the CLI --------------------------------------------------------
-
-def output_tail(path: Path) -> str:
-    """The last lines of a job's stdout or stderr file, as one plain string (empty if none)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - STDERR_TAIL_BYTES))
-            data = handle.read()
-    except OSError:
-        return ""
-    lines = data.decode("utf-8", errors="replace").splitlines()[-STDERR_TAIL_LINES:]
-    return "\n".join(CONTROL_IN_LINES.sub("?", line) for line in lines)
 
 
 def _params_problem(config: ExperimentConfig, params: Any) -> str | None:
@@ -112,11 +90,8 @@ class Daemon:
         self._proposer: Proposer | None = None
         self._wake = threading.Event()
         self._stop_signal: str | None = None
-        self._finished = 0
         self._ended_seen: dict[int, float] = {}     # job id -> when the driver first said "ended"
-        self._retry_at: dict[int, float] = {}       # job id -> when to retry a transient submit error
-        self._submit_failures: dict[int, int] = {}  # job id -> transient submit failures so far
-        self._rejects_in_a_row = 0
+        self._submits = SubmitRetries(self.driver.name)
         # Only jobs this run submitted count toward a streak: after a fix, the failures of jobs
         # the stopped run left in flight must not stop the new run again.
         self._submitted_here: set[int] = set()
@@ -233,7 +208,6 @@ class Daemon:
         for job in finished:
             if not self._before_success.counts_now(job):
                 continue
-            self._finished += 1
             params = earlier.fit(job.params)
             if params is not None:
                 self._show(job, params)
@@ -289,7 +263,7 @@ class Daemon:
                 return self._shutdown(f"received {self._stop_signal}")
             if self._failing_the_same_way is not None:
                 return self._shutdown(self._same_failure_message(self._failing_the_same_way), exit_code=1)
-            if self.config.max_finished_jobs is not None and self._finished >= self.config.max_finished_jobs:
+            if self.config.max_finished_jobs is not None and self._finished() >= self.config.max_finished_jobs:
                 self._take_model_best(self._proposer.final_model_best(PROPOSER_JOIN_SECONDS))
                 return self._shutdown("budget reached")
             self._submit_pending()
@@ -313,7 +287,7 @@ class Daemon:
         if counts["running"] or counts["pending"]:
             left = (f"; {counts['running']} running and {counts['pending']} pending job(s) left as they are "
                     f"(run again to collect them)")
-        self.reporter.event("stopped", f"{why}: {self._finished} finished, {best_text}{left}")
+        self.reporter.event("stopped", f"{why}: {self._finished()} finished, {best_text}{left}")
         return exit_code
 
     def _same_failure_message(self, group: FailureGroup) -> str:
@@ -377,10 +351,15 @@ class Daemon:
         # Failures held back count once a job succeeds, so jobs start as if they counted already;
         # but one at a time past that, or a small budget would hide a wrapper bug forever.
         held = len(self._before_success.held_back)
-        left = self.config.max_finished_jobs - self._finished - in_flight - held
-        if left <= 0 and held and not in_flight and self._finished < self.config.max_finished_jobs:
+        finished = self._finished()
+        left = self.config.max_finished_jobs - finished - in_flight - held
+        if left <= 0 and held and not in_flight and finished < self.config.max_finished_jobs:
             return 1
         return left
+
+    def _finished(self) -> int:
+        """Finished jobs that count against max-finished-jobs (held-back failures do not, yet)."""
+        return self.store.finished_count(self.config.ignored_failures)
 
     def _free_slots(self) -> int:
         counts = self.store.counts()
@@ -448,7 +427,6 @@ class Daemon:
             verb = "proposed" if source == "optimizer" else "accepted"
             self.reporter.event("proposed", f"job {job.id} ({verb}) {params_text(job.params)}", job=job.id)
         elif state is JobState.COMPLETE:
-            self._finished += 1
             self._count_held_back()
             self.reporter.event("imported", f"job {job.id} value={job.value:.6g} {params_text(job.params)}",
                                 job=job.id, value=job.value)
@@ -476,7 +454,7 @@ class Daemon:
             if running >= self.config.max_concurrent or self._stop_signal is not None:
                 return
             job_id = job.id
-            if self._retry_at.get(job_id, 0.0) > now:
+            if self._submits.waiting(job_id, now):
                 continue
             if self.paths.result_file(job_id).exists() and self._record_result(job_id):
                 continue  # it ran before a crash of the daemon that had just submitted it
@@ -484,38 +462,21 @@ class Daemon:
             running = self.store.counts()["running"]
 
     def _submit(self, job_id: int) -> None:
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{self.config.name}-{job_id}")[:64]
-        spec = JobSpec(job_id=job_id, command=command_for(self.paths.experiment, job_id),
-                       workdir=self.paths.experiment, stdout=self.paths.stdout_file(job_id),
-                       stderr=self.paths.stderr_file(job_id), script_path=self.paths.script_file(job_id),
-                       name=name, wall_time=self.driver.time_limit)
         # The intent goes to disk first: a daemon killed inside submit() finds the job running
         # without a scheduler id and resolves it by the job's claim (see _resume_submission).
         self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None, submitting=time.time())
         try:
-            scheduler_id = self.driver.submit(spec)
+            scheduler_id = self.driver.submit(job_spec(self.config, self.driver, job_id))
         except SubmitError as exc:
-            failures = self._submit_failures[job_id] = self._submit_failures.get(job_id, 0) + 1
-            if exc.transient and failures < MAX_SUBMIT_ATTEMPTS:
-                delay = min(SUBMIT_RETRY_MAX_S, SUBMIT_RETRY_S * 2 ** (failures - 1))
-                self._retry_at[job_id] = time.monotonic() + delay
+            after = self._submits.failed(job_id, exc)
+            if after.retry_in is not None:
                 self.store.move(job_id, JobState.PENDING)
-                self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); retrying in {delay:g} s")
+                self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); retrying in {after.retry_in:g} s")
                 return
-            self._submit_failures.pop(job_id, None)
-            self._retry_at.pop(job_id, None)
-            if exc.transient:
-                self._fail(job_id, "submit_rejected", f"submission failed {failures} times; last: {exc}")
-                return
-            self._fail(job_id, "submit_rejected", str(exc))
-            self._rejects_in_a_row += 1
-            if self._rejects_in_a_row >= MAX_SUBMIT_REJECTS:
-                raise DaemonError(f"the {self.driver.name} driver rejected {self._rejects_in_a_row} jobs in a row; "
-                                  f"last: {exc}") from None
+            self._fail(job_id, "submit_rejected", after.reason)
+            self._submits.check_rejects(exc)
             return
-        self._rejects_in_a_row = 0
-        self._retry_at.pop(job_id, None)
-        self._submit_failures.pop(job_id, None)
+        self._submits.succeeded(job_id)
         self._submitted_here.add(job_id)
         self.store.update(job_id, scheduler_id=scheduler_id, submitted=time.time())
         self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {scheduler_id}", job=job_id)
@@ -531,34 +492,28 @@ class Daemon:
 
     def _record_result(self, job_id: int) -> bool:
         """Record the job's result file; False if it is not a readable result (yet)."""
-        result = read_json(self.paths.result_file(job_id))
-        if not isinstance(result, dict) or result.get("id") != job_id or result.get("status") not in ("ok", "error"):
+        result = JobResult.read(self.paths.result_file(job_id), job_id)
+        if result is None:
             return False
-        fields: dict[str, Any] = {k: result[k] for k in ("process_started", "started", "ended", "host")
-                                  if result.get(k) is not None}
-        if result["status"] == "error" and isinstance(result.get("location"), str):
-            fields["location"] = plain(result["location"])
-        if isinstance(result.get("started"), (int, float)) and isinstance(result.get("ended"), (int, float)):
-            fields["duration"] = result["ended"] - result["started"]
+        fields = result.job_fields()
         self._ended_seen.pop(job_id, None)
-        if result["status"] == "ok":
-            try:
-                values = check_values(result.get("values"), list(self.config.tasks.names))
-            except BadValues as exc:
-                self._fail(job_id, exc.failure, str(exc), **fields)
-                return True
-            job = self.store.move(job_id, JobState.COMPLETE, values=values, value=values[self.config.objective],
-                                  finished=time.time(), **fields)
-            self._finished += 1
-            self._count_held_back()
-            others = "".join(f" {t}={v:.6g}" for t, v in values.items() if t != self.config.objective)
-            duration = f" in {fields['duration']:.1f} s" if "duration" in fields else ""
-            self.reporter.event("finished", f"job {job_id} value={job.value:.6g}{others}{duration}",
-                                job=job_id, value=job.value)
-            self._observe(job)
-            self._note_outcome(job)
+        if not result.ok:
+            self._fail(job_id, result.failure, result.error, **fields)
             return True
-        self._fail(job_id, str(result.get("failure") or "exception"), str(result.get("error") or "no message"), **fields)
+        try:
+            values = result.checked_values(list(self.config.tasks.names))
+        except BadValues as exc:
+            self._fail(job_id, exc.failure, str(exc), **fields)
+            return True
+        job = self.store.move(job_id, JobState.COMPLETE, values=values, value=values[self.config.objective],
+                              finished=time.time(), **fields)
+        self._count_held_back()
+        others = "".join(f" {t}={v:.6g}" for t, v in values.items() if t != self.config.objective)
+        duration = f" in {fields['duration']:.1f} s" if "duration" in fields else ""
+        self.reporter.event("finished", f"job {job_id} value={job.value:.6g}{others}{duration}",
+                            job=job_id, value=job.value)
+        self._observe(job)
+        self._note_outcome(job)
         return True
 
     def _poll_driver(self) -> bool:
@@ -593,8 +548,8 @@ class Daemon:
 
     def _fail(self, job_id: int, failure: str, reason: str, **fields: Any) -> None:
         job = self.store.move(job_id, JobState.FAILED, failure=failure, reason=plain(reason),
-                              stderr_tail=output_tail(self.paths.stderr_file(job_id)),
-                              stdout_tail=output_tail(self.paths.stdout_file(job_id)),
+                              stderr_tail=read_output_tail(self.paths.stderr_file(job_id)),
+                              stdout_tail=read_output_tail(self.paths.stdout_file(job_id)),
                               finished=time.time(), **fields)
         self._ended_seen.pop(job_id, None)
         self._note_outcome(self._after_failure(job))
@@ -612,15 +567,13 @@ class Daemon:
         self.reporter.event("failed", f"job {job.id} {job.failure}: {job.reason}",
                             job=job.id, failure=job.failure)
         if self._before_success.counts_now(job):
-            self._finished += 1
             self._observe(job)
         return self.store.get(job.id)
 
     def _count_held_back(self) -> None:
-        """A job completed: count and show the failures held back until the first success."""
+        """A job completed: show the failures held back until the first success (they count now)."""
         held = self._before_success.succeeded()
         for job in held:
-            self._finished += 1
             self._observe(job)  # (one held since a run with other variables is only reported)
         if held:
             self.reporter.event("counted", f"a job succeeded, so the {len(held)} failure(s) held back until then "
@@ -644,16 +597,4 @@ class Daemon:
     # -- requests from the CLI ---------------------------------------------------------------
 
     def _handle_requests(self) -> bool:
-        changed = False
-        for path in sorted(self.paths.requests.glob("cancel-*.json")):
-            request = read_json(path)
-            ids = request.get("ids") if isinstance(request, dict) else None
-            if ids == "all":
-                ids = [j.id for j in self.store.jobs((JobState.PENDING, JobState.RUNNING))]
-            if isinstance(ids, list):
-                ids = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
-                changed |= bool(cancel_jobs(self.store, self.driver, ids, self.reporter, "cancelled by the user"))
-            else:
-                self.reporter.event("warning", f"ignored unreadable request {path.name}")
-            path.unlink(missing_ok=True)
-        return changed
+        return bool(cancel_requested_jobs(self.store, self.driver, self.reporter))

@@ -22,11 +22,18 @@ failures of their points.
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
+from ..text import CONTROL_IN_LINES
 from .jobs import Job, JobState
+
+# What a failed job's record keeps of each of its output files (stdout_tail, stderr_tail).
+OUTPUT_TAIL_LINES = 20
+OUTPUT_TAIL_BYTES = 4000
 
 # Failure kinds the runner records when the wrapper itself is broken: nothing about the point
 # can cause them, so a few in a row already say every job will fail.
@@ -55,6 +62,20 @@ def signature_as_run(job: Job) -> tuple[str, str, str]:
     as a wrapper bug (``reclassified_from``): what the next failures of that bug look like."""
     kind, reason, location = signature(job)
     return str(job.fields.get("reclassified_from") or kind), reason, location
+
+
+def read_output_tail(path: Path) -> str:
+    """The last lines of a job's stdout or stderr file, as one plain string (empty if none):
+    what the daemon records with a failure as ``stdout_tail`` and ``stderr_tail``."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - OUTPUT_TAIL_BYTES))
+            data = handle.read()
+    except OSError:
+        return ""
+    lines = data.decode("utf-8", errors="replace").splitlines()[-OUTPUT_TAIL_LINES:]
+    return "\n".join(CONTROL_IN_LINES.sub("?", line) for line in lines)
 
 
 def output_tail(job: Job) -> str:

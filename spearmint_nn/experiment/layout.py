@@ -82,12 +82,8 @@ Claim file (``claims/<id>.json``), created once by the runner before it evaluate
     scheduler_ids ({environment variable: value} for variables ending in JOB_ID or JOBID),
     cuda_visible_devices (the job's CUDA_VISIBLE_DEVICES, or null: the local driver's GPU slot)
 
-Result file (``results/<id>.json``), written atomically by the runner:
-
-    id, status ("ok" | "error"), values ({task: float}) or error (one line), traceback,
-    process_started (null off Linux), started, ended, host; failure: the short kind of an error
-                  ("exception", "nan", ...)
-    location      (error) "<file>:<line>" in the user's code it points at, or null (spearmint_nn.runner)
+Result file (``results/<id>.json``): written atomically by the runner, read by the daemon,
+both through :class:`spearmint_nn.experiment.results.JobResult`, whose module gives the schema.
 """
 from __future__ import annotations
 

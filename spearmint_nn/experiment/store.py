@@ -162,6 +162,18 @@ class Store:
         """Jobs per state, by state name, every state present."""
         return {state.value: len(ids) for state, ids in self._by_state.items()}
 
+    def finished_count(self, ignored_failures: Iterable[str]) -> int:
+        """Finished jobs that count against ``max-finished-jobs``, by the rules of
+        :class:`~spearmint_nn.experiment.jobs.Job`: every complete job, and the failed ones that
+        :meth:`~Job.counts_toward_budget` and are not :meth:`~Job.held_back`. Derived from the
+        index at each call, so that every writer of a job keeps it right; it reads only the
+        failed jobs, usually few."""
+        complete = self._by_state[JobState.COMPLETE]
+        any_success = bool(complete)
+        return len(complete) + sum(1 for job_id in self._by_state[JobState.FAILED]
+                                   if self._jobs[job_id].counts_toward_budget(ignored_failures)
+                                   and not self._jobs[job_id].held_back(any_success))
+
     @property
     def next_id(self) -> int:
         return self._next_id

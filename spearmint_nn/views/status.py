@@ -170,8 +170,9 @@ class Snapshot:
 
     @cached_property
     def budget_used(self) -> int:
-        """Finished jobs that count against ``max-finished-jobs`` (not cancelled, held back, ...)."""
-        return sum(1 for job in self.finished if self.is_counted(job))
+        """Finished jobs that count against ``max-finished-jobs`` (not cancelled, held back, ...),
+        by the store's count, the daemon's."""
+        return self.store.finished_count(self.ignored_failures)
 
     def is_feasible(self, job: Job) -> bool:
         """A complete job with an objective value and every constraint value >= 0."""

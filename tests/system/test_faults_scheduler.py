@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-import spearmint_nn.daemon.loop as daemon_module
+import spearmint_nn.daemon.submitter as submitter_module
 from helpers.experiments import quick_config, write_experiment
 from helpers.fake_scheduler import faulty_driver as _driver, jobs_by_id as _jobs, POLL_MESSAGE, TRANSIENT_MESSAGE, install_fake_slurm, run_daemon
 from helpers.invariant_checks import assert_folder_ok, counting_wrapper
@@ -24,8 +24,8 @@ from spearmint_nn.drivers.slurm import SlurmDriver
 @pytest.fixture
 def quick_retries(monkeypatch):
     """Retry delays of the daemon and of batch drivers shortened to fractions of a second."""
-    monkeypatch.setattr(daemon_module, "SUBMIT_RETRY_S", 0.2)
-    monkeypatch.setattr(daemon_module, "SUBMIT_RETRY_MAX_S", 1.0)
+    monkeypatch.setattr(submitter_module, "SUBMIT_RETRY_S", 0.2)
+    monkeypatch.setattr(submitter_module, "SUBMIT_RETRY_MAX_S", 1.0)
     monkeypatch.setattr(BatchDriver, "poll_backoff_s", (0.3, 1.0))
     monkeypatch.setattr(BatchDriver, "command_timeout_s", 2.0)
 
@@ -59,8 +59,8 @@ def test_submit_failing_every_time_fails_the_job_with_the_schedulers_message(tmp
     assert code == 0
     jobs = _jobs(folder)
     assert jobs[1]["state"] == "failed" and jobs[1]["failure"] == "submit_rejected"
-    assert jobs[1]["reason"] == f"submission failed {daemon_module.MAX_SUBMIT_ATTEMPTS} times; last: {TRANSIENT_MESSAGE}"
-    assert len(driver.submit_times[1]) == daemon_module.MAX_SUBMIT_ATTEMPTS
+    assert jobs[1]["reason"] == f"submission failed {submitter_module.MAX_SUBMIT_ATTEMPTS} times; last: {TRANSIENT_MESSAGE}"
+    assert len(driver.submit_times[1]) == submitter_module.MAX_SUBMIT_ATTEMPTS
     assert sum(j["state"] == "complete" for j in jobs.values()) == 4  # a refused job is not an evaluation
     assert log.count("failed    job 1 submit_rejected") == 1
     assert_folder_ok(folder, folder / "runs.txt")

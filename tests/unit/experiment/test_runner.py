@@ -9,6 +9,7 @@ import pytest
 
 from helpers.experiments import quick_config, write_experiment
 from spearmint_nn.experiment.layout import ExperimentPaths
+from spearmint_nn.experiment.results import JobResult
 from spearmint_nn.runner import command_for, run_job
 from spearmint_nn.files import atomic_write_json
 
@@ -25,7 +26,10 @@ def _experiment(tmp_path, wrapper: str, **config):
 
 
 def _result(paths):
-    return json.loads(paths.result_file(7).read_text())
+    """The result file's object, which must be exactly a JobResult's (the daemon reads it so)."""
+    obj = json.loads(paths.result_file(7).read_text())
+    assert JobResult.read(paths.result_file(7), 7).to_json() == obj
+    return obj
 
 
 def test_wrapper_gets_spearmint_params_and_result_is_written(tmp_path):

@@ -67,6 +67,20 @@ def test_job_moves_keep_one_file_and_ids_are_never_reused(config, store):
     assert Store(config.paths).load_all().next_id == 4
 
 
+def test_finished_count_is_what_max_finished_jobs_counts(config, store):
+    params = {"x": [1.0], "y": [2.0]}
+    ignored = config.ignored_failures
+    store.new_job(params, "optimizer")  # pending: not finished
+    for failure in ("exception", "bad_result", "cancelled", "bad_wrapper", "nan", "timeout"):
+        store.new_job(params, "optimizer", "failed", failure=failure)
+    # before any success the wrapper's own failures are held back; ignored kinds never count
+    assert store.finished_count(ignored) == 2  # nan, timeout
+    assert store.finished_count(()) == 4  # cancelled and bad_wrapper counted when not ignored
+    store.new_job(params, "import", "complete", values={"loss": 1.0, "mem": 1.0}, value=1.0)
+    assert store.finished_count(ignored) == 5  # the success releases exception and bad_result
+    assert Store(config.paths).load_all().finished_count(ignored) == 5
+
+
 def test_crash_between_write_and_remove_is_repaired_later_state_wins(config, store):
     store.new_job({"x": [1.0], "y": [2.0]}, "optimizer")
     running = store.move(1, "running", scheduler_id="7")
