@@ -28,6 +28,9 @@ from .tasks import Tasks, parse_tasks
 
 #: The ``model`` (and ``output_transform``) value that lets the search choose.
 AUTO = "auto"
+#: The two surrogates ``auto`` moves between: the GP first, then DNGO for good
+#: (:func:`spearmint_nn.search.policy.auto_model_choice`).
+AUTO_START, AUTO_FINAL = "gp", "dngo"
 #: The ``model`` value for Sobol random search, without a model.
 RANDOM_SEARCH = "sobol"
 #: Surrogate models, the keys of ``spearmint_nn.models.MODELS``.

@@ -25,6 +25,7 @@ import torch
 
 from ..files import atomic_write_bytes
 from ..models.base import ConstraintModel, DurationPredictor, Surrogate
+from ..problem.settings import AUTO_FINAL, AUTO_START
 
 log = logging.getLogger(__name__)
 
@@ -108,12 +109,12 @@ class ModelStore:
         try:
             saved = json.loads((self.folder / AUTO_STATE_FILE).read_text())["model"]
         except (OSError, ValueError, KeyError, TypeError):
-            saved = "gp"
-        return "dngo" if saved == "dngo" else "gp"
+            saved = AUTO_START
+        return AUTO_FINAL if saved == AUTO_FINAL else AUTO_START
 
     def record_auto_switch(self, n_observed: int, n_in_flight: int) -> None:
         """Record that ``model="auto"`` switched to DNGO at ``n_observed`` observations with
         ``n_in_flight`` jobs in flight."""
         self.folder.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(self.folder / AUTO_STATE_FILE, json.dumps(
-            {"model": "dngo", "observations": n_observed, "in_flight": n_in_flight}).encode())
+            {"model": AUTO_FINAL, "observations": n_observed, "in_flight": n_in_flight}).encode())

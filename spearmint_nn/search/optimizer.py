@@ -79,7 +79,8 @@ from .candidates import KeepAway, both, crowding, default_n_candidates, failure_
 from .exploration import SobolStream, exploration_point
 from .maximize import GP_DRAW_CANDIDATES, maximize, minimize_sample_path
 from .reports import ModelBest, describe_model, model_best, in_units
-from ..problem.settings import AUTO, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES, check_registry
+from ..problem.settings import (AUTO, AUTO_FINAL, AUTO_START, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES,
+                                 check_registry)
 from .observations import Observations
 from .model_store import ModelStore
 from .related import RelatedTask, related_tasks, summarise_related
@@ -180,7 +181,7 @@ class Optimizer:
         self._rng = np.random.default_rng(settings.seed)
         self._data = Observations(self.space, settings.tasks, settings.sign)
         self._sobol = SobolStream(self.space, self._seed_draw(), self._rng)
-        auto_choice = state.auto_choice() if state is not None else "gp"
+        auto_choice = state.auto_choice() if state is not None else AUTO_START
         #: The fitted models (:class:`~spearmint_nn.search.model_bank.ModelBank`).
         self.models = ModelBank(self.space, settings, auto_choice if settings.model == AUTO else settings.model,
                                 state, self.related)
@@ -420,7 +421,7 @@ class Optimizer:
         warpings = self.models.warpings if self.models.warpings_new else None
         self.models.warpings_new = False
         self.last_suggest_seconds = time.perf_counter() - start
-        if self.settings.model == AUTO and running and "gp" in chosen_by:
+        if self.settings.model == AUTO and running and AUTO_START in chosen_by:
             self._gp_calls.append((self.last_suggest_seconds, n, len(running) + n))
         return Suggestion(
             points=self.space.decode(np.asarray(chosen).reshape(-1, self.space.dim)),
@@ -577,10 +578,10 @@ class Optimizer:
         N only grows, a large batch tends to recur, and each switch costs a model trained from scratch.
         """
         waiting = waiting_share(self._gp_calls)
-        if self.surrogate_name == "dngo" or auto_model_choice(self.n_observed, n_in_flight, waiting) == "gp":
+        if self.surrogate_name == AUTO_FINAL or auto_model_choice(self.n_observed, n_in_flight, waiting) == AUTO_START:
             return
         log.info("model auto: switching from the GP to DNGO at %d observations with %d job(s) in flight, "
                  "the GP keeping %.0f%% of the workers waiting", self.n_observed, n_in_flight, 100 * waiting)
-        self.models.switch_surrogate("dngo")
+        self.models.switch_surrogate(AUTO_FINAL)
         if self.state is not None:
             self.state.record_auto_switch(self.n_observed, n_in_flight)

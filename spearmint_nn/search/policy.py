@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from ..problem.settings import AUTO_FINAL, AUTO_START
+
 # The auto rule's thresholds (measured: see auto_model_choice).
 AUTO_GP_MAX_OBSERVATIONS = 200
 AUTO_GP_MAX_IN_FLIGHT = 50
@@ -39,8 +41,8 @@ def auto_model_choice(n_observed: int, n_in_flight: int, waiting: float = 0.0) -
     """
     if (n_observed >= AUTO_GP_MAX_OBSERVATIONS or n_in_flight > AUTO_GP_MAX_IN_FLIGHT
             or waiting > AUTO_GP_MAX_WAITING_SHARE):
-        return "dngo"
-    return "gp"
+        return AUTO_FINAL
+    return AUTO_START
 
 
 def waiting_share(calls: Sequence[tuple[float, int, int]]) -> float:
