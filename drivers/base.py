@@ -154,6 +154,12 @@ class Driver(abc.ABC):
         value = ids.get(self.job_id_variable) if isinstance(ids, dict) and self.job_id_variable else None
         return value if isinstance(value, str) and value else None
 
+    def has_room(self) -> bool:
+        """Whether a job submitted now can start. False keeps the daemon's pending jobs pending
+        until a later wake, without a failed submission (a driver with slots of its own, such as
+        the local driver's GPU slots); a batch scheduler queues what it cannot start: True."""
+        return True
+
     @abc.abstractmethod
     def submit(self, spec: JobSpec) -> str:
         """Start the job; return the scheduler's id for it. Raise :class:`SubmitError`."""

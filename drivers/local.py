@@ -38,7 +38,7 @@ KILL_GRACE_S = 2.0
 DEFAULT_TIME_LIMIT_S = 24 * 3600.0
 # The daemon submits the next job as soon as it reads a result, while the process that wrote it
 # may still be exiting (interpreter teardown, the CUDA context's release): a GPU slot is waited
-# for this long before the submission fails (and is retried).
+# for this long before the daemon keeps its pending jobs for a later wake (has_room).
 SLOT_WAIT_S = 5.0
 
 
@@ -129,10 +129,8 @@ class LocalDriver(Driver):
         env = {**os.environ, **spec.env}
         devices = None
         if self.gpus is not None:
-            deadline = time.monotonic() + SLOT_WAIT_S
-            while (devices := self._free_gpu_slot()) is None and time.monotonic() < deadline:
-                time.sleep(0.02)
-            if devices is None:
+            devices = self._free_gpu_slot()
+            if devices is None:  # the daemon asks has_room first: only a caller that did not
                 raise SubmitError(f"all {len(self.gpus)} GPU slots of driver.gpus are taken", transient=True)
             env["CUDA_VISIBLE_DEVICES"] = devices
         try:
@@ -148,6 +146,18 @@ class LocalDriver(Driver):
         if devices is not None:
             self._holding[scheduler_id] = devices
         return scheduler_id
+
+    def has_room(self) -> bool:
+        """Without GPU slots, always; with them, whether one is free, waiting up to SLOT_WAIT_S for
+        a job whose result was just read to exit."""
+        if self.gpus is None:
+            return True
+        deadline = time.monotonic() + SLOT_WAIT_S
+        while self._free_gpu_slot() is None:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
 
     def _free_gpu_slot(self) -> str | None:
         """The devices of a slot no live job holds, or None. A slot is free once its job's process

@@ -458,6 +458,8 @@ class Daemon:
                 continue
             if self.paths.result_file(job_id).exists() and self._record_result(job_id):
                 continue  # it ran before a crash of the daemon that had just submitted it
+            if not self.driver.has_room():
+                return  # the driver's own slots are full: the job waits for a later wake
             self._submit(job_id)
             running = self.store.counts()["running"]
 
