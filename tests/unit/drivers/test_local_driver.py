@@ -151,10 +151,12 @@ def test_each_job_runs_on_the_devices_of_a_free_gpu_slot(tmp_path, monkeypatch):
     first, second = driver.submit(spec(1)), driver.submit(spec(2))
     assert _wait_file(tmp_path / "1.devices") == "0\n" and _wait_file(tmp_path / "2.devices") == "1,2\n"
     assert first.endswith(":0") and second.endswith(":1,2")  # the job record keeps its devices
+    assert not driver.has_room() and LocalDriver({}, tmp_path).has_room()  # the daemon keeps job 3 pending
     with pytest.raises(SubmitError, match="all 2 GPU slots of driver.gpus are taken") as info:
         driver.submit(spec(3))
     assert info.value.transient
     driver.cancel([first])
+    assert driver.has_room()
     third = driver.submit(spec(3))  # the cancelled job's slot, free again
     assert _wait_file(tmp_path / "3.devices") == "0\n"
 
