@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,17 @@ def _wait_for(predicate, what, timeout=120.0):
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
+
+
+def _submitted(running: Path) -> int:
+    """Running jobs whose scheduler id is recorded (a file moved away meanwhile counts as none)."""
+    count = 0
+    for path in running.glob("*.json"):
+        try:
+            count += json.loads(path.read_text()).get("scheduler_id") is not None
+        except (OSError, ValueError):
+            pass
+    return count
 
 
 def test_the_default_time_limit_is_a_day_and_null_means_none(make_experiment):
@@ -54,7 +66,8 @@ def test_gpu_slots_one_job_each_also_across_a_daemon_killed_and_restarted(make_e
     folder = make_experiment(config, {"wrapper.py": DEVICES_WRAPPER})
     daemon = start_daemon(folder)
     running = folder / ".spearmint" / "jobs" / "running"
-    _wait_for(lambda: len(list(running.glob("*.json"))) == 2, "two jobs running")
+    # both submitted: a job moves to running with no scheduler id yet while its submission is under way
+    _wait_for(lambda: _submitted(running) == 2, "two jobs running")
     daemon.send_signal(signal.SIGKILL)
     daemon.wait()
     held = sorted(json.loads(path.read_text())["scheduler_id"].split(":", 2)[2] for path in running.glob("*.json"))
