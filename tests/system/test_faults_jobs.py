@@ -119,12 +119,24 @@ def test_a_job_started_twice_is_evaluated_once(tmp_path):
     assert logged_runs(folder / "runs.txt") == [5]
 
 
-def _runner(paths: ExperimentPaths, job_id: int, **scheduler_env: str) -> subprocess.Popen:
-    """A runner of ``job_id`` in the environment a scheduler would give it (and no other's)."""
-    env = {k: v for k, v in os.environ.items()
-           if not SCHEDULER_ID_VARIABLE.search(k) and k not in (SLURM_RESTARTS, SGE_RESTARTED)}
-    return subprocess.Popen(command_for(paths.experiment, job_id), cwd=paths.experiment, env={**env, **scheduler_env},
-                            stderr=subprocess.PIPE, text=True)
+@pytest.fixture
+def runner():
+    """Start a runner of a job in the environment a scheduler would give it (and no other's);
+    any still running at the end of the test are killed."""
+    started: list[subprocess.Popen] = []
+
+    def start(paths: ExperimentPaths, job_id: int, **scheduler_env: str) -> subprocess.Popen:
+        env = {k: v for k, v in os.environ.items()
+               if not SCHEDULER_ID_VARIABLE.search(k) and k not in (SLURM_RESTARTS, SGE_RESTARTED)}
+        started.append(subprocess.Popen(command_for(paths.experiment, job_id), cwd=paths.experiment,
+                                        env={**env, **scheduler_env}, stderr=subprocess.PIPE, text=True))
+        return started[-1]
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def _wait_for_run(runs_file: Path, count: int) -> None:
@@ -138,7 +150,7 @@ def _wait_for_run(runs_file: Path, count: int) -> None:
     ({"SLURM_JOB_ID": "77"}, {"SLURM_JOB_ID": "77", "SLURM_RESTART_COUNT": "1"}),
     ({"JOB_ID": "9", "RESTARTED": "0"}, {"JOB_ID": "9", "RESTARTED": "1"}),
 ], ids=["slurm", "sge"])
-def test_another_attempt_of_a_scheduler_job_evaluates_it_and_a_second_copy_does_not(tmp_path, first, again):
+def test_another_attempt_of_a_scheduler_job_evaluates_it_and_a_second_copy_does_not(tmp_path, runner, first, again):
     """The scheduler kills a running job and runs it again (SLURM's requeue, Grid Engine's
     reschedule): the new attempt evaluates the job, which gets one result listing both
     attempts. A second copy of the running attempt, or another scheduler job (a resubmission),
@@ -149,13 +161,13 @@ def test_another_attempt_of_a_scheduler_job_evaluates_it_and_a_second_copy_does_
     for sub in (paths.inputs, paths.results):
         sub.mkdir(parents=True)
     atomic_write_json(paths.input_file(5), {"x": [1.0], "y": [2.0]})
-    holder = _runner(paths, 5, NAP="600", **first)
+    holder = runner(paths, 5, NAP="600", **first)
     _wait_for_run(runs_file, 1)
     # a second copy of the running attempt, and another scheduler job restarted: both refused
-    copy = _runner(paths, 5, **first)
-    other = _runner(paths, 5, **{**again, **{k: "78" for k in first if k.endswith("JOB_ID")}})
+    copy = runner(paths, 5, **first)
+    other = runner(paths, 5, **{**again, **{k: "78" for k in first if k.endswith("JOB_ID")}})
     # the restarted attempt, started while the scheduler still stops the first: it waits for that
-    restarted = _runner(paths, 5, **again)
+    restarted = runner(paths, 5, **again)
     time.sleep(2)
     assert restarted.poll() is None and logged_runs(runs_file) == [5]
     holder.kill()
@@ -171,12 +183,12 @@ def test_another_attempt_of_a_scheduler_job_evaluates_it_and_a_second_copy_does_
         {k: v for k, v in env.items() if k in (SLURM_RESTARTS, SGE_RESTARTED)} for env in (first, again)]
     assert json.loads(paths.claim_file(5, 2).read_text())["attempt"] == 2
     # the scheduler runs it yet again after the result was written: one result, no evaluation
-    late = _runner(paths, 5, **{**again, SLURM_RESTARTS: "2"} if SLURM_RESTARTS in again else again)
+    late = runner(paths, 5, **{**again, SLURM_RESTARTS: "2"} if SLURM_RESTARTS in again else again)
     assert late.wait(timeout=60) == 0 and "already has its result" in late.communicate()[1]
     assert logged_runs(runs_file) == [5, 5] and not paths.claim_file(5, 3).exists()
 
 
-def test_an_attempt_on_another_host_is_taken_over_only_when_the_scheduler_restarted_it(tmp_path):
+def test_an_attempt_on_another_host_is_taken_over_only_when_the_scheduler_restarted_it(tmp_path, runner):
     """A holder on another host cannot be seen: the scheduler's restart is what says it is gone."""
     folder = write_experiment(tmp_path / "exp", quick_config(), {"wrapper.py": counting_wrapper()})
     paths, runs_file = ExperimentPaths(folder), folder / "runs.txt"
@@ -187,10 +199,10 @@ def test_an_attempt_on_another_host_is_taken_over_only_when_the_scheduler_restar
     for job_id in (5, 6):
         atomic_write_json(paths.input_file(job_id), {"x": [1.0], "y": [2.0]})
         atomic_write_json(paths.claim_file(job_id), elsewhere)
-    restarted = _runner(paths, 5, SLURM_JOB_ID="77", SLURM_RESTART_COUNT="1")
+    restarted = runner(paths, 5, SLURM_JOB_ID="77", SLURM_RESTART_COUNT="1")
     assert restarted.wait(timeout=60) == 0 and logged_runs(runs_file) == [5]
     assert [a["host"] for a in JobResult.read(paths.result_file(5), 5).attempts] == ["node-b", socket.gethostname()]
-    resubmitted = _runner(paths, 6, SLURM_JOB_ID="78", SLURM_RESTART_COUNT="1")
+    resubmitted = runner(paths, 6, SLURM_JOB_ID="78", SLURM_RESTART_COUNT="1")
     time.sleep(2)
     assert resubmitted.poll() is None  # waits for node-b's result
     JobResult(id=6, status="ok", values={"main": 1.0}).write(paths.result_file(6))
