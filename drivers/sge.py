@@ -146,7 +146,10 @@ class SgeDriver(BatchDriver):
             # qsub reads "host:path" in -o/-e and expands $JOB_ID etc.; such paths cannot be passed
             if ":" in str(path) or "$" in str(path):
                 raise SubmitError(f"Grid Engine cannot use a path containing ':' or '$': {path}", transient=False)
-        return ["qsub", "-terse", "-N", name, "-S", "/bin/bash", "-wd", str(spec.workdir),
+        # -r y: a rerunnable job, which Grid Engine runs again after a host crash or qmod -rj
+        # (for a queue with rerun FALSE, its default, it would not) as another attempt of the
+        # same job (see spearmint_nn.experiment.claims); each attempt appends to -o and -e.
+        return ["qsub", "-terse", "-N", name, "-S", "/bin/bash", "-wd", str(spec.workdir), "-r", "y",
                 "-o", str(spec.stdout), "-e", str(spec.stderr)]
 
     def resource_argv(self, asked: Resources) -> list[str]:

@@ -121,9 +121,14 @@ class SlurmDriver(BatchDriver):
             check_int("driver.gpus", gpus, 0)
 
     def submit_head(self, spec: JobSpec, name: str) -> list[str]:
+        # --requeue: a job SLURM interrupts (node failure, preemption, scontrol requeue) runs
+        # again as another attempt of the same job, which the runner evaluates (see
+        # spearmint_nn.experiment.claims), rather than ending lost; asked for explicitly because
+        # sites set JobRequeue=0 as their default. --open-mode=append: each attempt adds to the
+        # job's output instead of truncating what the earlier one wrote.
         # sbatch expands %j, %x, ... in file names; %% is a literal %
-        return ["sbatch", "--parsable", "--job-name", name, "--chdir", str(spec.workdir),
-                "--output", str(spec.stdout).replace("%", "%%"),
+        return ["sbatch", "--parsable", "--requeue", "--open-mode=append", "--job-name", name,
+                "--chdir", str(spec.workdir), "--output", str(spec.stdout).replace("%", "%%"),
                 "--error", str(spec.stderr).replace("%", "%%")]
 
     def resource_argv(self, asked: Resources) -> list[str]:

@@ -5,7 +5,9 @@ daemon's interpreter). It reads ``config.json`` and ``.spearmint/inputs/<id>.jso
 the wrapper, and writes ``.spearmint/results/<id>.json`` atomically, a
 :class:`~spearmint_nn.experiment.results.JobResult` (its module gives the schema). Before
 anything else it claims the job (:mod:`spearmint_nn.experiment.claims`); a second runner of the
-same job evaluates nothing, waits for the first and exits with 0 if its result file exists.
+same job evaluates nothing, waits for the first and exits with 0 if its result file exists;
+another attempt of the same scheduler job (requeued or rescheduled by the scheduler) evaluates
+it, and the result file lists every attempt.
 The exit code is 0 when the job produced values and non-zero otherwise; the result file, not
 the exit code, is what the daemon records.
 
@@ -59,7 +61,7 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
-from .experiment.claims import take_claim, wait_for_holder
+from .experiment.claims import attempt_record, take_claim, wait_for_holder
 from .experiment.config import ExperimentConfig, load_config
 from .errors import ConfigError
 from .experiment.layout import ExperimentPaths
@@ -251,9 +253,12 @@ def process_started() -> float | None:
 def run_job(experiment_dir: str | Path, job_id: int) -> int:
     """Evaluate one job and write its result file; return the process exit code."""
     paths = ExperimentPaths(experiment_dir)
-    holder = take_claim(paths, job_id)
-    if holder is not None:  # started twice (see spearmint_nn.experiment.claims): never evaluate twice
-        return 0 if wait_for_holder(paths, job_id, holder) else 1
+    claim = take_claim(paths, job_id)
+    if not claim.ours:  # started twice (see spearmint_nn.experiment.claims): never evaluate twice
+        return 0 if wait_for_holder(paths, job_id, claim.holder) else 1
+    if claim.earlier:
+        print(f"spearmint-nn runner: job {job_id}, attempt {claim.attempt}: the scheduler ran it again "
+              f"({claim.holder['restarts'] or 'restarted'}); evaluating it", file=sys.stderr, flush=True)
     host, process_start, started = socket.gethostname(), process_started(), time.time()
     exit_code = 0
     try:
@@ -280,8 +285,12 @@ def run_job(experiment_dir: str | Path, job_id: int) -> int:
         print(f"spearmint-nn runner: job {job_id} failed ({exc.failure}): {exc}", file=sys.stderr)
         if exc.tb:
             print(exc.tb, file=sys.stderr)
-    JobResult(id=job_id, host=host, process_started=process_start, started=started, ended=time.time(),
-              **outcome).write(paths.result_file(job_id))
+    ended = time.time()
+    # The earlier attempts were stopped by the scheduler, which says nothing of when.
+    attempts = [attempt_record(earlier, None, "requeued") for earlier in claim.earlier]
+    attempts.append(attempt_record(claim.holder, ended, outcome["status"].value))
+    JobResult(id=job_id, host=host, process_started=process_start, started=started, ended=ended,
+              attempts=attempts, **outcome).write(paths.result_file(job_id))
     return exit_code
 
 

@@ -79,7 +79,7 @@ def job_table(jobs: Iterable[Job], config: ExperimentConfig) -> tuple[list[str],
                for var in config.space.variables for i in range(var.size)]
     header = (["id", "state", "source", "value", "feasible"] + [f"task:{t}" for t in tasks]
               + [column for column, _, _ in columns]
-              + ["duration", "failure", "reason", "best_so_far"])
+              + ["duration", "attempts", "failure", "reason", "best_so_far"])
     rows, best_so_far = [], None
     sign = parse_direction(config.direction)
     for job in jobs:
@@ -96,7 +96,8 @@ def job_table(jobs: Iterable[Job], config: ExperimentConfig) -> tuple[list[str],
         rows.append([job.id, job.state.value, fields.get("source", ""), fields.get("value", ""),
                      {JobState.COMPLETE: "yes" if feasible else "no", JobState.FAILED: "no"}.get(job.state, "")]
                     + [values.get(t, "") for t in tasks] + cells
-                    + [fields.get("duration", ""), fields.get("failure", ""), fields.get("reason", ""),
+                    + [fields.get("duration", ""), "" if job.attempts is None else job.attempts,
+                       fields.get("failure", ""), fields.get("reason", ""),
                        "" if best_so_far is None else best_so_far])
     return header, rows
 

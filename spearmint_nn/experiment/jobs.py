@@ -172,6 +172,12 @@ class Job:
         return finite_float(self.fields.get("duration"))
 
     @property
+    def attempts(self) -> int | None:
+        """How many times the job ran (the scheduler may requeue it), when its runner said."""
+        attempts = self.fields.get("attempts")
+        return len(attempts) if isinstance(attempts, list) and attempts else None
+
+    @property
     def finished(self) -> float | None:
         """Unix time the outcome was recorded (complete or failed)."""
         return finite_float(self.fields.get("finished"))

@@ -17,6 +17,8 @@
             results/000042.json          written by the job itself (the runner)
             claims/000042.json           the runner's claim on job 42 (host, pid, start time),
                                          created once with an atomic link: one evaluation per id
+            claims/000042-2.json         the claim on its second attempt (the scheduler ran
+                                         the same job again), and so on
             scripts/000042.sh            job scripts of batch drivers, kept for the user to read
             requests/cancel-*.json       requests of ``spearmint-nn cancel`` to a running daemon
             model/                       surrogate weights for warm starts (torch, weights_only)
@@ -52,6 +54,12 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
                   runner began the job; process_started: when its process started, on Linux, so
                   the queue is submitted..process_started and the start-up process_started..started)
     duration      seconds the wrapper ran (ended - started), when known
+    attempts      the runs of the job, first first (one, unless the scheduler requeued or
+                  rescheduled it), from the runner's result file: [{"attempt" (1, 2, ...),
+                  "host", "started" (unix time it claimed the attempt), "ended" (unix time,
+                  null for an attempt the scheduler stopped), "outcome" ("ok" | "error" for
+                  the last, "requeued" for the others), "scheduler_ids" and "restarts" (as in
+                  its claim)}]; absent for jobs run by older runners
     predicted_duration  seconds the duration model predicted when EI per second proposed the job
     chosen_by     what proposed the job (source "optimizer"): "sobol", "exploration", "gp", "dngo"
     search_start  the first evaluation (0-based, completion order) the objective model saw then;
@@ -76,10 +84,12 @@ also ``model_best``: the evaluated feasible point with the best posterior mean o
 model, as Spearmint reported it, ``{"id", "params", "mean", "std", "value" (observed there),
 "observations" (the model's data), "fitted" (unix time)}``.
 
-Claim file (``claims/<id>.json``), created once by the runner before it evaluates anything:
+Claim file (``claims/<id>.json``, ``claims/<id>-<attempt>.json`` from the second attempt on),
+created once by the runner before it evaluates anything (spearmint_nn.experiment.claims):
 
-    host, pid, start_ticks (field 22 of /proc/<pid>/stat), claimed (unix time),
+    attempt (1, 2, ...), host, pid, start_ticks (field 22 of /proc/<pid>/stat), claimed (unix time),
     scheduler_ids ({environment variable: value} for variables ending in JOB_ID or JOBID),
+    restarts ({variable: value} of SLURM_RESTART_COUNT and Grid Engine's RESTARTED, when set),
     cuda_visible_devices (the job's CUDA_VISIBLE_DEVICES, or null: the local driver's GPU slot)
 
 Result file (``results/<id>.json``): written atomically by the runner, read by the daemon,
@@ -141,8 +151,9 @@ class ExperimentPaths:
     def result_file(self, job_id: int) -> Path:
         return self.results / job_file_name(job_id)
 
-    def claim_file(self, job_id: int) -> Path:
-        return self.claims / job_file_name(job_id)
+    def claim_file(self, job_id: int, attempt: int = 1) -> Path:
+        """The claim on attempt ``attempt`` of the job: ``000042.json``, then ``000042-2.json``, ..."""
+        return self.claims / (job_file_name(job_id) if attempt == 1 else f"{job_id:06d}-{attempt}.json")
 
     def stdout_file(self, job_id: int) -> Path:
         return self.output / f"{job_id:06d}.out"

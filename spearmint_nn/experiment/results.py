@@ -14,9 +14,12 @@ read job files through :class:`~spearmint_nn.experiment.jobs.Job`. The file is o
     host             the host the runner ran on
     process_started  unix time the runner's process started (null off Linux)
     started, ended   unix times the runner began and finished the job
+    attempts         the runs of the job, first first, each as in the job file (see
+                     :mod:`spearmint_nn.experiment.layout`); the last one wrote this file
 
 A daemon upgraded while jobs run reads what older runners wrote, so reading is lenient: a
-missing ``failure`` is "exception", a missing ``error`` "no message", and a timing, host or
+missing ``failure`` is "exception", a missing ``error`` "no message", missing ``attempts`` none
+(older runners did not list them), and a timing, host or
 location field of the wrong type is taken as unknown. A file that is not a result of the job
 (not yet written, unreadable, another id, another status) reads as None, and the daemon decides
 what that means (it waits, or fails the job "bad_result" once the scheduler says it ended).
@@ -63,9 +66,11 @@ class JobResult:
     process_started: float | None = None
     started: float | None = None
     ended: float | None = None
+    attempts: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", ResultStatus(self.status))  # "ok" given as a string too
+        object.__setattr__(self, "attempts", tuple(self.attempts))
 
     @property
     def ok(self) -> bool:
@@ -91,6 +96,8 @@ class JobResult:
             fields["location"] = plain(self.location)
         if self.duration is not None:
             fields["duration"] = self.duration
+        if self.attempts:
+            fields["attempts"] = [dict(attempt) for attempt in self.attempts]
         return fields
 
     # -- the file form -----------------------------------------------------------------------
@@ -104,7 +111,8 @@ class JobResult:
         else:
             body = {"failure": self.failure, "error": self.error, "traceback": self.traceback,
                     "location": self.location}
-        return {**head, **body, "ended": self.ended}
+        tail = {"attempts": [dict(attempt) for attempt in self.attempts]} if self.attempts else {}
+        return {**head, **body, "ended": self.ended, **tail}
 
     @classmethod
     def from_json(cls, obj: Any, job_id: int) -> "JobResult | None":
@@ -123,7 +131,9 @@ class JobResult:
             traceback="" if ok else _text(obj.get("traceback")) or "",
             location=None if ok else _text(obj.get("location")),
             host=_text(obj.get("host")), process_started=_time(obj.get("process_started")),
-            started=_time(obj.get("started")), ended=_time(obj.get("ended")))
+            started=_time(obj.get("started")), ended=_time(obj.get("ended")),
+            attempts=tuple(a for a in obj.get("attempts") or () if isinstance(a, Mapping))
+            if isinstance(obj.get("attempts"), list) else ())
 
     @classmethod
     def read(cls, path: Path, job_id: int) -> "JobResult | None":

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..experiment.claims import read_claim
 from ..experiment.config import ExperimentConfig, load_config
 from ..experiment.failures import FailureGroup, group_failures
 from ..experiment.jobs import (DEFAULT_IGNORED_FAILURES, FINAL_STATES, Job, JobState, best_job, best_summary,
@@ -286,7 +287,9 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "best": best_summary(snap.best) if snap.best else None,
         "model_best": snap.model_best,
         "running": [{"id": j.id, "scheduler_id": j.scheduler_id, "driver": j.driver,
-                     "age_s": round(now - j.fields.get("submitted", now), 1)} for j in snap.in_state(JobState.RUNNING)],
+                     "age_s": round(now - j.fields.get("submitted", now), 1), "attempt": running_attempt(snap, j)}
+                    for j in snap.in_state(JobState.RUNNING)],
+        "attempts": attempt_counts([j for j in snap.jobs if j.state in FINAL_STATES]),
         "recent_failures": [{"id": j.id, "failure": j.failure, "reason": j.reason} for j in recent],
         "feasibility": snap.feasibility,
         "outside_variables": snap.outside_variables,
@@ -295,6 +298,19 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "failure_group_count": len(groups),
         "related": read_related_summary(config),
     }
+
+
+def running_attempt(snap: Snapshot, job: Job) -> int | None:
+    """The attempt a running job is on, by its latest claim; None before its runner started."""
+    claim = read_claim(snap.store.paths, job.id)
+    return claim.get("attempt", 1) if claim is not None else None
+
+
+def attempt_counts(finished: list[Job]) -> dict[str, int]:
+    """Runs of the finished jobs (``total``) and how many of them the scheduler ran more than once
+    (``requeued_jobs``); a job whose runner did not list its attempts ran once."""
+    counts = [job.attempts or 1 for job in finished]
+    return {"total": sum(counts), "requeued_jobs": sum(count > 1 for count in counts)}
 
 
 def read_related_summary(config: ExperimentConfig) -> list[dict[str, Any]] | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -27,15 +28,27 @@ def sge_problem() -> str | None:
     return None
 
 
+def requeue(sid: str) -> None:
+    """``qmod -rj`` once Grid Engine has had the job running for a few seconds: a job rescheduled
+    just after it was dispatched was seen here to be marked (qacct: "failed 25 : rescheduling",
+    no start time) but not stopped, and to run on."""
+    scenarios.wait_for(lambda: sid in subprocess.run(["qstat", "-s", "r"], capture_output=True, text=True,
+                                                     timeout=60).stdout.split(), 60, f"job {sid} to run")
+    time.sleep(5)
+    subprocess.run(["qmod", "-rj", sid], check=True, timeout=60, capture_output=True)
+
+
 @pytest.fixture(scope="module")
 def cluster() -> scenarios.Cluster:
     return scenarios.usable(scenarios.Cluster(
         driver="sge",
         title="Grid Engine",
         cancel=lambda sid: subprocess.run(["qdel", sid], check=True, timeout=60, capture_output=True),
+        requeue=requeue,
         time_limit=5,       # h_rt is enforced within about a second
         limit_wait_s=30,
         controller_pid="spool/qmaster/qmaster.pid",
+        restarted={"RESTARTED": "1"},
     ), sge_problem())
 
 

@@ -28,15 +28,27 @@ def slurm_problem() -> str | None:
     return None
 
 
+def requeue(sid: str) -> None:
+    """``scontrol requeue``, then the job released at once: SLURM holds a requeued job for
+    120 s (its BeginTime) once it is pending again, which would only make the test wait."""
+    subprocess.run(["scontrol", "requeue", sid], check=True, timeout=60)
+    state = ["squeue", "-h", "-t", "all", "-j", sid, "-O", "State"]
+    scenarios.wait_for(lambda: subprocess.run(state, capture_output=True, text=True, timeout=60).stdout.strip()
+                       == "PENDING", 120, f"job {sid} to be pending again")
+    subprocess.run(["scontrol", "update", f"JobId={sid}", "StartTime=now"], check=True, timeout=60)
+
+
 @pytest.fixture(scope="module")
 def cluster() -> scenarios.Cluster:
     return scenarios.usable(scenarios.Cluster(
         driver="slurm",
         title="SLURM",
         cancel=lambda sid: subprocess.run(["scancel", sid], check=True, timeout=60),
+        requeue=requeue,
         time_limit=60,      # SLURM's smallest limit is one minute, checked about every 30 s
         limit_wait_s=60,
         controller_pid="run/slurmctld.pid",
+        restarted={"SLURM_RESTART_COUNT": "1"},
     ), slurm_problem())
 
 

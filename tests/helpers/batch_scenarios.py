@@ -9,6 +9,7 @@ against what actually ran.
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -49,9 +50,11 @@ class Cluster:
     driver: str                              # the driver's name; tests/cluster/<driver>-up.sh starts it
     title: str                               # the scheduler's name in messages
     cancel: Callable[[str], None]            # cancel a job from outside, by scheduler id
+    requeue: Callable[[str], None]           # make the scheduler stop a running job and run it again
     time_limit: float                        # the shortest limit the scheduler enforces
     limit_wait_s: float                      # how long a job may outlive it before it is killed
     controller_pid: str                      # the controller's pid file, relative to state_dir
+    restarted: dict[str, str]                # what the scheduler sets in a restarted job's environment
 
     @property
     def state_variable(self) -> str:
@@ -299,7 +302,55 @@ def controller_restarted(tmp_path: Path, cluster: Cluster) -> None:
     assert_each_job_ran_once(exp, budget)
 
 
+def requeued(tmp_path: Path, cluster: Cluster, *, daemon_down: bool) -> None:
+    """Job 1 requeued by the scheduler while its wrapper runs (with the daemon running, or killed
+    before and started again after): recorded once, complete, with both attempts."""
+    # job 1 long enough for Grid Engine, which stops a job some 20 s after qmod -rj
+    exp = make_experiment(tmp_path / "exp", cluster, sleep=2, budget=3, concurrent=2,
+                          body="time.sleep(45 if job_id == 1 else 0)")
+    daemon = start_daemon(exp)
+    try:
+        first = wait_for(lambda: submitted(exp).get(1), 120, "job 1 to be submitted")
+        wait_for(lambda: 1 in runs(exp), 120, "job 1's wrapper to start")
+        if daemon_down:
+            daemon.kill()
+            daemon.wait()
+        cluster.requeue(first["scheduler_id"])
+        wait_for(lambda: runs(exp).count(1) == 2, 180, "job 1's second attempt to start")
+        if daemon_down:
+            run_to_end(exp, 600)
+        else:
+            daemon.wait(timeout=600)
+    finally:
+        stop_daemon(daemon)
+    assert daemon.returncode == (-signal.SIGKILL if daemon_down else 0)
+    jobs = all_jobs(exp)
+    assert {i: state for i, (state, _) in jobs.items()} == {1: "complete", 2: "complete", 3: "complete"}
+    assert sorted(runs(exp)) == [1, 1, 2, 3]  # the wrapper's own log: job 1 ran in two attempts
+    job = jobs[1][1]
+    assert job["scheduler_id"] == first["scheduler_id"]  # the same scheduler job, followed (or adopted)
+    attempts = job["attempts"]
+    assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "requeued"), (2, "ok")], attempts
+    assert attempts[1]["restarts"] == cluster.restarted and attempts[1]["started"] > attempts[0]["started"]
+    assert all(len(j["attempts"]) == 1 for i, (_, j) in jobs.items() if i != 1)
+    with open(exp / ".spearmint" / "results.csv", newline="") as handle:
+        table = {row["id"]: row for row in csv.DictReader(handle)}
+    assert {i: row["attempts"] for i, row in table.items()} == {"1": "2", "2": "1", "3": "1"}
+    assert float(table["1"]["value"]) == job["value"]
+    status = subprocess.run([sys.executable, "-m", "spearmint_nn", "status", str(exp), "--json"],
+                            capture_output=True, text=True, timeout=120)
+    assert json.loads(status.stdout)["attempts"] == {"total": 4, "requeued_jobs": 1}, status.stderr
+
+
+def requeued_while_running(tmp_path: Path, cluster: Cluster) -> None:
+    requeued(tmp_path, cluster, daemon_down=False)
+
+
+def requeued_while_the_daemon_is_down(tmp_path: Path, cluster: Cluster) -> None:
+    requeued(tmp_path, cluster, daemon_down=True)
+
+
 # what a test module parametrises its one test over, each named after its function
 SCENARIOS = [pytest.param(scenario, id=scenario.__name__) for scenario in (
     twelve_jobs_three_at_a_time, failing_wrapper, killed_by_time_limit, cancelled_from_outside,
-    daemon_killed_and_restarted, controller_restarted)]
+    daemon_killed_and_restarted, controller_restarted, requeued_while_running, requeued_while_the_daemon_is_down)]

@@ -3,14 +3,20 @@ job with a reason, the daemon goes on, and a job started twice is evaluated once
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
 from helpers.experiments import quick_config, write_experiment
 from helpers.fake_scheduler import run_daemon
 from helpers.invariant_checks import assert_folder_ok, counting_wrapper, logged_runs
+from spearmint_nn.experiment.claims import SCHEDULER_ID_VARIABLE, SGE_RESTARTED, SLURM_RESTARTS
 from spearmint_nn.experiment.layout import ExperimentPaths
+from spearmint_nn.experiment.results import JobResult
 from spearmint_nn.runner import command_for
 from spearmint_nn.files import atomic_write_json
 from spearmint_nn.views import plots
@@ -111,3 +117,93 @@ def test_a_job_started_twice_is_evaluated_once(tmp_path):
     late = subprocess.run(command_for(paths.experiment, 6), cwd=folder, capture_output=True, text=True, timeout=60)
     assert late.returncode == 1 and not paths.result_file(6).exists()
     assert logged_runs(folder / "runs.txt") == [5]
+
+
+@pytest.fixture
+def runner():
+    """Start a runner of a job in the environment a scheduler would give it (and no other's);
+    any still running at the end of the test are killed."""
+    started: list[subprocess.Popen] = []
+
+    def start(paths: ExperimentPaths, job_id: int, **scheduler_env: str) -> subprocess.Popen:
+        env = {k: v for k, v in os.environ.items()
+               if not SCHEDULER_ID_VARIABLE.search(k) and k not in (SLURM_RESTARTS, SGE_RESTARTED)}
+        started.append(subprocess.Popen(command_for(paths.experiment, job_id), cwd=paths.experiment,
+                                        env={**env, **scheduler_env}, stderr=subprocess.PIPE, text=True))
+        return started[-1]
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_for_run(runs_file: Path, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while len(logged_runs(runs_file)) < count:
+        assert time.monotonic() < deadline, "the wrapper never started"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("first, again", [
+    ({"SLURM_JOB_ID": "77"}, {"SLURM_JOB_ID": "77", "SLURM_RESTART_COUNT": "1"}),
+    ({"JOB_ID": "9", "RESTARTED": "0"}, {"JOB_ID": "9", "RESTARTED": "1"}),
+], ids=["slurm", "sge"])
+def test_another_attempt_of_a_scheduler_job_evaluates_it_and_a_second_copy_does_not(tmp_path, runner, first, again):
+    """The scheduler kills a running job and runs it again (SLURM's requeue, Grid Engine's
+    reschedule): the new attempt evaluates the job, which gets one result listing both
+    attempts. A second copy of the running attempt, or another scheduler job (a resubmission),
+    evaluates nothing."""
+    folder = write_experiment(tmp_path / "exp", quick_config(),
+                              {"wrapper.py": counting_wrapper("time.sleep(float(os.environ.get('NAP', 0)))")})
+    paths, runs_file = ExperimentPaths(folder), folder / "runs.txt"
+    for sub in (paths.inputs, paths.results):
+        sub.mkdir(parents=True)
+    atomic_write_json(paths.input_file(5), {"x": [1.0], "y": [2.0]})
+    holder = runner(paths, 5, NAP="600", **first)
+    _wait_for_run(runs_file, 1)
+    # a second copy of the running attempt, and another scheduler job restarted: both refused
+    copy = runner(paths, 5, **first)
+    other = runner(paths, 5, **{**again, **{k: "78" for k in first if k.endswith("JOB_ID")}})
+    # the restarted attempt, started while the scheduler still stops the first: it waits for that
+    restarted = runner(paths, 5, **again)
+    time.sleep(2)
+    assert restarted.poll() is None and logged_runs(runs_file) == [5]
+    holder.kill()
+    holder.communicate()
+    assert restarted.wait(timeout=60) == 0, restarted.communicate()[1]
+    assert (copy.wait(timeout=60), other.wait(timeout=60)) == (1, 1)  # their holder ended without a result
+    assert "is already claimed by host" in copy.communicate()[1] + other.communicate()[1]
+    assert logged_runs(runs_file) == [5, 5]
+    result = JobResult.read(paths.result_file(5), 5)
+    assert result.ok and [(a["attempt"], a["outcome"]) for a in result.attempts] == [(1, "requeued"), (2, "ok")]
+    assert result.attempts[0]["ended"] is None and result.attempts[1]["ended"] == result.ended
+    assert [a["restarts"] for a in result.attempts] == [
+        {k: v for k, v in env.items() if k in (SLURM_RESTARTS, SGE_RESTARTED)} for env in (first, again)]
+    assert json.loads(paths.claim_file(5, 2).read_text())["attempt"] == 2
+    # the scheduler runs it yet again after the result was written: one result, no evaluation
+    late = runner(paths, 5, **{**again, SLURM_RESTARTS: "2"} if SLURM_RESTARTS in again else again)
+    assert late.wait(timeout=60) == 0 and "already has its result" in late.communicate()[1]
+    assert logged_runs(runs_file) == [5, 5] and not paths.claim_file(5, 3).exists()
+
+
+def test_an_attempt_on_another_host_is_taken_over_only_when_the_scheduler_restarted_it(tmp_path, runner):
+    """A holder on another host cannot be seen: the scheduler's restart is what says it is gone."""
+    folder = write_experiment(tmp_path / "exp", quick_config(), {"wrapper.py": counting_wrapper()})
+    paths, runs_file = ExperimentPaths(folder), folder / "runs.txt"
+    for sub in (paths.inputs, paths.results, paths.claims):
+        sub.mkdir(parents=True)
+    elsewhere = {"attempt": 1, "host": "node-b", "pid": 1234, "start_ticks": 1, "claimed": time.time(),
+                 "scheduler_ids": {"SLURM_JOB_ID": "77"}, "restarts": {}}
+    for job_id in (5, 6):
+        atomic_write_json(paths.input_file(job_id), {"x": [1.0], "y": [2.0]})
+        atomic_write_json(paths.claim_file(job_id), elsewhere)
+    restarted = runner(paths, 5, SLURM_JOB_ID="77", SLURM_RESTART_COUNT="1")
+    assert restarted.wait(timeout=60) == 0 and logged_runs(runs_file) == [5]
+    assert [a["host"] for a in JobResult.read(paths.result_file(5), 5).attempts] == ["node-b", socket.gethostname()]
+    resubmitted = runner(paths, 6, SLURM_JOB_ID="78", SLURM_RESTART_COUNT="1")
+    time.sleep(2)
+    assert resubmitted.poll() is None  # waits for node-b's result
+    JobResult(id=6, status="ok", values={"main": 1.0}).write(paths.result_file(6))
+    assert resubmitted.wait(timeout=60) == 0 and logged_runs(runs_file) == [5]

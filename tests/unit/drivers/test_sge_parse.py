@@ -106,7 +106,7 @@ def test_submit_argv(tmp_path):
     argv = driver.submit_argv(spec, name, spec.wall_time)
     assert argv[:2] == ["qsub", "-terse"] and argv[-1] == str(spec.script_path)
     text = " ".join(argv)
-    for part in ("-N j2d-3", "-S /bin/bash", f"-wd {tmp_path}", "-q gpu.q", "-A acc", "-P p1",
+    for part in ("-N j2d-3", "-S /bin/bash", f"-wd {tmp_path}", "-r y", "-q gpu.q", "-A acc", "-P p1",
                  "-l h_rt=00:01:30", "-l mem_free=2G", "-pe mpi 4", "-l gpu=1", "-l arch=lx-amd64"):
         assert part in text
 

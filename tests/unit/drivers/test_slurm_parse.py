@@ -111,8 +111,9 @@ def test_submit_argv_carries_every_option_as_separate_words(tmp_path):
                           "name-prefix": "sm-"}, tmp_path)
     spec = spec_for(tmp_path, stdout=tmp_path / "100%/o.out")
     argv = driver.submit_argv(spec, driver.job_name(spec), driver.time_limit)
-    assert argv[:2] == ["sbatch", "--parsable"]
-    pairs = dict(zip(argv[2:-2:2], argv[3:-2:2]))
+    # requeued jobs run again as further attempts, each adding to the output (see SlurmDriver.submit_head)
+    assert argv[:4] == ["sbatch", "--parsable", "--requeue", "--open-mode=append"]
+    pairs = dict(zip(argv[4:-2:2], argv[5:-2:2]))
     assert pairs == {"--job-name": "sm-branin-7", "--chdir": str(tmp_path / "exp"),
                      "--output": str(tmp_path / "100%%/o.out"), "--error": str(spec.stderr),
                      "--partition": "gpu", "--account": "proj-1", "--qos": "long", "--time": "1-02:03:04",

@@ -185,14 +185,17 @@ def test_status_json_is_stable(tmp_path):
     assert set(status) == {"experiment", "name", "daemon", "counts", "finished", "max_finished_jobs",
                            "objective", "direction", "best", "running", "recent_failures", "feasibility",
                            "failures_by_kind", "failure_groups", "failure_group_count", "model_best", "related",
-                           "outside_variables"}
+                           "outside_variables", "attempts"}
     snap = take_snapshot(exp)
     assert status["counts"] == snap.counts and status["finished"] == snap.budget_used == 20
     assert status["max_finished_jobs"] == 30 and status["objective"] == "loss" and status["name"] == "demo"
     assert set(status["best"]) == {"id", "value", "values", "params", "duration", "finished"}
     assert status["best"]["id"] == snap.best.id and status["best"]["params"] == snap.best.params
     assert [r["id"] for r in status["running"]] == [21, 22]
-    assert all(set(r) == {"id", "scheduler_id", "driver", "age_s"} for r in status["running"])
+    assert all(set(r) == {"id", "scheduler_id", "driver", "age_s", "attempt"} for r in status["running"])
+    # jobs written without attempts ran once; running jobs whose runner has not started have none
+    assert status["attempts"] == {"total": 20, "requeued_jobs": 0}
+    assert [r["attempt"] for r in status["running"]] == [None, None]
     assert [f["id"] for f in status["recent_failures"]] == [7, 14]
     assert all(set(f) == {"id", "failure", "reason"} for f in status["recent_failures"])
     assert status["daemon"] == {"running": False}
