@@ -35,6 +35,7 @@ class SchedulerState(str, enum.Enum):
     FAILED = "failed"            # non-zero exit or scheduler error state
     TIMEOUT = "timeout"          # wall-time limit hit
     CANCELLED = "cancelled"
+    PREEMPTED = "preempted"      # stopped for a job of higher priority, and not requeued
     NODE_FAIL = "node_fail"
     OUT_OF_MEMORY = "out_of_memory"
     UNKNOWN = "unknown"          # the scheduler no longer knows this id

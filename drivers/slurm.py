@@ -28,7 +28,7 @@ _FINAL = {
     "TIMEOUT": SchedulerState.TIMEOUT,
     "DEADLINE": SchedulerState.TIMEOUT,
     "CANCELLED": SchedulerState.CANCELLED,
-    "PREEMPTED": SchedulerState.CANCELLED,
+    "PREEMPTED": SchedulerState.PREEMPTED,
     "REVOKED": SchedulerState.CANCELLED,
     "NODE_FAIL": SchedulerState.NODE_FAIL,
     "BOOT_FAIL": SchedulerState.NODE_FAIL,

@@ -1,4 +1,4 @@
-"""Run one job: ``python -m spearmint_nn.runner <experiment_dir> <job_id>``.
+"""Run one job: ``python -m spearmint_nn.runner <experiment_dir> <job_id> [--attempt N]``.
 
 Every driver starts this same command (with ``sys.executable``, so a cluster job uses the
 daemon's interpreter). It reads ``config.json`` and ``.spearmint/inputs/<id>.json``, evaluates
@@ -6,8 +6,9 @@ the wrapper, and writes ``.spearmint/results/<id>.json`` atomically, a
 :class:`~spearmint_nn.experiment.results.JobResult` (its module gives the schema). Before
 anything else it claims the job (:mod:`spearmint_nn.experiment.claims`); a second runner of the
 same job evaluates nothing, waits for the first and exits with 0 if its result file exists;
-another attempt of the same scheduler job (requeued or rescheduled by the scheduler) evaluates
-it, and the result file lists every attempt.
+another attempt of the same scheduler job (requeued or rescheduled by the scheduler), or the
+attempt ``N`` the daemon submitted the job again for, evaluates it, and the result file lists
+every attempt. The result file is created once: a job has one result however many attempts ran.
 The exit code is 0 when the job produced values and non-zero otherwise; the result file, not
 the exit code, is what the daemon records.
 
@@ -250,11 +251,14 @@ def process_started() -> float | None:
         return None
 
 
-def run_job(experiment_dir: str | Path, job_id: int) -> int:
-    """Evaluate one job and write its result file; return the process exit code."""
+def run_job(experiment_dir: str | Path, job_id: int, first_attempt: int = 1) -> int:
+    """Evaluate one job and write its result file; return the process exit code.
+    ``first_attempt`` is the attempt the daemon submitted the job for (see take_claim)."""
     paths = ExperimentPaths(experiment_dir)
-    claim = take_claim(paths, job_id)
-    if not claim.ours:  # started twice (see spearmint_nn.experiment.claims): never evaluate twice
+    claim = take_claim(paths, job_id, first_attempt)
+    if not claim.ours or paths.result_file(job_id).exists():
+        # started twice (see spearmint_nn.experiment.claims), or again after the job's result was
+        # written: never evaluate twice
         return 0 if wait_for_holder(paths, job_id, claim.holder) else 1
     if claim.earlier:
         print(f"spearmint-nn runner: job {job_id}, attempt {claim.attempt}: the scheduler ran it again "
@@ -289,8 +293,13 @@ def run_job(experiment_dir: str | Path, job_id: int) -> int:
     # The earlier attempts were stopped by the scheduler, which says nothing of when.
     attempts = [attempt_record(earlier, None, "requeued") for earlier in claim.earlier]
     attempts.append(attempt_record(claim.holder, ended, outcome["status"].value))
-    JobResult(id=job_id, host=host, process_started=process_start, started=started, ended=ended,
-              attempts=attempts, **outcome).write(paths.result_file(job_id))
+    result = JobResult(id=job_id, host=host, process_started=process_start, started=started, ended=ended,
+                       attempts=attempts, **outcome)
+    if not result.write_once(paths.result_file(job_id)):
+        # An earlier attempt that the scheduler said was gone finished after all: the job keeps
+        # the one result that came first.
+        print(f"spearmint-nn runner: job {job_id} already has a result (from another attempt); "
+              f"this attempt's is not recorded", file=sys.stderr, flush=True)
     return exit_code
 
 
@@ -338,20 +347,23 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 2 and argv[0] == "--check":
         return _check_main(argv[1])
+    first_attempt = 1
+    if len(argv) == 4 and argv[2] == "--attempt" and argv[3].isdigit() and int(argv[3]) >= 1:
+        first_attempt, argv = int(argv[3]), argv[:2]
     if len(argv) != 2 or not argv[1].isdigit():
-        print("usage: python -m spearmint_nn.runner <experiment_dir> <job_id>\n"
+        print("usage: python -m spearmint_nn.runner <experiment_dir> <job_id> [--attempt N]\n"
               "       python -m spearmint_nn.runner --check <experiment_dir>", file=sys.stderr)
         return 2
-    return run_job(argv[0], int(argv[1]))
+    return run_job(argv[0], int(argv[1]), first_attempt)
 
 
 # Every job runs with the daemon's own interpreter: on a cluster, the environment it was started in.
 _RUNNER = [sys.executable, "-m", "spearmint_nn.runner"]
 
 
-def command_for(experiment_dir: Path, job_id: int) -> list[str]:
-    """The argument list every driver runs for one job."""
-    return [*_RUNNER, str(experiment_dir), str(job_id)]
+def command_for(experiment_dir: Path, job_id: int, attempt: int = 1) -> list[str]:
+    """The argument list every driver runs for one job (``attempt``: see run_job)."""
+    return [*_RUNNER, str(experiment_dir), str(job_id), *(["--attempt", str(attempt)] if attempt > 1 else [])]
 
 
 def check_command(experiment_dir: Path) -> list[str]:

@@ -44,6 +44,7 @@ from .driving import cancel_jobs, cancel_requested_jobs, make_driver
 from .before_success import FailuresBeforeSuccess
 from .submitter import SubmitRetries, job_spec
 from .summaries import SummaryWriter
+from . import reattempts
 from .wrapper_check import check_wrapper_before_jobs
 
 # Points asked of the optimizer at once. The GP proposes them one after another (~1 s each), so
@@ -466,9 +467,10 @@ class Daemon:
     def _submit(self, job_id: int) -> None:
         # The intent goes to disk first: a daemon killed inside submit() finds the job running
         # without a scheduler id and resolves it by the job's claim (see _resume_submission).
-        self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None, submitting=time.time())
+        job = self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None,
+                              submitting=time.time())
         try:
-            scheduler_id = self.driver.submit(job_spec(self.config, self.driver, job_id))
+            scheduler_id = self.driver.submit(job_spec(self.config, self.driver, job_id, job.fields.get("attempt", 1)))
         except SubmitError as exc:
             after = self._submits.failed(job_id, exc)
             if after.retry_in is not None:
@@ -498,6 +500,9 @@ class Daemon:
         if result is None:
             return False
         fields = result.job_fields()
+        if "attempts" in fields:
+            fields["attempts"] = reattempts.merged_attempts(self.store.get(job_id).fields.get("attempts"),
+                                                            fields["attempts"])
         self._ended_seen.pop(job_id, None)
         if not result.ok:
             self._fail(job_id, result.failure, result.error, **fields)
@@ -537,16 +542,30 @@ class Daemon:
             if self._record_result(job_id):
                 changed = True
                 continue
+            outcome = reattempts.interruption(self.paths, job_id, status)
             first_seen = self._ended_seen.setdefault(job_id, time.monotonic())
-            if time.monotonic() - first_seen < self.driver.result_grace_s:
+            if outcome != reattempts.CHECKPOINTED and time.monotonic() - first_seen < self.driver.result_grace_s:
                 continue
             reason = status.reason or status.state.value
-            if self.paths.result_file(job_id).exists():
+            if outcome is not None:
+                self._reattempt(job_id, outcome, reason)
+            elif self.paths.result_file(job_id).exists():
                 self._fail(job_id, "bad_result", f"unreadable result file; {reason}")
             else:
                 self._fail(job_id, SCHEDULER_FAILURES[status.state], reason)
             changed = True
         return changed
+
+    def _reattempt(self, job_id: int, outcome: str, why: str) -> None:
+        """Submit an interrupted job again as its next attempt (spearmint_nn.daemon.reattempts)."""
+        plan = reattempts.plan(self.paths, self.store.get(job_id), outcome, why, self.config.max_attempts)
+        if plan.attempt is None:
+            self._fail(job_id, "interrupted", plan.reason, attempts=plan.attempts)
+            return
+        self._ended_seen.pop(job_id, None)
+        self.store.move(job_id, JobState.PENDING, attempt=plan.attempt, attempts=plan.attempts, scheduler_id=None)
+        self.reporter.event("interrupted", f"job {job_id} {outcome} ({why}); submitting it again as attempt "
+                            f"{plan.attempt}", job=job_id)
 
     def _fail(self, job_id: int, failure: str, reason: str, **fields: Any) -> None:
         job = self.store.move(job_id, JobState.FAILED, failure=failure, reason=plain(reason),

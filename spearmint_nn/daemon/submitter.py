@@ -24,12 +24,13 @@ MAX_SUBMIT_ATTEMPTS = 10       # transient submit failures of one job before it 
 MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the daemon gives up
 
 
-def job_spec(config: ExperimentConfig, driver: Driver, job_id: int) -> JobSpec:
-    """What the driver runs for one job: the runner, with the job's output files and a
+def job_spec(config: ExperimentConfig, driver: Driver, job_id: int, attempt: int = 1) -> JobSpec:
+    """What the driver runs for one job (submitted for its attempt ``attempt``: see
+    spearmint_nn.daemon.reattempts): the runner, with the job's output files and a
     scheduler-safe name."""
     paths = config.paths
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{config.name}-{job_id}")[:64]
-    return JobSpec(job_id=job_id, command=command_for(paths.experiment, job_id), workdir=paths.experiment,
+    return JobSpec(job_id=job_id, command=command_for(paths.experiment, job_id, attempt), workdir=paths.experiment,
                    stdout=paths.stdout_file(job_id), stderr=paths.stderr_file(job_id),
                    script_path=paths.script_file(job_id), name=name, wall_time=driver.time_limit)
 

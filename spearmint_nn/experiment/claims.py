@@ -15,7 +15,11 @@ NFS, where ``O_EXCL`` was not always). A runner that finds attempt ``n`` claimed
 the same scheduler job id, and SLURM's ``SLURM_RESTART_COUNT`` above the holder's or Grid
 Engine's ``RESTARTED`` set to 1, both read from the environment the scheduler gave the job;
 and only once the holder is gone where this host can tell (same host: its pid). Two copies
-racing for the same next attempt are decided by the link again. Anything else is refused: the
+racing for the same next attempt are decided by the link again. When the scheduler dropped the
+job instead (preempted without requeue, a failed node) or the wrapper stopped at a checkpoint to
+be resumed, the daemon submits the job again as a new scheduler job and names the attempt
+(``runner --attempt n``); a second copy of that submission finds attempt ``n`` claimed by
+other scheduler ids and is refused like any other. Anything else is refused: the
 runner waits until the holder is done and exits without evaluating; the holder's result file
 is what the daemon records. A job whose result file exists is never evaluated again, so a job
 gets exactly one result however many attempts it took.
@@ -85,11 +89,15 @@ class Claim:
     earlier: list[dict[str, Any]]      # the claims of the attempts before it, first first
 
 
-def take_claim(paths: ExperimentPaths, job_id: int) -> Claim:
+def take_claim(paths: ExperimentPaths, job_id: int, first_attempt: int = 1) -> Claim:
     """Claim the next attempt of job ``job_id`` for this process, or find why not (see the
-    module docstring)."""
+    module docstring). ``first_attempt`` is the attempt the daemon submitted the job again for
+    (see :mod:`spearmint_nn.daemon.reattempts`): the attempts before it ended, and this
+    process may claim that one or, restarted by the scheduler, a later one."""
     paths.claims.mkdir(exist_ok=True)
-    attempt, earlier = 1, []
+    attempt = first_attempt
+    earlier = [claim for claim in (read_json(paths.claim_file(job_id, n)) for n in range(1, first_attempt))
+               if isinstance(claim, dict)]
     while True:
         mine = my_claim(attempt)
         if create_json_once(paths.claim_file(job_id, attempt), mine):

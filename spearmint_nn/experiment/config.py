@@ -138,6 +138,8 @@ KEYS: dict[str, Key] = {
     "stop-after-identical-failures": Key(20, count(1),
                                          "stop the daemon when this many jobs in a row fail the same way (3 for a "
                                          "broken wrapper, 5 times this for NaN results)"),
+    "max-attempts": Key(5, count(1), "times one job may run when the cluster interrupts it (preempted, its node "
+                        "failed, requeued) or it stops at its checkpoint to be resumed; then it fails \"interrupted\""),
     "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
                            "failure kinds that say nothing about the point: not shown to the model, not counted"),
     # the search's keys, max-finished-jobs (its budget) among them
@@ -215,6 +217,10 @@ class ExperimentConfig:
     @property
     def stop_after_identical_failures(self) -> int:
         return self.values["stop-after-identical-failures"]
+
+    @property
+    def max_attempts(self) -> int:
+        return self.values["max-attempts"]
 
     @property
     def related_experiments(self) -> tuple[str, ...]:

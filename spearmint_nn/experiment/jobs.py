@@ -61,8 +61,9 @@ FINAL_STATES = (JobState.COMPLETE, JobState.FAILED)
 # max-finished-jobs. A job "lost" by the scheduler is, by default, about the point (it may have
 # crashed its node or run out of memory), as the constraint model expects.
 FAILURE_KINDS = ("exception", "nan", "bad_result", "exit_code", "timeout", "oom", "no_result", "lost",
-                 "cancelled", "node_fail", "submit_rejected", "bad_params", "bad_config", "bad_wrapper")
-DEFAULT_IGNORED_FAILURES = ("submit_rejected", "cancelled", "node_fail", "bad_params", "bad_config", "bad_wrapper")
+                 "cancelled", "node_fail", "interrupted", "submit_rejected", "bad_params", "bad_config", "bad_wrapper")
+DEFAULT_IGNORED_FAILURES = ("submit_rejected", "cancelled", "node_fail", "interrupted", "bad_params", "bad_config",
+                            "bad_wrapper")
 # Failure kinds of a wrapper that ran and raised, exited or returned no number. Until a job of
 # the experiment has succeeded, such a failure may be a bug that fails every point as well as a
 # property of its point: it is held back (:meth:`Job.held_back`) until a job succeeds, when it
@@ -75,6 +76,7 @@ SCHEDULER_FAILURES = {
     SchedulerState.CANCELLED: "cancelled",
     SchedulerState.OUT_OF_MEMORY: "oom",
     SchedulerState.NODE_FAIL: "node_fail",
+    SchedulerState.PREEMPTED: "interrupted",
     SchedulerState.FAILED: "exit_code",
     SchedulerState.COMPLETED: "no_result",
     SchedulerState.UNKNOWN: "lost",

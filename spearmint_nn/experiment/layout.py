@@ -18,7 +18,10 @@
             claims/000042.json           the runner's claim on job 42 (host, pid, start time),
                                          created once with an atomic link: one evaluation per id
             claims/000042-2.json         the claim on its second attempt (the scheduler ran
-                                         the same job again), and so on
+                                         the same job again, or the daemon submitted it again),
+                                         and so on
+            attempts/000042-2.json       the record of attempt 2 when it ended without the job's
+                                         result and asked to be run again (outcome "checkpointed")
             scripts/000042.sh            job scripts of batch drivers, kept for the user to read
             requests/cancel-*.json       requests of ``spearmint-nn cancel`` to a running daemon
             model/                       surrogate weights for warm starts (torch, weights_only)
@@ -57,9 +60,15 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
     attempts      the runs of the job, first first (one, unless the scheduler requeued or
                   rescheduled it), from the runner's result file: [{"attempt" (1, 2, ...),
                   "host", "started" (unix time it claimed the attempt), "ended" (unix time,
-                  null for an attempt the scheduler stopped), "outcome" ("ok" | "error" for
-                  the last, "requeued" for the others), "scheduler_ids" and "restarts" (as in
-                  its claim)}]; absent for jobs run by older runners
+                  null for an attempt the scheduler stopped and requeued), "outcome" ("ok" |
+                  "error" for the last; for the others "requeued" (the scheduler ran the same
+                  job again), "preempted" or "node_fail" (the scheduler dropped it and the daemon
+                  submitted the job again), "checkpointed" (it stopped at its checkpoint to be
+                  resumed)), "scheduler_ids" and "restarts" (as in its claim), "scheduler_id"
+                  (the daemon's, for an attempt it submitted again after)}]; while the job waits
+                  or runs again, the attempts that ended so far; absent for jobs run by older runners
+    attempt       the attempt the job is submitted for, when the daemon submitted it again
+                  (spearmint_nn.daemon.reattempts); its runner runs with ``--attempt <n>``
     predicted_duration  seconds the duration model predicted when EI per second proposed the job
     chosen_by     what proposed the job (source "optimizer"): "sobol", "exploration", "gp", "dngo"
     search_start  the first evaluation (0-based, completion order) the objective model saw then;
@@ -68,7 +77,7 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
     value         the objective's value (complete)
     reason        one line saying why (failed); failure: a short kind such as "exception",
                   "nan", "bad_result", "exit_code", "timeout", "cancelled", "lost", "oom",
-                  "node_fail", "submit_rejected"
+                  "node_fail", "interrupted" (interrupted in each of its max-attempts attempts), "submit_rejected"
     stderr_tail   last lines of the job's stderr (failed)
     stdout_tail   last lines of the job's stdout (failed): a wrapper that caught its own
                   exception and returned NaN printed the real reason there or in stderr
@@ -129,6 +138,7 @@ class ExperimentPaths:
         self.output = self.state / "output"
         self.results = self.state / "results"
         self.claims = self.state / "claims"
+        self.attempts = self.state / "attempts"
         self.scripts = self.state / "scripts"
         self.requests = self.state / "requests"
         self.model = self.state / "model"
@@ -154,6 +164,10 @@ class ExperimentPaths:
     def claim_file(self, job_id: int, attempt: int = 1) -> Path:
         """The claim on attempt ``attempt`` of the job: ``000042.json``, then ``000042-2.json``, ..."""
         return self.claims / (job_file_name(job_id) if attempt == 1 else f"{job_id:06d}-{attempt}.json")
+
+    def attempt_file(self, job_id: int, attempt: int) -> Path:
+        """The record of an attempt that ended without the job's result: ``000042-2.json``."""
+        return self.attempts / f"{job_id:06d}-{attempt}.json"
 
     def stdout_file(self, job_id: int) -> Path:
         return self.output / f"{job_id:06d}.out"

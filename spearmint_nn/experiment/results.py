@@ -34,7 +34,7 @@ import enum
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..files import atomic_write_json, read_json
+from ..files import atomic_write_json, create_json_once, read_json
 from ..text import plain
 from .jobs import check_values
 
@@ -142,6 +142,10 @@ class JobResult:
 
     def write(self, path: Path) -> None:
         atomic_write_json(path, self.to_json())
+
+    def write_once(self, path: Path) -> bool:
+        """Create the file unless a result is there already; whether this call created it."""
+        return create_json_once(path, self.to_json())
 
 
 def _text(value: Any) -> str | None:

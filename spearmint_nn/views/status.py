@@ -308,9 +308,9 @@ def running_attempt(snap: Snapshot, job: Job) -> int | None:
 
 def attempt_counts(finished: list[Job]) -> dict[str, int]:
     """Runs of the finished jobs (``total``) and how many of them the scheduler ran more than once
-    (``requeued_jobs``); a job whose runner did not list its attempts ran once."""
+    (``interrupted_jobs``); a job whose runner did not list its attempts ran once."""
     counts = [job.attempts or 1 for job in finished]
-    return {"total": sum(counts), "requeued_jobs": sum(count > 1 for count in counts)}
+    return {"total": sum(counts), "interrupted_jobs": sum(count > 1 for count in counts)}
 
 
 def read_related_summary(config: ExperimentConfig) -> list[dict[str, Any]] | None:

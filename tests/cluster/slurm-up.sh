@@ -14,7 +14,8 @@
 #   SLURM_CPUS          CPUs the node advertises (default: nproc, at least 8; short test jobs
 #                       do not need a core each and the scheduler starts ~1 job per CPU per s)
 #   SLURM_MIN_JOB_AGE   seconds squeue still shows a finished job (default 300)
-#   SLURM_PARTITION     partition name (default debug)
+#   SLURM_PARTITION     name of the default partition (default debug); beside it the partitions
+#                       preemptible, preemptible-cancel and high (see PreemptType below)
 #   SLURM_CTLD_PORT / SLURM_SLURMD_PORT / SLURM_DBD_PORT / SLURM_DB_PORT
 #                       TCP ports on 127.0.0.1 (default 6817 / 6818 / 6819 / 3307)
 #   SLURM_SKIP_INSTALL  1 = never run apt-get
@@ -153,7 +154,15 @@ AccountingStoragePort=$DBD_PORT
 # connections to slurmdbd take the munge socket from here, not from AuthInfo
 AccountingStoragePass=$MUNGE_SOCK
 NodeName=$HOST NodeAddr=127.0.0.1 NodeHostname=$HOST CPUs=$CPUS RealMemory=$REAL_MEM State=UNKNOWN
-PartitionName=$PARTITION Nodes=ALL Default=YES MaxTime=INFINITE State=UP" && conf_changed=1
+# Preemption by partition: a job of "high" (higher PriorityTier) takes the CPUs of running jobs
+# of "preemptible", which SLURM requeues, or of "preemptible-cancel", which it stops for good
+# (state PREEMPTED); jobs of the default partition are never preempted.
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+PartitionName=$PARTITION Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=OFF
+PartitionName=preemptible Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE
+PartitionName=preemptible-cancel Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=CANCEL
+PartitionName=high Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF" && conf_changed=1
 
 # ---------------------------------------------------------------- MariaDB (private, throw-away)
 DB_SOCK=$RUN/mariadb.sock

@@ -5,8 +5,10 @@ Skipped when no SLURM answers; with ``SPEARMINT_REQUIRE_CLUSTERS=1`` (CI) that i
 """
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -55,3 +57,42 @@ def cluster() -> scenarios.Cluster:
 @pytest.mark.parametrize("scenario", scenarios.SCENARIOS)
 def test_scenario(tmp_path, cluster, scenario):
     scenario(tmp_path, cluster)
+
+
+@pytest.mark.parametrize("partition, outcome", [("preemptible", "requeued"), ("preemptible-cancel", "preempted")])
+def test_jobs_preempted_by_a_higher_priority_partition_still_all_finish(tmp_path, cluster, partition, outcome):
+    """Jobs on a preemptible partition (slurm-up.sh: PreemptMode REQUEUE, or CANCEL) all lose
+    their CPUs to a job of the partition "high": SLURM requeues them (the daemon follows the
+    same scheduler jobs) or stops them as PREEMPTED (the daemon submits each again as its next
+    attempt). Every job still finishes, once: none counted as a failure, none lost, none
+    evaluated twice to completion (the wrapper's own ledgers of starts and ends)."""
+    done = 'open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "done.log"), "a").write(f"{job_id}\\n")'
+    exp = scenarios.make_experiment(tmp_path / "exp", cluster, sleep=30, budget=4, concurrent=4, body=done,
+                                    partition=partition)
+    daemon = scenarios.start_daemon(exp)
+    high = None
+    try:
+        scenarios.wait_for(lambda: len(set(scenarios.runs(exp))) == 4, 180, "the 4 jobs to start")
+        first = {i: job["scheduler_id"] for i, job in scenarios.submitted(exp).items()}
+        cpus = subprocess.run(["sinfo", "-h", "-p", "high", "-o", "%c"], capture_output=True, text=True,
+                              timeout=60).stdout.split()[0]
+        high = subprocess.run(["sbatch", "--parsable", "-p", "high", "-n", cpus, "-J", "sm-high", "-o", "/dev/null",
+                               "--wrap", "sleep 10"], capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+        # SLURM holds a job it requeued for 120 s (its BeginTime), so this takes some minutes
+        assert daemon.wait(timeout=600) == 0
+    finally:
+        scenarios.stop_daemon(daemon)
+        if high:
+            subprocess.run(["scancel", high], timeout=60)
+    jobs = scenarios.all_jobs(exp)
+    assert {i: state for i, (state, _) in jobs.items()} == {1: "complete", 2: "complete", 3: "complete", 4: "complete"}
+    assert sorted(scenarios.runs(exp)) == [1, 1, 2, 2, 3, 3, 4, 4]  # each started twice
+    assert sorted(int(i) for i in (exp / "done.log").read_text().split()) == [1, 2, 3, 4]  # and ended once
+    for job_id, (_, job) in jobs.items():
+        assert [(a["attempt"], a["outcome"]) for a in job["attempts"]] == [(1, outcome), (2, "ok")], job["attempts"]
+        # requeued: the same scheduler job, followed; preempted: a new one, submitted again
+        assert (job["scheduler_id"] == first[job_id]) == (outcome == "requeued")
+    status = subprocess.run([sys.executable, "-m", "spearmint_nn", "status", str(exp), "--json"],
+                            capture_output=True, text=True, timeout=120)
+    summary = json.loads(status.stdout)
+    assert summary["attempts"] == {"total": 8, "interrupted_jobs": 4}, status.stderr

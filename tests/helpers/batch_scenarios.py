@@ -339,7 +339,7 @@ def requeued(tmp_path: Path, cluster: Cluster, *, daemon_down: bool) -> None:
     assert float(table["1"]["value"]) == job["value"]
     status = subprocess.run([sys.executable, "-m", "spearmint_nn", "status", str(exp), "--json"],
                             capture_output=True, text=True, timeout=120)
-    assert json.loads(status.stdout)["attempts"] == {"total": 4, "requeued_jobs": 1}, status.stderr
+    assert json.loads(status.stdout)["attempts"] == {"total": 4, "interrupted_jobs": 1}, status.stderr
 
 
 def requeued_while_running(tmp_path: Path, cluster: Cluster) -> None:

@@ -47,6 +47,8 @@ class FaultyLocalDriver(LocalDriver):
     forget          job ids the scheduler forgets: their processes are killed without a trace and
                     every poll answers UNKNOWN for them
     ended_early     job ids reported COMPLETED while still running (their result file shows up late)
+    preempt         job id -> how many of its attempts the scheduler preempts without a requeue, each
+                    once its runner has claimed the attempt: killed and reported PREEMPTED
     """
 
     def __init__(self, options: Mapping[str, Any], state_dir: Path, result_grace_s: float = 0.0):
@@ -58,6 +60,9 @@ class FaultyLocalDriver(LocalDriver):
         self.poll_hang_s = 0.0
         self.forget: set[int] = set()
         self.ended_early: set[int] = set()
+        self.preempt: dict[int, int] = {}
+        self._preempted: set[str] = set()
+        self._claim_of: dict[str, Path] = {}  # scheduler id -> the claim file of the attempt it runs
         self.submit_times: dict[int, list[float]] = {}  # job id -> time of every submission attempt
         self.polls_failed = 0
         self.unknown_since: dict[int, float] = {}        # job id -> first poll that answered UNKNOWN
@@ -72,6 +77,8 @@ class FaultyLocalDriver(LocalDriver):
                               transient=self.transient)
         scheduler_id = super().submit(spec)
         self._job_of[scheduler_id] = spec.job_id
+        attempt = int(spec.command[spec.command.index("--attempt") + 1]) if "--attempt" in spec.command else 1
+        self._claim_of[scheduler_id] = ExperimentPaths(spec.workdir).claim_file(spec.job_id, attempt)
         return scheduler_id
 
     def poll(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
@@ -91,6 +98,13 @@ class FaultyLocalDriver(LocalDriver):
                 statuses[sid] = JobStatus(SchedulerState.UNKNOWN, None, "the scheduler has no record of this job")
             elif job_id in self.ended_early and not statuses[sid].state.finished:
                 statuses[sid] = JobStatus(SchedulerState.COMPLETED, 0)
+            elif sid in self._preempted or (self.preempt.get(job_id, 0) > 0 and self._claim_of[sid].exists()
+                                            and not statuses[sid].state.finished):
+                if sid not in self._preempted:
+                    self._kill_group(sid)
+                    self._preempted.add(sid)
+                    self.preempt[job_id] -= 1
+                statuses[sid] = JobStatus(SchedulerState.PREEMPTED, None, "SLURM: PREEMPTED, killed by signal 15")
         return statuses
 
 

@@ -48,7 +48,7 @@ INVARIANTS: dict[str, str] = {
 }
 
 # Failures that say nothing about the point (the optimizer may propose the point again).
-_NOT_EVALUATIONS = frozenset({"submit_rejected", "cancelled", "lost", "node_fail", "bad_params",
+_NOT_EVALUATIONS = frozenset({"submit_rejected", "cancelled", "lost", "node_fail", "interrupted", "bad_params",
                               "bad_config", "bad_wrapper"})
 _ID_FILE = re.compile(r"^(\d{6,})(?:-\d+)?\.(json)$")  # 000042-2.json: the claim on an attempt after the first
 

@@ -125,10 +125,10 @@ def runner():
     any still running at the end of the test are killed."""
     started: list[subprocess.Popen] = []
 
-    def start(paths: ExperimentPaths, job_id: int, **scheduler_env: str) -> subprocess.Popen:
+    def start(paths: ExperimentPaths, job_id: int, attempt: int = 1, **scheduler_env: str) -> subprocess.Popen:
         env = {k: v for k, v in os.environ.items()
                if not SCHEDULER_ID_VARIABLE.search(k) and k not in (SLURM_RESTARTS, SGE_RESTARTED)}
-        started.append(subprocess.Popen(command_for(paths.experiment, job_id), cwd=paths.experiment,
+        started.append(subprocess.Popen(command_for(paths.experiment, job_id, attempt), cwd=paths.experiment,
                                         env={**env, **scheduler_env}, stderr=subprocess.PIPE, text=True))
         return started[-1]
 
@@ -207,3 +207,34 @@ def test_an_attempt_on_another_host_is_taken_over_only_when_the_scheduler_restar
     assert resubmitted.poll() is None  # waits for node-b's result
     JobResult(id=6, status="ok", values={"main": 1.0}).write(paths.result_file(6))
     assert resubmitted.wait(timeout=60) == 0 and logged_runs(runs_file) == [5]
+
+
+def test_an_attempt_the_daemon_submitted_again_evaluates_the_job_and_a_second_copy_does_not(tmp_path, runner):
+    """The scheduler dropped attempt 1 (preempted, no requeue) and the daemon submitted the job
+    again for attempt 2, a new scheduler job: it evaluates the job; a second copy of that
+    submission, and a late copy of attempt 1, evaluate nothing."""
+    folder = write_experiment(tmp_path / "exp", quick_config(),
+                              {"wrapper.py": counting_wrapper("time.sleep(float(os.environ.get('NAP', 0)))")})
+    paths, runs_file = ExperimentPaths(folder), folder / "runs.txt"
+    for sub in (paths.inputs, paths.results):
+        sub.mkdir(parents=True)
+    atomic_write_json(paths.input_file(5), {"x": [1.0], "y": [2.0]})
+    dropped = runner(paths, 5, NAP="600", SLURM_JOB_ID="77")
+    _wait_for_run(runs_file, 1)
+    dropped.kill()
+    dropped.communicate()
+    second = runner(paths, 5, attempt=2, NAP="2", SLURM_JOB_ID="78")
+    _wait_for_run(runs_file, 2)
+    copy = runner(paths, 5, attempt=2, SLURM_JOB_ID="79")
+    late = runner(paths, 5, SLURM_JOB_ID="77")
+    assert second.wait(timeout=60) == 0, second.communicate()[1]
+    assert (copy.wait(timeout=60), late.wait(timeout=60)) == (0, 0)  # both waited for the result
+    assert logged_runs(runs_file) == [5, 5]
+    result = JobResult.read(paths.result_file(5), 5)
+    assert [(a["attempt"], a["scheduler_ids"]) for a in result.attempts] == [
+        (1, {"SLURM_JOB_ID": "77"}), (2, {"SLURM_JOB_ID": "78"})]
+    assert not paths.claim_file(5, 3).exists()
+    # submitted again once more after the result (a daemon that had not seen it yet): no evaluation
+    third = runner(paths, 5, attempt=3, SLURM_JOB_ID="80")
+    assert third.wait(timeout=60) == 0 and "already has its result" in third.communicate()[1]
+    assert logged_runs(runs_file) == [5, 5]

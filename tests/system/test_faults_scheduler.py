@@ -13,7 +13,7 @@ import pytest
 import spearmint_nn.daemon.submitter as submitter_module
 from helpers.experiments import quick_config, write_experiment
 from helpers.fake_scheduler import faulty_driver as _driver, jobs_by_id as _jobs, POLL_MESSAGE, TRANSIENT_MESSAGE, install_fake_slurm, run_daemon
-from helpers.invariant_checks import assert_folder_ok, counting_wrapper
+from helpers.invariant_checks import assert_folder_ok, counting_wrapper, logged_runs
 from spearmint_nn.drivers.base import JobSpec, PollError, SubmitError
 from spearmint_nn.drivers.batch import BatchDriver
 from spearmint_nn.drivers.local import LocalDriver
@@ -193,3 +193,31 @@ def test_drivers_adopt_a_job_from_its_claim(tmp_path):
     assert LocalDriver({}, tmp_path).adopt_claim(claim) == "42:7"
     assert LocalDriver({}, tmp_path).adopt_claim({**claim, "host": "elsewhere"}) is None
     assert SlurmDriver({}, tmp_path).adopt_claim({**claim, "scheduler_ids": {}}) is None
+
+
+def test_a_preempted_job_is_submitted_again_as_its_next_attempt_up_to_max_attempts(tmp_path):
+    """Preempted without a requeue: never a failure at its point, never counted; submitted again
+    (a new scheduler job, runner --attempt 2, 3), and after max-attempts it fails "interrupted",
+    ignored by the model like the interruptions before."""
+    folder = _experiment(tmp_path, body="time.sleep(1.0)", **{"max-attempts": 3})
+    driver = _driver(folder, result_grace_s=0.5)
+    driver.preempt = {1: 1, 3: 3}
+    code, log = run_daemon(folder, driver)
+    assert code == 0, log
+    jobs = _jobs(folder)
+    once = jobs[1]
+    assert once["state"] == "complete"
+    assert [(a["attempt"], a["outcome"]) for a in once["attempts"]] == [(1, "preempted"), (2, "ok")]
+    assert once["attempts"][0]["scheduler_id"] != once["scheduler_id"]  # a new scheduler job
+    assert len(driver.submit_times[1]) == 2
+    given_up = jobs[3]
+    assert (given_up["state"], given_up["failure"]) == ("failed", "interrupted")
+    assert "as many as max-attempts (3) allows" in given_up["reason"]
+    assert [(a["attempt"], a["outcome"]) for a in given_up["attempts"]] == [(n, "preempted") for n in (1, 2, 3)]
+    # the budget of 4 is 4 complete evaluations: the interrupted job did not count
+    assert sorted(j["state"] for j in jobs.values()) == ["complete"] * 4 + ["failed"]
+    assert "job 1 preempted (SLURM: PREEMPTED, killed by signal 15); submitting it again as attempt 2" in log
+    # the wrapper ran job 1 twice and job 3 three times, and completed each complete job once
+    runs = logged_runs(folder / "runs.txt")
+    assert runs.count(1) == 2 and runs.count(3) == 3
+    assert_folder_ok(folder)

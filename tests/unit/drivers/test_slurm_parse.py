@@ -52,7 +52,7 @@ def test_active_jobs_are_queued_or_running_with_the_pending_reason():
 
 @pytest.mark.parametrize("state, expected", [
     ("OUT_OF_MEMORY", S.OUT_OF_MEMORY), ("NODE_FAIL", S.NODE_FAIL), ("BOOT_FAIL", S.NODE_FAIL),
-    ("DEADLINE", S.TIMEOUT), ("PREEMPTED", S.CANCELLED), ("COMPLETING", S.RUNNING),
+    ("DEADLINE", S.TIMEOUT), ("PREEMPTED", S.PREEMPTED), ("COMPLETING", S.RUNNING),
     ("CONFIGURING", S.QUEUED), ("REQUEUED", S.QUEUED), ("SUSPENDED", S.RUNNING),
     ("SOMETHING_NEW", S.RUNNING), ("CANCELLED by 1000", S.CANCELLED)])
 def test_states_not_in_the_fixtures(state, expected):

@@ -194,7 +194,7 @@ def test_status_json_is_stable(tmp_path):
     assert [r["id"] for r in status["running"]] == [21, 22]
     assert all(set(r) == {"id", "scheduler_id", "driver", "age_s", "attempt"} for r in status["running"])
     # jobs written without attempts ran once; running jobs whose runner has not started have none
-    assert status["attempts"] == {"total": 20, "requeued_jobs": 0}
+    assert status["attempts"] == {"total": 20, "interrupted_jobs": 0}
     assert [r["attempt"] for r in status["running"]] == [None, None]
     assert [f["id"] for f in status["recent_failures"]] == [7, 14]
     assert all(set(f) == {"id", "failure", "reason"} for f in status["recent_failures"])
