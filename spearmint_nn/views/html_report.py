@@ -22,9 +22,9 @@ from typing import Any, Iterable
 from ..errors import ConfigError
 from ..experiment.config import load_config
 from ..daemon.summaries import job_table
-from ..experiment.jobs import JobState
+from ..experiment.jobs import FINAL_STATES, JobState
 from .progress import format_duration
-from .status import Snapshot, failures_by_kind, printable_tail, read_related_summary, related_text, take_snapshot
+from .status import Snapshot, attempt_counts, attempts_text, failures_by_kind, printable_tail, read_related_summary, related_text, take_snapshot
 
 # Failure groups shown one by one: a run whose failures differ in more than numbers could have
 # thousands, and the page must stay small (the job table lists every failed job anyway).
@@ -178,6 +178,9 @@ def summary_html(snap: Snapshot) -> str:
     eta = snap.eta_seconds()
     if eta and snap.budget and finished < snap.budget:
         facts.append(("estimated time to budget", format_duration(eta)))
+    attempts = attempt_counts([job for job in snap.jobs if job.state in FINAL_STATES])
+    if attempts["interrupted_jobs"]:
+        facts.append(("attempts", attempts_text(attempts)))
     for task in (read_related_summary(snap.config) if snap.config else None) or []:
         facts.append((f"related experiment {task['name']}", related_text(task)))
     if snap.finished:

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import ConfigError
 from ..experiment.claims import read_claim
@@ -306,6 +306,12 @@ def running_attempt(snap: Snapshot, job: Job) -> int | None:
     return claim.get("attempt", 1) if claim is not None else None
 
 
+def attempts_text(counts: Mapping[str, int]) -> str:
+    """:func:`attempt_counts` in words, for status and the report."""
+    return (f"{counts['total']} runs of the finished jobs; {counts['interrupted_jobs']} job(s) ran more than once "
+            f"(the cluster interrupted them: requeued, preempted, a failed node, or resumed from a checkpoint)")
+
+
 def attempt_counts(finished: list[Job]) -> dict[str, int]:
     """Runs of the finished jobs (``total``) and how many of them the scheduler ran more than once
     (``interrupted_jobs``); a job whose runner did not list its attempts ran once."""
@@ -352,9 +358,12 @@ def status_text(summary: dict[str, Any]) -> str:
     if outside:
         lines.append(outside)
     lines += related_lines(summary.get("related"))
+    if summary["attempts"]["interrupted_jobs"]:
+        lines.append(f"attempts: {attempts_text(summary['attempts'])}")
     if summary["running"]:
         lines.append("running:")
-        lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s" for r in summary["running"]]
+        lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s"
+                  + (f"  attempt {r['attempt']}" if (r["attempt"] or 1) > 1 else "") for r in summary["running"]]
     if summary["failure_groups"]:
         shown = summary["failure_groups"][:STATUS_FAILURE_GROUPS]
         lines.append(failures_heading(summary["failures_by_kind"], summary["failure_group_count"]))
