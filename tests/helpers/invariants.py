@@ -12,7 +12,8 @@ writing: the summaries (``results.csv``, ``best.json``) agree with the job files
 call it on a live folder with ``settled=False``.
 
 ``evaluations`` (optional) is the list of job ids the wrapper itself logged, one per call: with
-it, "evaluated exactly once" is checked against what actually ran, not only against the files.
+it, "evaluated exactly once" is checked against what actually ran, not only against the files
+(once per attempt: a job the cluster interrupted lists each of its attempts).
 """
 from __future__ import annotations
 
@@ -228,14 +229,16 @@ def _check_evaluations(jobs: Mapping[int, Mapping[str, Any]], evaluations: Seque
     counts: dict[int, int] = {}
     for job_id in evaluations:
         counts[job_id] = counts.get(job_id, 0) + 1
+    # one call of the wrapper per attempt of the job (an attempt the cluster interrupted ran it too)
+    attempts = {job_id: len(job.get("attempts") or [None]) for job_id, job in jobs.items()}
     for job_id, n in sorted(counts.items()):
-        if n > 1:
-            problems.append(f"evaluated-once: job {job_id} was evaluated {n} times")
+        if n > attempts.get(job_id, 1):
+            problems.append(f"evaluated-once: job {job_id} was evaluated {n} times in {attempts.get(job_id, 1)} attempt(s)")
         if job_id not in jobs:
             problems.append(f"evaluated-once: job {job_id} was evaluated but has no job file")
     for job_id, job in sorted(jobs.items()):
-        if job["state"] == "complete" and job.get("source") != "import" and counts.get(job_id, 0) != 1:
-            problems.append(f"evaluated-once: job {job_id} is complete but was evaluated {counts.get(job_id, 0)} times")
+        if job["state"] == "complete" and job.get("source") != "import" and counts.get(job_id, 0) == 0:
+            problems.append(f"evaluated-once: job {job_id} is complete but was never evaluated")
 
 
 def _check_summaries(state: Path, jobs: Mapping[int, Mapping[str, Any]],

@@ -220,4 +220,4 @@ def test_a_preempted_job_is_submitted_again_as_its_next_attempt_up_to_max_attemp
     # the wrapper ran job 1 twice and job 3 three times, and completed each complete job once
     runs = logged_runs(folder / "runs.txt")
     assert runs.count(1) == 2 and runs.count(3) == 3
-    assert_folder_ok(folder)
+    assert_folder_ok(folder, folder / "runs.txt")  # once per attempt

@@ -80,5 +80,6 @@ def test_each_kind_of_damage_is_named(clean_run, tmp_path, rule):
 def test_an_evaluation_too_many_is_named(clean_run):
     runs = logged_runs(clean_run / "runs.txt")
     assert check_invariants(clean_run, evaluations=runs + runs[:1]) == [
-        f"evaluated-once: job {runs[0]} was evaluated 2 times",
-        f"evaluated-once: job {runs[0]} is complete but was evaluated 2 times"]
+        f"evaluated-once: job {runs[0]} was evaluated 2 times in 1 attempt(s)"]
+    assert check_invariants(clean_run, evaluations=runs[1:]) == [
+        f"evaluated-once: job {runs[0]} is complete but was never evaluated"]
