@@ -4,7 +4,8 @@
 # For the test suite: installs Debian's gridengine-master, -exec and -client if missing
 # (without letting them build their own cell), builds an SGE_ROOT with cell "default" under
 # STATE_DIR, points /etc/default/gridengine at it (so plain qsub/qstat/qacct work with no
-# environment), starts sge_qmaster and sge_execd, creates queue all.q and parallel
+# environment), starts sge_qmaster and sge_execd, creates queue all.q (and preemptible.q,
+# suspended while a job runs in high.q) and parallel
 # environment "smp", makes the scheduler run every second, writes accounting at once, and
 # finishes with a smoke-test job that must show up in qacct with exit status 0.
 # Idempotent: running daemons are kept (rerun it to restart one that was stopped); queue,
@@ -242,22 +243,35 @@ EOF
 apply -spl smp -Ap -Mp "$CONFD/pe-smp"
 # load_thresholds NONE: a busy 2-core box must not put the queue in alarm state;
 # unix_behavior: the #! line of a job script is honoured
+write_queue() {          # NAME SEQ_NO SUBORDINATE_LIST COMPLEX_VALUES
 {
-    printf '%-21s %s\n' qname "$QUEUE" hostlist @allhosts seq_no 0 load_thresholds NONE \
+    printf '%-21s %s\n' qname "$1" hostlist @allhosts seq_no "$2" load_thresholds NONE \
         suspend_thresholds NONE nsuspend 1 suspend_interval 00:05:00 priority 0 \
         min_cpu_interval 00:05:00 processors UNDEFINED qtype "BATCH INTERACTIVE" ckpt_list NONE \
         pe_list smp rerun FALSE slots "$SLOTS" tmpdir /tmp shell /bin/sh prolog NONE epilog NONE \
         shell_start_mode unix_behavior starter_method NONE suspend_method NONE resume_method NONE \
         terminate_method NONE notify 00:00:60 owner_list NONE user_lists NONE xuser_lists NONE \
-        subordinate_list NONE complex_values NONE projects NONE xprojects NONE calendar NONE \
+        subordinate_list "$3" complex_values "$4" projects NONE xprojects NONE calendar NONE \
         initial_state default
     for limit in rt cpu fsize data stack core rss vmem; do
         printf '%-21s %s\n' "s_$limit" INFINITY "h_$limit" INFINITY
     done
-} >"$CONFD/queue"
-apply -sql "$QUEUE" -Aq -Mq "$CONFD/queue"
-"$BIN/qmod" -c "$QUEUE@$HOST" >/dev/null 2>&1 || true      # clear error states of earlier runs
-"$BIN/qmod" -e "$QUEUE@$HOST" >/dev/null 2>&1 || true
+} >"$CONFD/queue-$1"
+apply -sql "$1" -Aq -Mq "$CONFD/queue-$1"
+"$BIN/qmod" -c "$1@$HOST" >/dev/null 2>&1 || true      # clear error states of earlier runs
+"$BIN/qmod" -e "$1@$HOST" >/dev/null 2>&1 || true
+}
+write_queue "$QUEUE" 0 NONE NONE
+# Grid Engine's preemption: while a job runs in high.q on a host, the jobs of preemptible.q
+# there are suspended (SIGSTOP), and resumed when it ends (subordinate_list NAME=1). Both
+# queues take only jobs that ask for them with "-l preemption=TRUE" (a FORCED complex), so
+# jobs that ask for nothing never land there.
+if ! "$BIN/qconf" -sc | grep -q '^preemption '; then
+    { "$BIN/qconf" -sc | grep -v '^#'; echo "preemption pre BOOL == FORCED NO FALSE 0"; } >"$CONFD/complexes"
+    qc -Mc "$CONFD/complexes"
+fi
+write_queue preemptible.q 1 NONE preemption=TRUE
+write_queue high.q 2 preemptible.q=1 preemption=TRUE
 queue_state() { "$BIN/qstat" -f -q "$QUEUE@$HOST" | awk -v q="$QUEUE@$HOST" '$1 == q {print ($6 == "" ? "ok" : $6)}'; }
 queue_ok() { [[ $(queue_state) == ok ]]; }
 wait_until 60 queue_ok || die "queue $QUEUE@$HOST is not usable (state '$(queue_state)'; 'u' = execd not reporting)"

@@ -68,3 +68,33 @@ def test_error_state_job_counts_as_failed_and_leaves_the_queue(tmp_path, cluster
     assert "working directory" in status.reason or "No such file" in status.reason, status.reason
     scenarios.wait_for(lambda: sid not in subprocess.run(["qstat"], capture_output=True, text=True).stdout.split(),
                        30, "the job to leave the queue")
+
+
+def test_jobs_suspended_by_a_higher_priority_queue_still_all_finish_once(tmp_path, cluster):
+    """Grid Engine preempts by suspension (sge-up.sh: preemptible.q is a subordinate of high.q):
+    the running jobs of the experiment are stopped while a high.q job runs, and go on after it.
+    Nothing is lost, failed, or run twice; each job ran in one attempt."""
+    exp = scenarios.make_experiment(tmp_path / "exp", cluster, sleep=20, budget=3, concurrent=3,
+                                    queue="preemptible.q", **{"extra-args": ["-l", "preemption=TRUE"]})
+    daemon = scenarios.start_daemon(exp)
+    high = None
+    script = tmp_path / "high.sh"
+    script.write_text("#!/bin/sh\nsleep 15\n")
+    try:
+        scenarios.wait_for(lambda: len(set(scenarios.runs(exp))) == 3, 180, "the 3 jobs to start")
+        sids = {job["scheduler_id"] for job in scenarios.submitted(exp).values()}
+        high = subprocess.run(["qsub", "-terse", "-q", "high.q", "-l", "preemption=TRUE", "-o", "/dev/null", "-j", "y",
+                               str(script)], capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+
+        def suspended() -> set[str]:
+            lines = subprocess.run(["qstat"], capture_output=True, text=True, timeout=60).stdout.splitlines()[2:]
+            return {fields[0] for fields in map(str.split, lines) if len(fields) > 4 and "S" in fields[4]}
+
+        scenarios.wait_for(lambda: sids & suspended(), 60, "Grid Engine to suspend the experiment's jobs")
+        assert daemon.wait(timeout=300) == 0
+    finally:
+        scenarios.stop_daemon(daemon)
+        if high:
+            subprocess.run(["qdel", high], timeout=60, capture_output=True)
+    scenarios.assert_each_job_ran_once(exp, 3)
+    assert all(len(job["attempts"]) == 1 for _, job in scenarios.all_jobs(exp).values())
