@@ -155,6 +155,14 @@ class Driver(abc.ABC):
         value = ids.get(self.job_id_variable) if isinstance(ids, dict) and self.job_id_variable else None
         return value if isinstance(value, str) and value else None
 
+    def find_submitted(self, spec: JobSpec) -> str | None:
+        """The scheduler id of a queued or running job that an earlier submission of ``spec``
+        started although it failed (its answer lost: a timeout after the scheduler had queued
+        it), or None. The daemon asks before submitting a job again after a transient failure,
+        so that no copy of it runs untracked; a driver whose submissions cannot be ambiguous
+        (local processes) finds none."""
+        return None
+
     def has_room(self) -> bool:
         """Whether a job submitted now can start. False keeps the daemon's pending jobs pending
         until a later wake, without a failed submission (a driver with slots of its own, such as

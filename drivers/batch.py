@@ -266,6 +266,14 @@ class BatchDriver(Driver):
     def cancel_argv(self, scheduler_ids: Sequence[str]) -> list[str]:
         """The command that cancels these jobs."""
 
+    @abc.abstractmethod
+    def find_argv(self, name: str) -> list[str]:
+        """The command that lists the queued and running jobs named ``name``."""
+
+    @abc.abstractmethod
+    def parse_found(self, result: CommandResult) -> list[tuple[str, str]]:
+        """(scheduler id, working folder) of each job :meth:`find_argv` listed, oldest first."""
+
     # -- shared machinery
 
     def job_name(self, spec: JobSpec) -> str:
@@ -309,6 +317,17 @@ class BatchDriver(Driver):
         except CommandError as exc:
             raise SubmitError(str(exc), exc.transient) from None
         return self.parse_submit(result)
+
+    def find_submitted(self, spec: JobSpec) -> str | None:
+        # Same name and same working folder: another experiment may use the same name, never
+        # the same folder. The newest, when a lost answer left several.
+        try:
+            result = self.call(self.find_argv(self.job_name(spec)), accept=lambda r: True)
+        except CommandError as exc:
+            log.warning("could not ask the %s scheduler for job %s: %s", self.name, self.job_name(spec), exc)
+            return None
+        found = [sid for sid, workdir in self.parse_found(result) if workdir == str(spec.workdir)]
+        return found[-1] if found else None
 
     def poll(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
         ids = list(dict.fromkeys(scheduler_ids))

@@ -165,6 +165,20 @@ class SgeDriver(BatchDriver):
             argv += ["-l", f"{opts.get('gpu-resource', 'gpu')}={asked.gpus}"]
         return argv
 
+    def find_argv(self, name: str) -> list[str]:
+        return ["qstat", "-j", name]
+
+    def parse_found(self, result: CommandResult) -> list[tuple[str, str]]:
+        # one block of "key: value" lines per job; "cwd" is the -wd the job was submitted with
+        found = []
+        for block in result.stdout.split("=" * 20):
+            fields = dict(line.split(":", 1) for line in block.splitlines() if ":" in line)
+            number = fields.get("job_number", "").strip()
+            workdir = fields.get("cwd", fields.get("sge_o_workdir", "")).strip()
+            if number.isdigit():
+                found.append((number, workdir))
+        return sorted(found, key=lambda pair: int(pair[0]))
+
     def parse_submit(self, result: CommandResult) -> str:
         # -terse prints "JOBID" (an array: "JOBID.1-5:1")
         first = next((line for line in result.stdout.splitlines() if line.strip()), "").strip()

@@ -143,6 +143,14 @@ class SlurmDriver(BatchDriver):
             raise SubmitError(f"sbatch printed no job id: {result.message}", transient=False)
         return job_id
 
+    def find_argv(self, name: str) -> list[str]:
+        # without -t: pending, running and completing jobs only (not one preempted earlier)
+        return ["squeue", "-h", "--name", name, "-o", "%i|%Z"]
+
+    def parse_found(self, result: CommandResult) -> list[tuple[str, str]]:
+        found = [(sid.strip(), workdir.strip()) for sid, workdir in _records(result.stdout, 2)]
+        return sorted(found, key=lambda pair: [int(part) for part in re.findall(r"[0-9]+", pair[0])])
+
     def query(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
         # squeue exits 1 with "Invalid job id specified" only when it knows none of the ids
         result = self.call(

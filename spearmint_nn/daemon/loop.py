@@ -189,6 +189,9 @@ class Daemon:
             return  # it ran; the loop records the result
         claim = read_claim(self.paths, job_id)
         scheduler_id = self.driver.adopt_claim(claim) if claim is not None else None
+        if scheduler_id is None:  # not started: it may wait in the queue
+            attempt = self.store.get(job_id).fields.get("attempt", 1)
+            scheduler_id = self.driver.find_submitted(job_spec(self.config, self.driver, job_id, attempt))
         if scheduler_id is not None:
             self.store.update(job_id, driver=self.driver.name, scheduler_id=scheduler_id, submitted=time.time())
             self.reporter.event("adopted", f"job {job_id} running as {self.driver.name} {scheduler_id} "
@@ -469,8 +472,13 @@ class Daemon:
         # without a scheduler id and resolves it by the job's claim (see _resume_submission).
         job = self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None,
                               submitting=time.time())
+        spec = job_spec(self.config, self.driver, job_id, job.fields.get("attempt", 1))
+        found = self.driver.find_submitted(spec) if self._submits.failed_before(job_id) else None
+        if found is not None:
+            self.reporter.event("adopted", f"job {job_id}: its failed submission reached the scheduler after all, "
+                                f"as {found}", job=job_id)
         try:
-            scheduler_id = self.driver.submit(job_spec(self.config, self.driver, job_id, job.fields.get("attempt", 1)))
+            scheduler_id = found or self.driver.submit(spec)
         except SubmitError as exc:
             after = self._submits.failed(job_id, exc)
             if after.retry_in is not None:

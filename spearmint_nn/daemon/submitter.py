@@ -57,6 +57,11 @@ class SubmitRetries:
         """Whether the job is still in its back-off at ``now`` (``time.monotonic()``)."""
         return self._retry_at.get(job_id, 0.0) > now
 
+    def failed_before(self, job_id: int) -> bool:
+        """Whether a submission of the job failed transiently: it may have reached the scheduler
+        all the same (a timeout after the scheduler had queued it)."""
+        return job_id in self._failures
+
     def succeeded(self, job_id: int) -> None:
         self._rejects_in_a_row = 0
         self._forget(job_id)

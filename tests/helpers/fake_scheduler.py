@@ -133,6 +133,8 @@ def run_daemon(folder: Path, driver: Any = None, timeout_s: float = 120.0, **dae
 # $FAKE_SLURM_DIR: next_id, job/<id>.pid, job/<id>.exit, sbatch_calls.jsonl (every sbatch argv),
 # and the fault switches:
 #   sbatch_failures  N: the next N sbatch calls fail with a transient message
+#   sbatch_lost_answers  N: the next N sbatch calls queue the job, then fail as sbatch_failures do
+#                    (the controller took the job; its answer timed out on the way back)
 #   squeue_mode      "fail" (exit 1, controller unreachable) or "hang" (sleep past any timeout)
 #   squeue_failures  N: the next N squeue or sacct calls fail as "fail" does
 #   forget           job ids (one per line) that squeue and sacct no longer know (killed if running)
@@ -199,6 +201,12 @@ if command == "sbatch":
                                 cwd=option("--chdir"), stdout=o, stderr=e, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
     (jobs / f"{job_id}.pid").write_text(str(proc.pid))
+    (jobs / f"{job_id}.name").write_text(f"{option('--job-name')}|{option('--chdir')}")
+    lost = int(switch("sbatch_lost_answers", "0"))
+    if lost:
+        (state / "sbatch_lost_answers").write_text(str(lost - 1))
+        print("sbatch: error: Batch job submission failed: Socket timed out on send/recv operation", file=sys.stderr)
+        sys.exit(1)
     print(job_id)
 elif command in ("squeue", "sacct"):
     mode = switch("squeue_mode")
@@ -210,6 +218,12 @@ elif command in ("squeue", "sacct"):
     if mode == "fail" or failures:
         print("slurm_load_jobs error: Unable to contact slurm controller (connect failure)", file=sys.stderr)
         sys.exit(1)
+    if command == "squeue" and "--name" in args:  # queued or running jobs of that name: "id|workdir"
+        for path in sorted(jobs.glob("*.name"), key=lambda p: int(p.stem)):
+            name, workdir = path.read_text().split("|", 1)
+            if name == option("--name") and state_of(path.stem)[0] in ("PENDING", "RUNNING"):
+                print(f"{path.stem}|{workdir}")
+        sys.exit(0)
     forgotten = set(switch("forget").split())
     for job_id in forgotten:  # a vanished job: its node died and took the job with it
         kill(job_id)
