@@ -18,7 +18,17 @@
             claims/000042.json           the runner's claim on job 42 (host, pid, start time),
                                          created once with an atomic link: one evaluation per id
             claims/000042-2.json         the claim on its second attempt (the scheduler ran
-                                         the same job again), and so on
+                                         the same job again, or the daemon resumes it), and so on
+            checkpoints/000042/          the job's own checkpoint folder ($SPEARMINT_CHECKPOINT_DIR),
+                                         created by the runner before the wrapper starts, kept
+                                         across the job's attempts, never deleted by spearmint-nn
+            attempts/000042-1.json       attempt 1 of job 42 ended to be resumed from its checkpoint
+                                         (experiment key "resume"): no result yet, but this
+                                         record, an entry of "attempts" below with outcome
+                                         "checkpointed" and "warned" (unix time the warning
+                                         before the time limit came, or null)
+            attempts/000042-1.warned     created by attempt 1's runner when that warning came
+                                         ($SPEARMINT_WARNING_FILE; spearmint_nn.job.should_checkpoint)
             scripts/000042.sh            job scripts of batch drivers, kept for the user to read
             requests/cancel-*.json       requests of ``spearmint-nn cancel`` to a running daemon
             model/                       surrogate weights for warm starts (torch, weights_only)
@@ -29,7 +39,7 @@
             daemon.log
 
 The daemon is the only writer of ``jobs/``, ``inputs/`` and the summaries; a job is the only
-writer of its own ``results/``, ``claims/`` and ``output/`` files. That split keeps the folder
+writer of its own ``results/``, ``claims/``, ``attempts/``, ``checkpoints/`` and ``output/`` files. That split keeps the folder
 consistent when either side dies.
 
 Submission is two writes around the driver call: the job moves to ``running`` with
@@ -58,8 +68,9 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
                   rescheduled it), from the runner's result file: [{"attempt" (1, 2, ...),
                   "host", "started" (unix time it claimed the attempt), "ended" (unix time,
                   null for an attempt the scheduler stopped), "outcome" ("ok" | "error" for
-                  the last, "requeued" for the others), "scheduler_ids" and "restarts" (as in
-                  its claim)}]; absent for jobs run by older runners
+                  the last, "requeued" for one the scheduler ran again, "checkpointed" for one
+                  that ended to be resumed, which also has "warned"), "scheduler_ids" and
+                  "restarts" (as in its claim)}]; absent for jobs run by older runners
     predicted_duration  seconds the duration model predicted when EI per second proposed the job
     chosen_by     what proposed the job (source "optimizer"): "sobol", "exploration", "gp", "dngo"
     search_start  the first evaluation (0-based, completion order) the objective model saw then;
@@ -129,6 +140,8 @@ class ExperimentPaths:
         self.output = self.state / "output"
         self.results = self.state / "results"
         self.claims = self.state / "claims"
+        self.attempts = self.state / "attempts"
+        self.checkpoints = self.state / "checkpoints"
         self.scripts = self.state / "scripts"
         self.requests = self.state / "requests"
         self.model = self.state / "model"
@@ -154,6 +167,18 @@ class ExperimentPaths:
     def claim_file(self, job_id: int, attempt: int = 1) -> Path:
         """The claim on attempt ``attempt`` of the job: ``000042.json``, then ``000042-2.json``, ..."""
         return self.claims / (job_file_name(job_id) if attempt == 1 else f"{job_id:06d}-{attempt}.json")
+
+    def attempt_file(self, job_id: int, attempt: int) -> Path:
+        """The record of attempt ``attempt`` of the job that ended to be resumed: ``000042-1.json``."""
+        return self.attempts / f"{job_id:06d}-{attempt}.json"
+
+    def warning_file(self, job_id: int, attempt: int) -> Path:
+        """Created by the runner of attempt ``attempt`` when the warning before the time limit came."""
+        return self.attempts / f"{job_id:06d}-{attempt}.warned"
+
+    def checkpoint_dir(self, job_id: int) -> Path:
+        """The job's checkpoint folder, kept across its attempts: ``checkpoints/000042/``."""
+        return self.checkpoints / f"{job_id:06d}"
 
     def stdout_file(self, job_id: int) -> Path:
         return self.output / f"{job_id:06d}.out"
