@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from helpers.experiments import cli, quick_config, write_experiment
 from spearmint_nn.daemon.driving import make_driver
 from spearmint_nn.daemon.submitter import job_spec
@@ -123,6 +125,7 @@ def _check_result(paths: ExperimentPaths, checkpointed: list[int], value: float)
     return result
 
 
+@pytest.mark.slow
 def test_a_python_job_checkpoints_on_the_warning_and_resumes_to_its_uninterrupted_value(tmp_path):
     paths = _folder(tmp_path)
     checkpointed = _resume_until_done(paths)
@@ -132,6 +135,7 @@ def test_a_python_job_checkpoints_on_the_warning_and_resumes_to_its_uninterrupte
     assert saved["step"] == STEPS and saved["attempts"] == list(range(1, len(checkpointed) + 2))
 
 
+@pytest.mark.slow
 def test_a_shell_job_gets_one_sigusr1_and_exits_99_to_be_resumed(tmp_path):
     paths = _folder(tmp_path, **{"language": "SHELL", "main-file": None, "command": ["bash", "run.sh"]})
     checkpointed = _resume_until_done(paths)
@@ -163,6 +167,7 @@ def _run_attempt_without_warning(paths: ExperimentPaths) -> SchedulerState:
     return status.state
 
 
+@pytest.mark.slow
 def test_a_job_that_ignores_the_warning_is_killed_at_the_limit_and_fails_timeout(tmp_path):
     folder = write_experiment(tmp_path / "exp", quick_config(**{
         "driver": {"name": "local", "time-limit": 4}, "resume": {"warning": 2}, "max-finished-jobs": 1,
