@@ -12,6 +12,7 @@ import time
 import pytest
 
 from helpers import batch_scenarios as scenarios
+from helpers import warning_scenario
 from spearmint_nn.drivers.base import JobSpec, SchedulerState
 from spearmint_nn.drivers.sge import SgeDriver
 
@@ -68,3 +69,8 @@ def test_error_state_job_counts_as_failed_and_leaves_the_queue(tmp_path, cluster
     assert "working directory" in status.reason or "No such file" in status.reason, status.reason
     scenarios.wait_for(lambda: sid not in subprocess.run(["qstat"], capture_output=True, text=True).stdout.split(),
                        30, "the job to leave the queue")
+
+
+def test_the_warning_before_the_time_limit_reaches_the_job_once(tmp_path, cluster):
+    # s_rt at 15 s, h_rt at 25 s: Grid Engine signals the job's whole process group at s_rt
+    warning_scenario.warned_shell_job(tmp_path, cluster, time_limit=25, warning=10)

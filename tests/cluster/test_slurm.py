@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from helpers import batch_scenarios as scenarios
+from helpers import warning_scenario
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
@@ -55,3 +56,9 @@ def cluster() -> scenarios.Cluster:
 @pytest.mark.parametrize("scenario", scenarios.SCENARIOS)
 def test_scenario(tmp_path, cluster, scenario):
     scenario(tmp_path, cluster)
+
+
+def test_the_warning_before_the_time_limit_reaches_the_job_once(tmp_path, cluster):
+    # SLURM's limits are whole minutes and it signals up to a minute early: a warning of 30 s
+    # comes between the start and 30 s before the limit.
+    warning_scenario.warned_shell_job(tmp_path, cluster, time_limit=60, warning=30)
