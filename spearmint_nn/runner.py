@@ -45,6 +45,18 @@ reports its result either by writing it to ``$SPEARMINT_RESULT_FILE`` or, if it 
 empty, as the last non-empty line of its stdout. Either way the text is a JSON number
 (``3.14``, ``NaN``) or a JSON object ``{"task": number, ...}``. A non-zero exit status is a
 failure ("exit_code"), whatever was printed.
+
+Every attempt: the job's checkpoint folder ``.spearmint/checkpoints/<id>/`` exists before the
+wrapper starts (kept across attempts, never deleted), and the environment of the wrapper and of
+all it starts holds ``SPEARMINT_CHECKPOINT_DIR`` (its absolute path), ``SPEARMINT_ATTEMPT`` (the
+attempt claimed) and ``SPEARMINT_WARNING_FILE`` (created when the warning before the time limit
+comes); :mod:`spearmint_nn.job` reads them. The warning is SIGUSR1 to the runner
+(:mod:`spearmint_nn.time_limit`), passed on to a SHELL command as SIGUSR1. A wrapper that asks to
+be resumed (PYTHON: ``spearmint_nn.job.resume_later()``; SHELL: exit status 99) ends the attempt
+with no result file but ``attempts/<id>-<n>.json`` (:mod:`spearmint_nn.experiment.resume`) and
+exit code 0, when config.json has ``resume``; without it, that is an "exit_code" failure.
+``--attempt N`` runs the job as attempt N (the daemon's next attempt of such a job); the final
+result's ``attempts`` lists the checkpointed attempts before it.
 """
 from __future__ import annotations
 
