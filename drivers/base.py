@@ -114,6 +114,9 @@ class Driver(abc.ABC):
         self.state_dir = Path(state_dir)
         limit = options.get("time-limit", self.default_time_limit)  # an explicit null: no limit
         self.time_limit: float | None = None if limit is None else parse_duration("driver.time-limit", limit)
+        # Seconds before the time limit at which a job is warned (SIGUSR1 to its runner), set from
+        # the experiment's "resume" key (spearmint_nn.experiment.resume); None: no warning.
+        self.warning: float | None = None
 
     def describe(self) -> str:
         """The driver's name and the settings a user should see at the start, for the log."""

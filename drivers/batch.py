@@ -32,6 +32,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.files import atomic_write_bytes
+from spearmint_nn.job import WARNING_SIGNAL
 from spearmint_nn.text import CONTROL
 
 from .base import Driver, JobSpec, JobStatus, PollError, SchedulerError, SchedulerState, SubmitError
@@ -122,6 +123,10 @@ class Resources:
     memory: str | None         # as the schedulers write it: '4096M', '4G' (see :func:`memory_value`)
     cpus: int | None           # CPU cores (slots) per job
     gpus: int | str | None     # GPUs per job, never 0: a count, or SLURM's 'type:count'
+    # The warning before the time limit (the experiment's "resume" key), with a wall time only:
+    # whole seconds before it, and the soft wall time ``[D-]HH:MM:SS`` at which it comes.
+    warning: int | None = None
+    soft_wall_clock: str | None = None
 
 
 def clock(seconds: float) -> str:
@@ -134,12 +139,16 @@ def clock(seconds: float) -> str:
 
 # ---- the job script ----------------------------------------------------------------------------
 
-def render_job_script(spec: JobSpec, setup: Sequence[str], submit_argv: Sequence[str]) -> str:
+def render_job_script(spec: JobSpec, setup: Sequence[str], submit_argv: Sequence[str],
+                      warning_env: Mapping[str, str] | None = None) -> str:
     """The text of a job script that runs ``spec.command`` in ``spec.workdir``.
 
     ``setup`` lines are the user's own shell code and go in verbatim (stopping the job at the
     first one that fails); everything else is quoted. ``submit_argv`` is shown in a comment so
-    the user can see, and repeat, how the script was submitted.
+    the user can see, and repeat, how the script was submitted. ``warning_env`` (not None when
+    the scheduler was asked for a warning signal) is exported, and the warning is ignored until
+    ``exec`` makes the shell the runner, which handles it: a warning during slow setup lines
+    would otherwise kill the job's shell.
     """
     for key in spec.env:
         if not _ENV_KEY.match(key):
@@ -150,6 +159,10 @@ def render_job_script(spec: JobSpec, setup: Sequence[str], submit_argv: Sequence
         "#   " + CONTROL.sub("?", shlex.join(submit_argv)),
         "",
     ]
+    if warning_env is not None:
+        lines += ["# the warning before the time limit (config.json's resume) is for the runner, which handles it",
+                  f"trap '' {WARNING_SIGNAL.name.removeprefix('SIG')}", ""]
+        lines += [f"export {key}={shlex.quote(value)}" for key, value in warning_env.items()]
     if setup:
         lines += ["# environment setup (driver.setup in config.json); the job stops if a line fails",
                   "set -e", *setup, "set +e", ""]
@@ -221,6 +234,9 @@ class BatchDriver(Driver):
     # submission is retried by the daemon later (its own back-off) and a failed poll at the next
     # poll after this pause, as submitit's watcher rate-limits by timestamps.
     poll_backoff_s: ClassVar[tuple[float, float]] = (5.0, 120.0)
+    # Variables a job script exports when a warning is asked for: how the scheduler delivers it
+    # (see spearmint_nn.runner: whether the runner passes it on to a SHELL command).
+    warning_env: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, options: Mapping[str, Any], state_dir: Path):
         super().__init__(options, state_dir)
@@ -283,8 +299,10 @@ class BatchDriver(Driver):
         """The submit command for ``spec.script_path`` (the script is written afterwards)."""
         opts = self.config
         gpus = opts.get("gpus")
+        warning = math.ceil(self.warning) if self.warning is not None and wall_time is not None else None
         asked = Resources(wall_clock=None if wall_time is None else clock(wall_time), memory=self.memory,
-                          cpus=opts.get("cpus"), gpus=None if gpus in (0, "0") else gpus)
+                          cpus=opts.get("cpus"), gpus=None if gpus in (0, "0") else gpus, warning=warning,
+                          soft_wall_clock=None if warning is None else clock(max(1.0, wall_time - warning)))
         return (self.submit_head(spec, name) + flag_words(*((flag, opts.get(key)) for key, flag in self.option_flags))
                 + self.resource_argv(asked) + self.extra_args + [str(spec.script_path)])
 
@@ -309,7 +327,8 @@ class BatchDriver(Driver):
                 # a missing output folder makes SGE park the job in an error state forever
                 path.parent.mkdir(parents=True, exist_ok=True)
             spec.script_path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(spec.script_path, render_job_script(spec, self.setup, argv).encode(), mode=0o755)
+            atomic_write_bytes(spec.script_path, render_job_script(
+                spec, self.setup, argv, self.warning_env if self.warning is not None else None).encode(), mode=0o755)
         except OSError as exc:
             raise SubmitError(f"cannot write the job script {spec.script_path}: {exc.strerror}", transient=False) from None
         try:

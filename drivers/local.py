@@ -13,7 +13,10 @@ the job knows its devices are taken. A device listed twice is two slots (two job
 
 The ``time-limit`` (default :data:`DEFAULT_TIME_LIMIT_S`; ``null``: none) is measured from the
 process start time, so it also holds for adopted jobs. At the limit, or on cancel, the whole
-process group gets SIGTERM and, after a short grace period, SIGKILL.
+process group gets SIGTERM and, after a short grace period, SIGKILL. With a ``warning`` (the
+experiment's ``resume`` key), the runner alone (not its group: it passes the warning on to the
+wrapper itself) gets SIGUSR1 that many seconds before the limit, once per job this driver
+instance watches (a restarted daemon may warn an adopted job again; the runner keeps the first).
 """
 from __future__ import annotations
 
@@ -111,6 +114,7 @@ class LocalDriver(Driver):
         super().__init__(options, state_dir)
         self._children: dict[str, subprocess.Popen] = {}
         self._timed_out: set[str] = set()
+        self._warned: set[str] = set()
         self._cancelled: set[str] = set()
         self._boot = _boot_time()
         self.gpus: list[str] | None = gpu_slots(options["gpus"]) if "gpus" in options else None
@@ -207,8 +211,20 @@ class LocalDriver(Driver):
                 self._timed_out.add(sid)
                 statuses[sid] = self._ended(sid, proc.poll() if proc is not None else None)
             else:
+                self._warn_if_due(sid)
                 statuses[sid] = JobStatus(SchedulerState.RUNNING)
         return statuses
+
+    def _warn_if_due(self, sid: str) -> None:
+        """SIGUSR1 to a running job's runner once it is within ``warning`` of the time limit."""
+        if self.warning is None or self.time_limit is None or sid in self._warned:
+            return
+        if self._age(sid) > self.time_limit - self.warning:
+            self._warned.add(sid)
+            try:
+                os.kill(_parse_id(sid)[0], signal.SIGUSR1)  # checked alive by the caller
+            except ProcessLookupError:
+                pass
 
     def _ended(self, sid: str, code: int | None) -> JobStatus:
         if sid in self._timed_out:

@@ -20,6 +20,8 @@ import re
 import xml.etree.ElementTree as ElementTree
 from typing import Any, ClassVar, Mapping, Sequence
 
+from spearmint_nn.time_limit import WARNING_TO_GROUP_VARIABLE
+
 from .base import JobSpec, JobStatus, SchedulerState, SubmitError
 from .batch import (BatchDriver, CommandError, CommandResult, Resources, check_int, check_string,
                     exit_code_and_reason, log)
@@ -127,6 +129,9 @@ class SgeDriver(BatchDriver):
     option_flags = (("queue", "-q"), ("account", "-A"), ("project", "-P"))
     gone_messages = ("does not exist",)
     max_qacct_per_poll: ClassVar[int] = 20
+    # Grid Engine's soft-limit SIGUSR1 reaches every process of the job's process group, a SHELL
+    # command too (tried on the project's Grid Engine): the runner must not send it a second one.
+    warning_env = {WARNING_TO_GROUP_VARIABLE: "1"}
 
     @classmethod
     def validate_options(cls, options: Mapping[str, Any]) -> None:
@@ -157,6 +162,9 @@ class SgeDriver(BatchDriver):
         argv = []
         if asked.wall_clock is not None:
             argv += ["-l", f"h_rt={asked.wall_clock}"]
+        if asked.soft_wall_clock is not None:
+            # at the soft limit Grid Engine sends SIGUSR1 to the job's whole process group
+            argv += ["-l", f"s_rt={asked.soft_wall_clock}"]
         if asked.memory is not None:
             argv += ["-l", f"{opts.get('memory-resource', 'h_vmem')}={asked.memory}"]
         if asked.cpus is not None and asked.cpus > 1:  # one slot needs no parallel environment

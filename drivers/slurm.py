@@ -14,6 +14,7 @@ import re
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from spearmint_nn.errors import ConfigError
+from spearmint_nn.job import WARNING_SIGNAL
 
 from .base import JobSpec, JobStatus, SchedulerState, SubmitError
 from .batch import (BatchDriver, CommandError, CommandResult, Resources, check_int, check_string,
@@ -132,8 +133,12 @@ class SlurmDriver(BatchDriver):
                 "--error", str(spec.stderr).replace("%", "%%")]
 
     def resource_argv(self, asked: Resources) -> list[str]:
+        # --signal=B:...: the warning goes to the batch shell alone, which the job script's exec
+        # made the runner (without B: SLURM signals job steps only, and a job without srun has
+        # none): the runner gets it once and passes it on. SLURM sends it up to a minute early.
+        warning = None if asked.warning is None else f"B:{WARNING_SIGNAL.name.removeprefix('SIG')}@{asked.warning}"
         return flag_words(("--time", asked.wall_clock), ("--mem", asked.memory), ("--cpus-per-task", asked.cpus),
-                          ("--gres", None if asked.gpus is None else f"gpu:{asked.gpus}"))
+                          ("--gres", None if asked.gpus is None else f"gpu:{asked.gpus}"), ("--signal", warning))
 
     def parse_submit(self, result: CommandResult) -> str:
         # --parsable prints "JOBID" or, on a multi-cluster setup, "JOBID;CLUSTER"

@@ -46,6 +46,18 @@ reports its result either by writing it to ``$SPEARMINT_RESULT_FILE`` or, if it 
 empty, as the last non-empty line of its stdout. Either way the text is a JSON number
 (``3.14``, ``NaN``) or a JSON object ``{"task": number, ...}``. A non-zero exit status is a
 failure ("exit_code"), whatever was printed.
+
+Every attempt: the job's checkpoint folder ``.spearmint/checkpoints/<id>/`` exists before the
+wrapper starts (kept across attempts, never deleted), and the environment of the wrapper and of
+all it starts holds ``SPEARMINT_CHECKPOINT_DIR`` (its absolute path), ``SPEARMINT_ATTEMPT`` (the
+attempt claimed) and ``SPEARMINT_WARNING_FILE`` (created when the warning before the time limit
+comes); :mod:`spearmint_nn.job` reads them. The warning is SIGUSR1 to the runner
+(:mod:`spearmint_nn.time_limit`), passed on to a SHELL command as SIGUSR1. A wrapper that asks to
+be resumed (PYTHON: ``spearmint_nn.job.resume_later()``; SHELL: exit status 99) ends the attempt
+with no result file but ``attempts/<id>-<n>.json`` (:mod:`spearmint_nn.experiment.resume`) and
+exit code 0, when config.json has ``resume``; without it, that is an "exit_code" failure.
+``--attempt N`` runs the job as attempt N (the daemon's next attempt of such a job); the final
+result's ``attempts`` lists the checkpointed attempts before it.
 """
 from __future__ import annotations
 
@@ -62,19 +74,35 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
+from . import job
 from .experiment.claims import attempt_record, take_claim, wait_for_holder
 from .experiment.config import ExperimentConfig, load_config
 from .errors import ConfigError
 from .experiment.layout import ExperimentPaths
 from .experiment.jobs import BadValues, check_values
 from .experiment.results import JobResult, ResultStatus
+from .experiment.resume import read_checkpointed, write_checkpointed
 from .files import read_json
+from .time_limit import WarningWatch
 
 TRACEBACK_CHARS = 4000
 # Exceptions raised inside main that are mistakes in the code rather than answers about the
 # point: a misspelt or unassigned name, a module that is not installed, a syntax error in a
 # module main imports. (NameError covers UnboundLocalError.)
 CODE_ERRORS = (NameError, ImportError, SyntaxError)
+
+
+class Checkpointed(Exception):
+    """The wrapper saved its checkpoint and asked to be resumed: the attempt ends, the job does not."""
+
+
+def _resume_asked(config: ExperimentConfig, how: str) -> Exception:
+    """What a wrapper's request to be resumed (``how``) is: :class:`Checkpointed` when the
+    experiment opted in, else a failure, because nothing would ever resume it."""
+    if config.resume is None:
+        return JobFailure("exit_code", f"the wrapper asked to be resumed later ({how}), but config.json has no "
+                          "\"resume\" key: add one to let jobs stop before their time limit and resume")
+    return Checkpointed(how)
 
 
 class JobFailure(Exception):
@@ -148,7 +176,7 @@ def _load_main(wrapper: Path, experiment: Path) -> Callable[..., Any]:
         module = importlib.util.module_from_spec(spec)
         sys.modules[wrapper.stem] = module
         spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:  # sys.exit at import time (argparse, say) is no answer either
+    except (Exception, SystemExit, job.ResumeLater) as exc:  # sys.exit at import time (argparse, say) is no answer either
         failure = _failure("bad_wrapper", exc, experiment)
         # A syntax error or a misspelt name fails wherever the module is imported; a missing
         # module, library or file may be there after a batch job's setup lines.
@@ -179,6 +207,8 @@ def run_python(config: ExperimentConfig, job_id: int, params_json: dict[str, Any
     main = _load_main(wrapper, experiment)
     try:
         result = main(job_id, config.space.to_wrapper(params_json))
+    except job.ResumeLater:
+        raise _resume_asked(config, "spearmint_nn.job.resume_later()") from None
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         raise JobFailure("exit_code", f"wrapper called sys.exit({exc.code!r})", exit_code=code or 1,
@@ -207,8 +237,10 @@ def parse_result_text(text: str) -> Any:
         raise JobFailure("bad_result", f"result {_one_line(text, 80)!r} is not a JSON number or object") from None
 
 
-def run_command(config: ExperimentConfig, job_id: int, params_file: Path, result_file: Path) -> Any:
-    """Run the SHELL wrapper's command; stream its stdout through; return its parsed result."""
+def run_command(config: ExperimentConfig, job_id: int, params_file: Path, result_file: Path,
+                watch: WarningWatch | None = None) -> Any:
+    """Run the SHELL wrapper's command; stream its stdout through; return its parsed result.
+    ``watch`` passes the warning before the time limit on to the command while it runs."""
     scratch = result_file.with_name(f".{result_file.stem}.wrapper-out")
     scratch.unlink(missing_ok=True)
     env = {**os.environ, "SPEARMINT_JOB_ID": str(job_id), "SPEARMINT_PARAMS_FILE": str(params_file),
@@ -219,6 +251,8 @@ def run_command(config: ExperimentConfig, job_id: int, params_file: Path, result
                                 stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     except OSError as exc:
         raise JobFailure("exception", _one_line(f"cannot start {config.command[0]!r}: {exc.strerror}")) from None
+    if watch is not None:
+        watch.child = proc
     for raw in proc.stdout:
         sys.stdout.buffer.write(raw)
         sys.stdout.flush()
@@ -230,6 +264,8 @@ def run_command(config: ExperimentConfig, job_id: int, params_file: Path, result
         written = scratch.read_text(encoding="utf-8", errors="replace").strip() if scratch.exists() else ""
     finally:
         scratch.unlink(missing_ok=True)
+    if code == job.RESUME_EXIT_STATUS:
+        raise _resume_asked(config, f"exit status {code}")
     if code != 0:
         raise JobFailure("exit_code", f"command exited with status {code}", exit_code=code if code > 0 else 1)
     text = written or last_line
@@ -251,19 +287,46 @@ def process_started() -> float | None:
         return None
 
 
-def run_job(experiment_dir: str | Path, job_id: int, first_attempt: int = 1) -> int:
-    """Evaluate one job and write its result file; return the process exit code.
-    ``first_attempt`` is the attempt the daemon submitted the job for (see take_claim)."""
-    paths = ExperimentPaths(experiment_dir)
-    claim = take_claim(paths, job_id, first_attempt)
-    if not claim.ours or paths.result_file(job_id).exists():
-        # started twice (see spearmint_nn.experiment.claims), or again after the job's result was
-        # written: never evaluate twice
+def _prepare_attempt(paths: ExperimentPaths, job_id: int, attempt: int, watch: WarningWatch) -> None:
+    """The job's checkpoint folder, and the environment that tells the wrapper (and whatever it
+    starts) where it is, which attempt this is and where the warning shows (spearmint_nn.job)."""
+    checkpoints = paths.checkpoint_dir(job_id)
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    watch.attach(paths.warning_file(job_id, attempt))
+    os.environ.update({job.CHECKPOINT_DIR_VARIABLE: str(checkpoints), job.ATTEMPT_VARIABLE: str(attempt),
+                       job.WARNING_FILE_VARIABLE: str(paths.warning_file(job_id, attempt))})
+
+
+def run_job(experiment_dir: str | Path, job_id: int, attempt: int | None = None) -> int:
+    """Evaluate one job and write its result file; return the process exit code. ``attempt``:
+    the daemon runs the job again as that attempt (it ended earlier to be resumed)."""
+    # The warning is handled from the start (unhandled, it would kill the runner). The process
+    # is left as found (handler, environment): a job may run inside a caller's process.
+    watch = WarningWatch(job_id).install()
+    names = (job.CHECKPOINT_DIR_VARIABLE, job.ATTEMPT_VARIABLE, job.WARNING_FILE_VARIABLE)
+    saved = {name: os.environ.get(name) for name in names}
+    try:
+        return _run_attempt(ExperimentPaths(experiment_dir), job_id, attempt, watch)
+    finally:
+        watch.uninstall()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _run_attempt(paths: ExperimentPaths, job_id: int, attempt: int | None, watch: WarningWatch) -> int:
+    """:func:`run_job` once the warning is handled."""
+    claim = take_claim(paths, job_id, attempt or 1)
+    if not claim.ours:  # started twice (see spearmint_nn.experiment.claims): never evaluate twice
         return 0 if wait_for_holder(paths, job_id, claim.holder) else 1
     if claim.earlier:
-        print(f"spearmint-nn runner: job {job_id}, attempt {claim.attempt}: the scheduler ran it again "
-              f"({claim.holder['restarts'] or 'restarted'}); evaluating it", file=sys.stderr, flush=True)
+        why = (claim.holder["restarts"] or "restarted by the scheduler") if attempt is None else f"--attempt {attempt}"
+        print(f"spearmint-nn runner: job {job_id}, attempt {claim.attempt}: run again ({why}); evaluating it",
+              file=sys.stderr, flush=True)
     host, process_start, started = socket.gethostname(), process_started(), time.time()
+    _prepare_attempt(paths, job_id, claim.attempt, watch)
     exit_code = 0
     try:
         try:
@@ -273,8 +336,9 @@ def run_job(experiment_dir: str | Path, job_id: int, first_attempt: int = 1) -> 
         params = read_json(paths.input_file(job_id))
         if not isinstance(params, dict):
             raise JobFailure("bad_params", f"cannot read {paths.input_file(job_id)}")
+        watch.forward = config.resume is not None
         if config.language == "SHELL":
-            raw = run_command(config, job_id, paths.input_file(job_id), paths.result_file(job_id))
+            raw = run_command(config, job_id, paths.input_file(job_id), paths.result_file(job_id), watch)
         else:
             raw = run_python(config, job_id, params)
         try:
@@ -282,6 +346,12 @@ def run_job(experiment_dir: str | Path, job_id: int, first_attempt: int = 1) -> 
         except BadValues as exc:
             raise JobFailure(exc.failure, str(exc)) from None
         outcome: dict[str, Any] = {"status": ResultStatus.OK, "values": values}
+    except Checkpointed as exc:
+        # No result: the job is not finished. The record tells the daemon to run it again.
+        write_checkpointed(paths, job_id, attempt_record(claim.holder, time.time(), "checkpointed"), job.warned_at())
+        print(f"spearmint-nn runner: job {job_id}, attempt {claim.attempt}: the wrapper saved its checkpoint and "
+              f"asked to be resumed ({exc})", file=sys.stderr, flush=True)
+        return 0
     except JobFailure as exc:
         exit_code = exc.exit_code
         outcome = {"status": ResultStatus.ERROR, "failure": exc.failure, "error": _one_line(str(exc)),
@@ -290,8 +360,10 @@ def run_job(experiment_dir: str | Path, job_id: int, first_attempt: int = 1) -> 
         if exc.tb:
             print(exc.tb, file=sys.stderr)
     ended = time.time()
-    # The earlier attempts were stopped by the scheduler, which says nothing of when.
-    attempts = [attempt_record(earlier, None, "requeued") for earlier in claim.earlier]
+    # The earlier attempts ended to be resumed (their own records say when), or were stopped by
+    # the scheduler, which says nothing of when.
+    attempts = [read_checkpointed(paths, job_id, earlier.get("attempt", i + 1))
+                or attempt_record(earlier, None, "requeued") for i, earlier in enumerate(claim.earlier)]
     attempts.append(attempt_record(claim.holder, ended, outcome["status"].value))
     result = JobResult(id=job_id, host=host, process_started=process_start, started=started, ended=ended,
                        attempts=attempts, **outcome)
@@ -347,14 +419,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 2 and argv[0] == "--check":
         return _check_main(argv[1])
-    first_attempt = 1
+    attempt = None
     if len(argv) == 4 and argv[2] == "--attempt" and argv[3].isdigit() and int(argv[3]) >= 1:
-        first_attempt, argv = int(argv[3]), argv[:2]
+        attempt, argv = int(argv[3]), argv[:2]
     if len(argv) != 2 or not argv[1].isdigit():
         print("usage: python -m spearmint_nn.runner <experiment_dir> <job_id> [--attempt N]\n"
               "       python -m spearmint_nn.runner --check <experiment_dir>", file=sys.stderr)
         return 2
-    return run_job(argv[0], int(argv[1]), first_attempt)
+    return run_job(argv[0], int(argv[1]), attempt)
 
 
 # Every job runs with the daemon's own interpreter: on a cluster, the environment it was started in.

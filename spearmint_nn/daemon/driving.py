@@ -16,7 +16,9 @@ from .reporting import Reporter
 
 
 def make_driver(config: ExperimentConfig) -> Driver:
-    return driver_class(config.driver_name)(config.driver_options, config.paths.state)
+    driver = driver_class(config.driver_name)(config.driver_options, config.paths.state)
+    driver.warning = config.resume.warning if config.resume is not None else None
+    return driver
 
 
 def cancel_jobs(store: Store, driver: Driver, ids: Iterable[int], reporter: Reporter, why: str) -> list[int]:

@@ -566,9 +566,11 @@ class Daemon:
 
     def _reattempt(self, job_id: int, outcome: str, why: str) -> None:
         """Submit an interrupted job again as its next attempt (spearmint_nn.daemon.reattempts)."""
-        plan = reattempts.plan(self.paths, self.store.get(job_id), outcome, why, self.config.max_attempts)
+        resume = self.config.resume
+        plan = reattempts.plan(self.paths, self.store.get(job_id), outcome, why, self.config.max_attempts,
+                               resume.max_total_time if resume else None)
         if plan.attempt is None:
-            self._fail(job_id, "interrupted", plan.reason, attempts=plan.attempts)
+            self._fail(job_id, plan.outcome, plan.reason, attempts=plan.attempts)
             return
         self._ended_seen.pop(job_id, None)
         self.store.move(job_id, JobState.PENDING, attempt=plan.attempt, attempts=plan.attempts, scheduler_id=None)

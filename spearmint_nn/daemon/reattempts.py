@@ -10,9 +10,12 @@ order); its runner claims that attempt (``runner --attempt n``). The same happen
 whose wrapper saved a checkpoint and asked to be resumed: the runner then writes the attempt's
 record (``attempts/<id>-<n>.json``, outcome "checkpointed") instead of a result.
 
-Each job runs at most ``max-attempts`` times; an interruption of its last allowed attempt fails
-it "interrupted", a kind that ``ignore-failures`` leaves out by default: not shown to the model
-and not counted against max-finished-jobs, like the interruptions before it.
+The cluster may interrupt a job ``max-attempts`` times in all; the last interruption fails it
+"interrupted", a kind that ``ignore-failures`` leaves out by default: not shown to the model
+and not counted against max-finished-jobs, like the interruptions before it. Attempts that
+stopped at their own checkpoint do not count there: all attempts of a job together may take
+``resume.max-total-time``, after which the job fails "timeout", as one that reached its time
+limit without a checkpoint does.
 
 The job file keeps what the daemon saw of the attempts that ended this way (``attempts``, each
 with its outcome), and ``attempt``, the number of the attempt the job is submitted for. When
@@ -40,7 +43,8 @@ CHECKPOINTED = "checkpointed"
 @dataclasses.dataclass(frozen=True)
 class Reattempt:
     """What to do with a job whose latest attempt was interrupted: submit ``attempt`` (None:
-    no attempt is left, fail it "interrupted" for ``reason``), recording ``attempts``."""
+    no attempt is left, fail it as ``outcome``, "interrupted" or "timeout", for ``reason``),
+    recording ``attempts``."""
 
     attempt: int | None
     outcome: str
@@ -66,9 +70,10 @@ def interruption(paths: ExperimentPaths, job_id: int, status: JobStatus) -> str 
     return DROPPED.get(status.state)
 
 
-def plan(paths: ExperimentPaths, job: Job, outcome: str, why: str, max_attempts: int) -> Reattempt:
+def plan(paths: ExperimentPaths, job: Job, outcome: str, why: str, max_attempts: int,
+         max_total_time: float | None) -> Reattempt:
     """The next attempt of ``job``, whose latest attempt ended by ``outcome`` (``why``: the
-    scheduler's words), or why there is none."""
+    scheduler's words), or why there is none (then ``outcome`` is the failure kind)."""
     claim = read_claim(paths, job.id)
     submitted_for = int(job.fields.get("attempt") or 1)
     claimed = int(claim.get("attempt", 1)) if claim is not None else 0
@@ -81,9 +86,18 @@ def plan(paths: ExperimentPaths, job: Job, outcome: str, why: str, max_attempts:
     else:
         # Dropped before its runner claimed anything: the attempt never started, submit it again.
         following = submitted_for
-    if following > max_attempts:
-        return Reattempt(None, outcome, f"{why}; the job ran {claimed} time(s), as many as max-attempts "
-                         f"({max_attempts}) allows", attempts)
+    if outcome == CHECKPOINTED:
+        spent = sum(a["ended"] - a["started"] for a in attempts
+                    if isinstance(a.get("ended"), (int, float)) and isinstance(a.get("started"), (int, float)))
+        if max_total_time is not None and spent >= max_total_time:
+            return Reattempt(None, "timeout", f"its {len(attempts)} attempt(s) used up resume.max-total-time "
+                             f"({max_total_time:g} s) without finishing", attempts)
+        return Reattempt(following, outcome, why, attempts)
+    # Attempts that ended at their own checkpoint are bounded by resume.max-total-time instead.
+    interrupted = claimed - sum(a.get("outcome") == CHECKPOINTED for a in attempts)
+    if interrupted >= max_attempts:
+        return Reattempt(None, "interrupted", f"{why}; the cluster interrupted the job {interrupted} time(s), as "
+                         f"many as max-attempts ({max_attempts}) allows", attempts)
     return Reattempt(following, outcome, why, attempts)
 
 

@@ -91,13 +91,15 @@ class Claim:
 
 def take_claim(paths: ExperimentPaths, job_id: int, first_attempt: int = 1) -> Claim:
     """Claim the next attempt of job ``job_id`` for this process, or find why not (see the
-    module docstring). ``first_attempt`` is the attempt the daemon submitted the job again for
-    (see :mod:`spearmint_nn.daemon.reattempts`): the attempts before it ended, and this
-    process may claim that one or, restarted by the scheduler, a later one."""
+    module docstring). ``first_attempt`` > 1: the daemon runs the job again as that attempt
+    (the runner's ``--attempt``), after attempt ``first_attempt - 1`` ended without a result."""
     paths.claims.mkdir(exist_ok=True)
-    attempt = first_attempt
-    earlier = [claim for claim in (read_json(paths.claim_file(job_id, n)) for n in range(1, first_attempt))
-               if isinstance(claim, dict)]
+    attempt, earlier = first_attempt, []
+    for before in range(1, first_attempt):
+        claim = read_json(paths.claim_file(job_id, before))
+        earlier.append(claim if isinstance(claim, dict) else {"attempt": before})
+    if first_attempt > 1 and paths.result_file(job_id).exists():
+        return Claim(False, attempt, {}, earlier)  # finished meanwhile: never evaluated twice
     while True:
         mine = my_claim(attempt)
         if create_json_once(paths.claim_file(job_id, attempt), mine):

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from ..errors import ConfigError, closest, did_you_mean, unknown_keys
 from .jobs import DEFAULT_IGNORED_FAILURES, FAILURE_KINDS
 from .layout import ExperimentPaths
+from .resume import ResumeSettings, parse_resume, with_time_limit
 from ..problem.parsers import Parser, choice, count
 from ..problem.settings import SearchSettings, config_fields
 from ..problem.space import Space, unknown_variable_keys
@@ -138,8 +139,12 @@ KEYS: dict[str, Key] = {
     "stop-after-identical-failures": Key(20, count(1),
                                          "stop the daemon when this many jobs in a row fail the same way (3 for a "
                                          "broken wrapper, 5 times this for NaN results)"),
-    "max-attempts": Key(5, count(1), "times one job may run when the cluster interrupts it (preempted, its node "
-                        "failed, requeued) or it stops at its checkpoint to be resumed; then it fails \"interrupted\""),
+    "max-attempts": Key(5, count(1), "times the cluster may interrupt one job (preempted, its node failed, "
+                        "requeued) before it fails \"interrupted\"; attempts that stop at their own checkpoint "
+                        "count against resume.max-total-time instead"),
+    "resume": Key(None, parse_resume, "{\"warning\": seconds (default 120), \"max-total-time\": seconds or "
+                  "[D-]HH:MM:SS (default 10 x driver.time-limit)}: warn each job that long before its time limit "
+                  "and let it stop to be resumed from its checkpoint, within max-total-time for all its attempts"),
     "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
                            "failure kinds that say nothing about the point: not shown to the model, not counted"),
     # the search's keys, max-finished-jobs (its budget) among them
@@ -167,6 +172,9 @@ class ExperimentConfig:
     driver_name: str
     driver_options: dict[str, Any]
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
+    # The "resume" key checked against the driver's time limit (max_total_time filled in; None
+    # there only when read without the driver, as the runner reads it); None: not opted in.
+    resume: ResumeSettings | None = None
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -326,7 +334,8 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
         given = raw.get("max-concurrent") is not None or "max-concurrent" in implied
         values["max-concurrent"] = min(values["max-concurrent"], len(gpus)) if given else len(gpus)
     return ExperimentConfig(paths=paths, values=values, space=space, tasks=tasks, main_file=main_file,
-                            driver_name=driver_name, driver_options=driver_options, raw=raw)
+                            driver_name=driver_name, driver_options=driver_options, raw=raw,
+                            resume=_resume(values["resume"], driver_name, driver_options, check_driver))
 
 
 def _unknown_keys(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -478,6 +487,24 @@ def _parse_driver(spec: Any, override: str | None, check_driver: bool) -> tuple[
         from spearmint_nn.drivers.base import driver_class  # loads plugins only when needed
         driver_class(name).validate_options(options)
     return name, options
+
+
+def _resume(resume: ResumeSettings | None, driver_name: str, driver_options: Mapping[str, Any],
+            check_driver: bool) -> ResumeSettings | None:
+    """The ``resume`` key against the driver's time limit (its option, else its default)."""
+    if resume is None:
+        return None
+    from spearmint_nn.drivers.base import driver_class, parse_duration  # loads plugins only when needed
+
+    if driver_options.get("time-limit") is not None:
+        limit = parse_duration("driver.time-limit", driver_options["time-limit"])
+    elif "time-limit" in driver_options or not check_driver:
+        limit = None  # an explicit null: no limit; without the driver: not known here
+    else:
+        limit = driver_class(driver_name).default_time_limit
+    if limit is None and not check_driver:
+        return resume
+    return with_time_limit("resume", resume, limit)
 
 
 def search_settings(config: ExperimentConfig) -> SearchSettings:

@@ -18,10 +18,18 @@
             claims/000042.json           the runner's claim on job 42 (host, pid, start time),
                                          created once with an atomic link: one evaluation per id
             claims/000042-2.json         the claim on its second attempt (the scheduler ran
-                                         the same job again, or the daemon submitted it again),
-                                         and so on
-            attempts/000042-2.json       the record of attempt 2 when it ended without the job's
-                                         result and asked to be run again (outcome "checkpointed")
+                                         the same job again, or the daemon submitted it again:
+                                         preempted, its node failed, or to be resumed), and so on
+            checkpoints/000042/          the job's own checkpoint folder ($SPEARMINT_CHECKPOINT_DIR),
+                                         created by the runner before the wrapper starts, kept
+                                         across the job's attempts, never deleted by spearmint-nn
+            attempts/000042-1.json       attempt 1 of job 42 ended to be resumed from its checkpoint
+                                         (experiment key "resume"): no result yet, but this
+                                         record, an entry of "attempts" below with outcome
+                                         "checkpointed" and "warned" (unix time the warning
+                                         before the time limit came, or null)
+            attempts/000042-1.warned     created by attempt 1's runner when that warning came
+                                         ($SPEARMINT_WARNING_FILE; spearmint_nn.job.should_checkpoint)
             scripts/000042.sh            job scripts of batch drivers, kept for the user to read
             requests/cancel-*.json       requests of ``spearmint-nn cancel`` to a running daemon
             model/                       surrogate weights for warm starts (torch, weights_only)
@@ -32,7 +40,7 @@
             daemon.log
 
 The daemon is the only writer of ``jobs/``, ``inputs/`` and the summaries; a job is the only
-writer of its own ``results/``, ``claims/`` and ``output/`` files. That split keeps the folder
+writer of its own ``results/``, ``claims/``, ``attempts/``, ``checkpoints/`` and ``output/`` files. That split keeps the folder
 consistent when either side dies.
 
 Submission is two writes around the driver call: the job moves to ``running`` with
@@ -64,7 +72,8 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
                   "error" for the last; for the others "requeued" (the scheduler ran the same
                   job again), "preempted" or "node_fail" (the scheduler dropped it and the daemon
                   submitted the job again), "checkpointed" (it stopped at its checkpoint to be
-                  resumed)), "scheduler_ids" and "restarts" (as in its claim), "scheduler_id"
+                  resumed; it also has "warned")), "scheduler_ids" and "restarts" (as in its
+                  claim), "scheduler_id"
                   (the daemon's, for an attempt it submitted again after)}]; while the job waits
                   or runs again, the attempts that ended so far; absent for jobs run by older runners
     attempt       the attempt the job is submitted for, when the daemon submitted it again
@@ -139,6 +148,7 @@ class ExperimentPaths:
         self.results = self.state / "results"
         self.claims = self.state / "claims"
         self.attempts = self.state / "attempts"
+        self.checkpoints = self.state / "checkpoints"
         self.scripts = self.state / "scripts"
         self.requests = self.state / "requests"
         self.model = self.state / "model"
@@ -166,8 +176,16 @@ class ExperimentPaths:
         return self.claims / (job_file_name(job_id) if attempt == 1 else f"{job_id:06d}-{attempt}.json")
 
     def attempt_file(self, job_id: int, attempt: int) -> Path:
-        """The record of an attempt that ended without the job's result: ``000042-2.json``."""
+        """The record of attempt ``attempt`` of the job that ended to be resumed: ``000042-1.json``."""
         return self.attempts / f"{job_id:06d}-{attempt}.json"
+
+    def warning_file(self, job_id: int, attempt: int) -> Path:
+        """Created by the runner of attempt ``attempt`` when the warning before the time limit came."""
+        return self.attempts / f"{job_id:06d}-{attempt}.warned"
+
+    def checkpoint_dir(self, job_id: int) -> Path:
+        """The job's checkpoint folder, kept across its attempts: ``checkpoints/000042/``."""
+        return self.checkpoints / f"{job_id:06d}"
 
     def stdout_file(self, job_id: int) -> Path:
         return self.output / f"{job_id:06d}.out"

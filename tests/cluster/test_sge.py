@@ -12,6 +12,7 @@ import time
 import pytest
 
 from helpers import batch_scenarios as scenarios
+from helpers import warning_scenario
 from spearmint_nn.drivers.base import JobSpec, SchedulerState
 from spearmint_nn.drivers.sge import SgeDriver
 
@@ -114,3 +115,8 @@ def test_a_queued_job_is_found_by_its_name_and_folder(tmp_path, cluster):
     assert driver.find_submitted(spec(tmp_path / "b")) is None
     scenarios.wait_for(lambda: driver.poll([sid])[sid].state.finished, 120, "the job to end")
     assert driver.find_submitted(spec(tmp_path / "a")) is None
+
+
+def test_the_warning_before_the_time_limit_reaches_the_job_once(tmp_path, cluster):
+    # s_rt at 15 s, h_rt at 25 s: Grid Engine signals the job's whole process group at s_rt
+    warning_scenario.warned_shell_job(tmp_path, cluster, time_limit=25, warning=10)

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from helpers import batch_scenarios as scenarios
+from helpers import warning_scenario
 from spearmint_nn.drivers.base import JobSpec
 from spearmint_nn.drivers.slurm import SlurmDriver
 
@@ -114,3 +115,9 @@ def test_a_queued_job_is_found_by_its_name_and_folder(tmp_path, cluster):
     assert driver.find_submitted(spec(tmp_path / "b")) is None
     scenarios.wait_for(lambda: driver.poll([sid])[sid].state.finished, 120, "the job to end")
     assert driver.find_submitted(spec(tmp_path / "a")) is None
+
+
+def test_the_warning_before_the_time_limit_reaches_the_job_once(tmp_path, cluster):
+    # SLURM's limits are whole minutes and it signals up to a minute early: a warning of 30 s
+    # comes between the start and 30 s before the limit.
+    warning_scenario.warned_shell_job(tmp_path, cluster, time_limit=60, warning=30)
