@@ -173,7 +173,9 @@ def test_another_attempt_of_a_scheduler_job_evaluates_it_and_a_second_copy_does_
     holder.kill()
     holder.communicate()
     assert restarted.wait(timeout=60) == 0, restarted.communicate()[1]
-    assert (copy.wait(timeout=60), other.wait(timeout=60)) == (1, 1)  # their holder ended without a result
+    # refused: each exits when its holder is gone, 1 if it saw no result then, 0 if the restarted
+    # attempt's result was already there (a race of two 0.5 s polls): either way it evaluated nothing
+    assert copy.wait(timeout=60) in (0, 1) and other.wait(timeout=60) in (0, 1)
     assert "is already claimed by host" in copy.communicate()[1] + other.communicate()[1]
     assert logged_runs(runs_file) == [5, 5]
     result = JobResult.read(paths.result_file(5), 5)
