@@ -194,12 +194,13 @@ class CommandError(SchedulerError):
     """A scheduler command gave no usable answer."""
 
 
-def run_command(argv: Sequence[str], timeout_s: float) -> CommandResult:
-    """Run ``argv`` (no shell) with a timeout; raise :class:`CommandError` if it cannot answer."""
+def run_command(argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None) -> CommandResult:
+    """Run ``argv`` (no shell) with a timeout, in ``env`` (default: the daemon's environment);
+    raise :class:`CommandError` if it cannot answer."""
     argv = tuple(str(word) for word in argv)
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              errors="replace", timeout=timeout_s)
+                              errors="replace", timeout=timeout_s, env=env)
     except FileNotFoundError:
         raise CommandError(f"{argv[0]}: command not found (is the scheduler's client on PATH?)",
                            transient=False) from None
@@ -310,11 +311,15 @@ class BatchDriver(Driver):
         message = result.message.lower()
         return any(fragment in message for fragment in self.transient_messages)
 
-    def call(self, argv: Sequence[str],
-             accept: Callable[[CommandResult], bool] = lambda r: r.returncode == 0) -> CommandResult:
+    def submit_environment(self) -> Mapping[str, str] | None:
+        """The environment of the submit command (None: the daemon's own, as it is)."""
+        return None
+
+    def call(self, argv: Sequence[str], accept: Callable[[CommandResult], bool] = lambda r: r.returncode == 0,
+             env: Mapping[str, str] | None = None) -> CommandResult:
         """Run a scheduler command once; :class:`CommandError` (transient or not) unless ``accept``
         takes its result."""
-        result = run_command(argv, self.command_timeout_s)
+        result = run_command(argv, self.command_timeout_s, env)
         if not accept(result):
             raise CommandError(f"{argv[0]} failed: {result.message}", self.is_transient(result))
         return result
@@ -332,7 +337,7 @@ class BatchDriver(Driver):
         except OSError as exc:
             raise SubmitError(f"cannot write the job script {spec.script_path}: {exc.strerror}", transient=False) from None
         try:
-            result = self.call(argv)
+            result = self.call(argv, env=self.submit_environment())
         except CommandError as exc:
             raise SubmitError(str(exc), exc.transient) from None
         return self.parse_submit(result)

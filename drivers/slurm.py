@@ -10,6 +10,7 @@ Options (``"driver": {"name": "slurm", ...}`` in config.json): see ``SlurmDriver
 """
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
@@ -37,6 +38,9 @@ _FINAL = {
 }
 SQUEUE_FORMAT = "JobID:|,State:|,Reason:|,exit_code:|"
 SACCT_FIELDS = "JobIDRaw,State,ExitCode"
+# What a SLURM job's environment says about that job alone, and sbatch --export=ALL would hand
+# on to the jobs a daemon submits when it runs as a SLURM job itself (see submit_environment).
+OWN_JOB_VARIABLES = ("SLURM_RESTART_COUNT",)
 _JOB_ID = re.compile(r"^[0-9]+(_[0-9]+)?$")
 _GPUS = re.compile(r"^([A-Za-z0-9_.-]+:)?[0-9]+$")
 
@@ -131,6 +135,16 @@ class SlurmDriver(BatchDriver):
         return ["sbatch", "--parsable", "--requeue", "--open-mode=append", "--job-name", name,
                 "--chdir", str(spec.workdir), "--output", str(spec.stdout).replace("%", "%%"),
                 "--error", str(spec.stderr).replace("%", "%%")]
+
+    def submit_environment(self) -> Mapping[str, str] | None:
+        # sbatch gives the job its own environment (--export=ALL). A daemon that runs as a SLURM
+        # job (README: "Running the daemon as a batch job") has its own SLURM_RESTART_COUNT in it
+        # once SLURM has requeued it, and SLURM leaves an inherited count as it is in a job's
+        # first run: a requeued experiment job would then show no restart since its first attempt
+        # (1 after 1) and evaluate nothing (spearmint_nn.experiment.claims). Seen on SLURM 22.05.
+        if not any(name in os.environ for name in OWN_JOB_VARIABLES):
+            return None
+        return {name: value for name, value in os.environ.items() if name not in OWN_JOB_VARIABLES}
 
     def resource_argv(self, asked: Resources) -> list[str]:
         # --signal=B:...: the warning goes to the batch shell alone, which the job script's exec

@@ -2,7 +2,8 @@
 
 Adding a subcommand: write ``cmd_<name>(args) -> int`` and register it with its arguments in
 :func:`build_parser`. Exit codes: 0 success, 1 runtime failure (lock held, driver broken),
-2 bad config or bad arguments (nothing written), 141 the reader of stdout went away
+2 bad config or bad arguments (nothing written), 75 ``run`` stopped by the warning before its
+batch job's time limit, to be run again (:mod:`spearmint_nn.daemon.stopping`), 141 the reader of stdout went away
 (``report DIR | head``), as a shell reports for a Unix tool that SIGPIPE ended.
 """
 from __future__ import annotations
@@ -209,7 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("run", cmd_run, "run the daemon: propose, run and record jobs until the budget is spent")
     p.add_argument("--driver", help="driver name, overriding driver.name of config.json (local, slurm, sge, ...)")
     p.add_argument("--cancel-on-exit", action="store_true",
-                   help="on SIGINT/SIGTERM cancel running jobs instead of leaving them to finish")
+                   help="on SIGINT/SIGTERM cancel running jobs instead of leaving them to finish "
+                        "(SIGUSR1, the warning before the daemon's own batch job's time limit, never does: "
+                        "it stops the daemon with exit status 75, run it again to go on)")
     p = command("status", cmd_status, "counts per state, best so far, running jobs and the failures "
                 "grouped by how they failed")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema in the README)")

@@ -3,9 +3,9 @@
 One main thread owns the store (it alone writes ``jobs/``). It sleeps until something happens:
 a watchdog event in ``results/``, ``jobs/pending/`` or ``requests/`` (the fast path on one
 machine), the periodic driver poll every ``polling-time`` seconds (what guarantees progress on
-NFS, where inotify misses other machines' writes), a finished proposal, or a signal. Each wake
-handles everything that is ready at once, so ten jobs finishing together are ten records and
-one refit.
+NFS, where inotify misses other machines' writes), a finished proposal, or a stop signal
+(:mod:`~spearmint_nn.daemon.stopping`). Each wake handles everything that is ready at once, so
+ten jobs finishing together are ten records and one refit.
 
 Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Proposer`); every event is
 one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and ``daemon.log``);
@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import signal
 import threading
 import time
 from typing import Any, Callable, Mapping, TextIO
@@ -42,6 +41,7 @@ from ..experiment.results import JobResult
 from ..experiment.store import Store
 from .driving import cancel_jobs, cancel_requested_jobs, make_driver
 from .before_success import FailuresBeforeSuccess
+from .stopping import StopSignals
 from .submitter import SubmitRetries, job_spec
 from .summaries import SummaryWriter
 from . import reattempts
@@ -90,7 +90,7 @@ class Daemon:
         self.reporter: Reporter | None = None
         self._proposer: Proposer | None = None
         self._wake = threading.Event()
-        self._stop_signal: str | None = None
+        self._stop = StopSignals(self._wake)  # SIGINT/SIGTERM, and SIGUSR1 before a batch job's time limit
         self._ended_seen: dict[int, float] = {}     # job id -> when the driver first said "ended"
         self._submits = SubmitRetries(self.driver.name)
         # Only jobs this run submitted count toward a streak: after a fix, the failures of jobs
@@ -107,6 +107,14 @@ class Daemon:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def run(self) -> int:
+        # First: a time-limit warning that comes while the daemon starts must still end in a clean stop.
+        self._stop.install()
+        try:
+            return self._run()
+        finally:
+            self._stop.restore()
+
+    def _run(self) -> int:
         warning = check_wrapper_before_jobs(self.config, self.driver)  # before anything is written
         self.store.create_dirs()
         lock = acquire_lock(self.paths, "run")
@@ -120,27 +128,18 @@ class Daemon:
                                   warpings_file=self.paths.warpings, picture_file=self.paths.model_picture,
                                   related_file=self.paths.related)
         observer = None
-        previous_handlers = {}
         try:
             self._load()
             self._replay()
             self._resume()
             observer = self._watch()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous_handlers[sig] = signal.signal(sig, self._on_signal)
             return self._loop()
         finally:
-            for sig, handler in previous_handlers.items():
-                signal.signal(sig, handler)
             if observer is not None:
                 observer.stop()
             self._proposer.close()
             self.reporter.close()
             lock.release()
-
-    def _on_signal(self, signum: int, frame: Any) -> None:
-        self._stop_signal = signal.Signals(signum).name
-        self._wake.set()
 
     def _load(self) -> None:
         config, store = self.config, self.store
@@ -263,8 +262,8 @@ class Daemon:
             if changed:
                 self.summaries.mark_stale()
             self.summaries.write_if_due()
-            if self._stop_signal is not None:
-                return self._shutdown(f"received {self._stop_signal}")
+            if self._stop.stopping:
+                return self._shutdown(self._stop.why(), exit_code=self._stop.exit_code())
             if self._failing_the_same_way is not None:
                 return self._shutdown(self._same_failure_message(self._failing_the_same_way), exit_code=1)
             if self.config.max_finished_jobs is not None and self._finished() >= self.config.max_finished_jobs:
@@ -279,7 +278,7 @@ class Daemon:
 
     def _shutdown(self, why: str, exit_code: int = 0) -> int:
         store = self.store
-        if self._stop_signal is not None and self.cancel_on_exit:
+        if self._stop.cancels_jobs(self.cancel_on_exit):
             ids = [j.id for j in store.jobs((JobState.PENDING, JobState.RUNNING))]
             cancel_jobs(store, self.driver, ids, self.reporter, "cancelled at daemon exit (--cancel-on-exit)")
         self.summaries.write()
@@ -385,7 +384,7 @@ class Daemon:
 
     def _ask(self) -> None:
         proposer = self._proposer
-        if proposer.busy or self._stop_signal is not None:
+        if proposer.busy or self._stop.stopping:
             return
         pace = proposer.seconds_per_point
         chunk = PROPOSAL_CHUNK if pace is None else max(PROPOSAL_CHUNK, int(PROPOSAL_SECONDS / max(pace, 1e-3)))
@@ -410,7 +409,7 @@ class Daemon:
             taken = self._proposer.taken_fields
             self._ready += [(self.config.space.to_json(params), taken[i] if i < len(taken) else {})
                             for i, params in enumerate(proposal)]
-        if self._stop_signal is not None:
+        if self._stop.stopping:
             return
         for _ in range(min(max(0, self._free_slots()), len(self._ready))):
             params, fields = self._ready.pop(0)
@@ -455,7 +454,7 @@ class Daemon:
         running = self.store.counts()["running"]
         now = time.monotonic()
         for job in self.store.jobs(JobState.PENDING):
-            if running >= self.config.max_concurrent or self._stop_signal is not None:
+            if running >= self.config.max_concurrent or self._stop.stopping:
                 return
             job_id = job.id
             if self._submits.waiting(job_id, now):

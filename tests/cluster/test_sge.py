@@ -5,13 +5,16 @@ Skipped when no Grid Engine answers; with ``SPEARMINT_REQUIRE_CLUSTERS=1`` (CI) 
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
+import xml.etree.ElementTree as ET
 
 import pytest
 
 from helpers import batch_scenarios as scenarios
+from helpers import daemon_job
 from helpers import warning_scenario
 from spearmint_nn.drivers.base import JobSpec, SchedulerState
 from spearmint_nn.drivers.sge import SgeDriver
@@ -120,3 +123,35 @@ def test_a_queued_job_is_found_by_its_name_and_folder(tmp_path, cluster):
 def test_the_warning_before_the_time_limit_reaches_the_job_once(tmp_path, cluster):
     # s_rt at 15 s, h_rt at 25 s: Grid Engine signals the job's whole process group at s_rt
     warning_scenario.warned_shell_job(tmp_path, cluster, time_limit=25, warning=10)
+
+
+def _sge_daemon_jobs(name: str) -> daemon_job.DaemonJobs:
+    """The daemon's jobs are found by their name: each run is a copy of the last (qresub), with an id of its own."""
+    def submit(script, exp, outputs, env):
+        # the README's script as printed; only its limits shortened, on the command line as a user would
+        done = subprocess.run(["qsub", "-terse", "-N", name, "-o", f"{outputs}/", "-l", "h_rt=90,s_rt=60",
+                               str(script), str(exp)],
+                              env=env, cwd=outputs, capture_output=True, text=True, timeout=60, check=True)
+        return done.stdout.strip()
+
+    def active(_first):
+        listing = subprocess.run(["qstat", "-xml"], capture_output=True, text=True, timeout=60, check=True).stdout
+        return [job.findtext("JB_job_number") for job in ET.fromstring(listing).iter("job_list")
+                if job.findtext("JB_name") == name]
+
+    return daemon_job.DaemonJobs(
+        directive="#$", submit=submit, active=active,
+        cancel=lambda ids: subprocess.run(["qdel", *ids], timeout=60, capture_output=True),
+        first_run_restarts={"RESTARTED": "0"})
+
+
+def test_daemon_as_a_job_with_a_90_s_limit_runs_again_until_the_experiment_ends(tmp_path, cluster):
+    """The daemon as the README's Grid Engine job script, warned by s_rt at 60 s and killed by
+    h_rt at 90 s (Grid Engine enforces limits in seconds, SLURM in minutes): 24 jobs of ~20 s,
+    3 at a time, take it three runs (6-9 jobs finish in a run of 60 s, 3 more between runs). About 3 minutes."""
+    name = f"sm-daemon-{os.getpid()}"
+    jobs = _sge_daemon_jobs(name)
+    first = daemon_job.daemon_as_a_batch_job(tmp_path, cluster, jobs, sleep=20, budget=24, timeout_s=20 * 60)
+    outputs = sorted((tmp_path / "daemon-output").glob(f"{name}.o*"))
+    # one output per run: the first job and the copies qresub made, each a job of its own
+    assert len(outputs) >= 3 and outputs[0].name == f"{name}.o{first}", outputs

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from helpers import batch_scenarios as scenarios
+from helpers import daemon_job
 from helpers import warning_scenario
 from spearmint_nn.drivers.base import JobSpec
 from spearmint_nn.drivers.slurm import SlurmDriver
@@ -121,3 +122,37 @@ def test_the_warning_before_the_time_limit_reaches_the_job_once(tmp_path, cluste
     # SLURM's limits are whole minutes and it signals up to a minute early: a warning of 30 s
     # comes between the start and 30 s before the limit.
     warning_scenario.warned_shell_job(tmp_path, cluster, time_limit=60, warning=30)
+
+
+_SLURM_FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
+                "BOOT_FAIL", "DEADLINE"}
+
+
+def _slurm_daemon_jobs() -> daemon_job.DaemonJobs:
+    def submit(script, exp, outputs, env):
+        # the README's script as printed; only its limits shortened, on the command line as a user would
+        done = subprocess.run(["sbatch", "--parsable", "--time=3", "--signal=B:USR1@60", "--chdir", str(outputs),
+                               "--output", str(outputs / "slurm-%j.out"), str(script), str(exp)],
+                              env=env, capture_output=True, text=True, timeout=60, check=True)
+        return done.stdout.split(";")[0].strip()
+
+    def active(sid):
+        state = subprocess.run(["squeue", "-h", "-t", "all", "-j", sid, "-o", "%T"], capture_output=True,
+                               text=True, timeout=60).stdout.strip()
+        return [sid] if state and state not in _SLURM_FINAL else []
+
+    return daemon_job.DaemonJobs(
+        directive="#SBATCH", submit=submit, active=active,
+        cancel=lambda ids: subprocess.run(["scancel", *ids], timeout=60),
+        first_run_restarts={})  # no SLURM_RESTART_COUNT: not even the requeued daemon's own
+
+
+def test_daemon_as_a_job_with_a_3_minute_limit_is_requeued_until_the_experiment_ends(tmp_path, cluster):
+    """The daemon as the README's SLURM job script, 3 minutes a run, warned 60 s (SLURM: up to 60
+    s more) before: 36 jobs of ~25 s, 3 at a time, take it three or four runs, each held ~2
+    minutes by SLURM after its requeue. About 10 minutes."""
+    jobs = _slurm_daemon_jobs()
+    sid = daemon_job.daemon_as_a_batch_job(tmp_path, cluster, jobs, sleep=25, budget=36, timeout_s=45 * 60)
+    runs = subprocess.run(["sacct", "-n", "-X", "-D", "-P", "-j", sid, "-o", "State"], capture_output=True,
+                          text=True, timeout=60).stdout.split()
+    assert runs.count("REQUEUED") >= 2 and runs[-1] == "COMPLETED", runs  # the same job, run again

@@ -180,6 +180,20 @@ echo 4242\n""")
     assert spec.script_path.read_text().startswith("#!/bin/bash")
 
 
+def test_a_daemon_running_as_a_slurm_job_keeps_its_own_restart_count_from_its_jobs(tmp_path, fake_path, monkeypatch):
+    # sbatch hands its environment to the job, and SLURM keeps an inherited SLURM_RESTART_COUNT
+    # in a job's first run: the daemon's own count would make a requeued job's attempt look old.
+    seen = tmp_path / "sbatch-env"
+    fake_client(fake_path, "sbatch", f"env > {seen}\necho 4243\n")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "2")
+    monkeypatch.setenv("SPEARMINT_TEST_MARK", "kept")
+    assert SlurmDriver({}, tmp_path).submit(spec_for(tmp_path)) == "4243"
+    env = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
+    assert "SLURM_RESTART_COUNT" not in env and env["SPEARMINT_TEST_MARK"] == "kept"
+    monkeypatch.delenv("SLURM_RESTART_COUNT")
+    assert SlurmDriver({}, tmp_path).submit_environment() is None  # no copy made when nothing is to drop
+
+
 def test_persistent_submit_failure_is_not_transient_and_keeps_the_message(tmp_path, fake_path):
     fake_client(fake_path, "sbatch", 'echo "sbatch: error: Batch job submission failed: Invalid account or '
                                      'account/partition combination specified" >&2; exit 1\n')
