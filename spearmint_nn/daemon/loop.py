@@ -9,8 +9,10 @@ ten jobs finishing together are ten records and one refit.
 
 Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Proposer`); every event is
 one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and ``daemon.log``);
-the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`; failed
-submissions are retried by :class:`~spearmint_nn.daemon.submitter.SubmitRetries`; result files
+the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`; jobs are
+handed to the driver, and failed submissions retried, by
+:class:`~spearmint_nn.daemon.submitter.Submitter`; interrupted jobs are submitted again as
+their next attempt (:mod:`spearmint_nn.daemon.reattempts`); result files
 are read as :class:`~spearmint_nn.experiment.results.JobResult`; failures that repeat are
 counted by :class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures before any
 success are held back or recorded as a wrapper bug by
@@ -30,7 +32,6 @@ from ..experiment.config import LIVE_KEYS, ExperimentConfig, load_config
 from ..errors import ConfigError
 from ..experiment.failures import FailureGroup, FailureStreak, read_output_tail
 from ..drivers.base import PollError, SubmitError
-from ..experiment.claims import read_claim
 from ..problem.space_edits import EarlierJobs, fit_to_space
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
 from ..text import params_text, plain
@@ -42,7 +43,7 @@ from ..experiment.store import Store
 from .driving import cancel_jobs, cancel_requested_jobs, make_driver
 from .before_success import FailuresBeforeSuccess
 from .stopping import StopSignals
-from .submitter import SubmitRetries, job_spec
+from .submitter import Submitter
 from .summaries import SummaryWriter
 from . import reattempts
 from .wrapper_check import check_wrapper_before_jobs
@@ -92,10 +93,9 @@ class Daemon:
         self._wake = threading.Event()
         self._stop = StopSignals(self._wake)  # SIGINT/SIGTERM, and SIGUSR1 before a batch job's time limit
         self._ended_seen: dict[int, float] = {}     # job id -> when the driver first said "ended"
-        self._submits = SubmitRetries(self.driver.name)
-        # Only jobs this run submitted count toward a streak: after a fix, the failures of jobs
-        # the stopped run left in flight must not stop the new run again.
-        self._submitted_here: set[int] = set()
+        # Only jobs this run submitted (its submitted_here) count toward a streak: after a fix,
+        # the failures of jobs the stopped run left in flight must not stop the new run again.
+        self._submitter: Submitter | None = None
         # Points for the next free slots, (params as in a job file, job-file fields): no job file
         # until a slot takes one, so a killed daemon loses and repeats nothing.
         self._ready: list[tuple[dict[str, list], dict[str, Any]]] = []
@@ -119,6 +119,7 @@ class Daemon:
         self.store.create_dirs()
         lock = acquire_lock(self.paths, "run")
         self.reporter = Reporter(self.paths.log, self._stream)
+        self._submitter = Submitter(self.config, self.driver, self.store, self.reporter)
         if warning is not None:
             self.reporter.event("warning", warning)
         if self._on_start is not None:
@@ -181,24 +182,8 @@ class Daemon:
                             + f"; next job id {store.next_id}")
 
     def _resume_submission(self, job_id: int) -> None:
-        """A job the previous daemon was submitting when it died: the driver may or may not have
-        started it. Adopt the process that claimed it, or submit it again (a second runner of a
-        claimed job evaluates nothing: see spearmint_nn.experiment.claims)."""
-        if self.paths.result_file(job_id).exists():
-            return  # it ran; the loop records the result
-        claim = read_claim(self.paths, job_id)
-        scheduler_id = self.driver.adopt_claim(claim) if claim is not None else None
-        if scheduler_id is None:  # not started: it may wait in the queue
-            attempt = self.store.get(job_id).fields.get("attempt", 1)
-            scheduler_id = self.driver.find_submitted(job_spec(self.config, self.driver, job_id, attempt))
-        if scheduler_id is not None:
-            self.store.update(job_id, driver=self.driver.name, scheduler_id=scheduler_id, submitted=time.time())
-            self.reporter.event("adopted", f"job {job_id} running as {self.driver.name} {scheduler_id} "
-                                f"(found by its claim)", job=job_id)
-            return
-        self.reporter.event("warning", f"job {job_id} was being submitted when the previous daemon stopped; "
-                            f"submitting it again" + (" (its first run already claimed it)" if claim else ""))
-        self._submit(job_id)
+        if not self.paths.result_file(job_id).exists() and not self._submitter.resume(job_id):
+            self._submit(job_id)  # (a job that ran is recorded by the loop)
 
     def _replay(self) -> None:
         """Show every finished evaluation to the optimizer (in id order), each read as a point of
@@ -457,7 +442,7 @@ class Daemon:
             if running >= self.config.max_concurrent or self._stop.stopping:
                 return
             job_id = job.id
-            if self._submits.waiting(job_id, now):
+            if self._submitter.retries.waiting(job_id, now):
                 continue
             if self.paths.result_file(job_id).exists() and self._record_result(job_id):
                 continue  # it ran before a crash of the daemon that had just submitted it
@@ -467,30 +452,10 @@ class Daemon:
             running = self.store.counts()["running"]
 
     def _submit(self, job_id: int) -> None:
-        # The intent goes to disk first: a daemon killed inside submit() finds the job running
-        # without a scheduler id and resolves it by the job's claim (see _resume_submission).
-        job = self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None,
-                              submitting=time.time())
-        spec = job_spec(self.config, self.driver, job_id, job.fields.get("attempt", 1))
-        found = self.driver.find_submitted(spec) if self._submits.failed_before(job_id) else None
-        if found is not None:
-            self.reporter.event("adopted", f"job {job_id}: its failed submission reached the scheduler after all, "
-                                f"as {found}", job=job_id)
-        try:
-            scheduler_id = found or self.driver.submit(spec)
-        except SubmitError as exc:
-            after = self._submits.failed(job_id, exc)
-            if after.retry_in is not None:
-                self.store.move(job_id, JobState.PENDING)
-                self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); retrying in {after.retry_in:g} s")
-                return
-            self._fail(job_id, "submit_rejected", after.reason)
-            self._submits.check_rejects(exc)
-            return
-        self._submits.succeeded(job_id)
-        self._submitted_here.add(job_id)
-        self.store.update(job_id, scheduler_id=scheduler_id, submitted=time.time())
-        self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {scheduler_id}", job=job_id)
+        rejected = self._submitter.submit(job_id)
+        if rejected is not None:
+            self._fail(job_id, "submit_rejected", rejected.reason)
+            self._submitter.retries.check_rejects(rejected.error)
 
     # -- results -----------------------------------------------------------------------------
 
@@ -586,7 +551,7 @@ class Daemon:
 
     def _note_outcome(self, job: Job) -> None:
         """Count the finished job toward a streak of identical failures (jobs of this run only)."""
-        if job.id in self._submitted_here and self._failing_the_same_way is None:
+        if job.id in self._submitter.submitted_here and self._failing_the_same_way is None:
             group = self._streak.record(job, held_back=job.id in self._before_success.held_back)
             if group is not None and group.wrapper_bug:
                 self._before_success.record_wrapper_bug(job)

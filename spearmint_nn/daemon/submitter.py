@@ -1,5 +1,6 @@
-"""Submitting a job: what a driver is asked to run (:func:`job_spec`), and the daemon's one
-retry policy for failed submissions (:class:`SubmitRetries`; drivers never sleep nor retry).
+"""Submitting a job: what a driver is asked to run (:func:`job_spec`), the daemon's one retry
+policy for failed submissions (:class:`SubmitRetries`; drivers never sleep nor retry), and the
+two writes around each driver call (:class:`Submitter`).
 
 A transient error (the scheduler's controller restarting, a full queue) puts the job back to
 pending and tries again after 2, 4, 8 ... s, up to 10 min apart, about 17 minutes in all; after
@@ -15,8 +16,12 @@ import time
 
 from ..drivers.base import Driver, JobSpec, SubmitError
 from ..errors import DaemonError
+from ..experiment.claims import read_claim
 from ..experiment.config import ExperimentConfig
+from ..experiment.jobs import JobState
+from ..experiment.store import Store
 from ..runner import command_for
+from .reporting import Reporter
 
 SUBMIT_RETRY_S = 2.0           # wait before the first resubmission after a transient submit error
 SUBMIT_RETRY_MAX_S = 600.0     # the wait doubles per failed attempt up to this
@@ -89,3 +94,73 @@ class SubmitRetries:
     def _forget(self, job_id: int) -> None:
         self._retry_at.pop(job_id, None)
         self._failures.pop(job_id, None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rejected:
+    """A submission the driver refused for good: the job fails "submit_rejected" for ``reason``."""
+
+    reason: str
+    error: SubmitError
+
+
+class Submitter:
+    """Hands pending jobs to the driver, one at a time.
+
+    The intent goes to disk first: the job moves to running without a scheduler id before the
+    driver is asked, and the id is added after, so a daemon killed in between finds the job
+    half submitted and :meth:`resume` settles it. A transient failure puts the job back to
+    pending for a later retry; as such a failure may have reached the scheduler all the same
+    (``sbatch`` timed out after the controller queued the job), the driver is asked for a job
+    of that name in the experiment's folder before the job is submitted again.
+    """
+
+    def __init__(self, config: ExperimentConfig, driver: Driver, store: Store, reporter: Reporter):
+        self.config, self.driver, self.store, self.reporter = config, driver, store, reporter
+        self.retries = SubmitRetries(driver.name)
+        self.submitted_here: set[int] = set()  # jobs this daemon submitted (a streak counts only those)
+
+    def spec(self, job_id: int) -> JobSpec:
+        return job_spec(self.config, self.driver, job_id, self.store.get(job_id).fields.get("attempt", 1))
+
+    def submit(self, job_id: int) -> Rejected | None:
+        """Submit a pending job; what to fail it for when the driver refused it for good."""
+        self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None, submitting=time.time())
+        spec = self.spec(job_id)
+        found = self.driver.find_submitted(spec) if self.retries.failed_before(job_id) else None
+        if found is not None:
+            self.reporter.event("adopted", f"job {job_id}: its failed submission reached the scheduler after all, "
+                                f"as {found}", job=job_id)
+        try:
+            scheduler_id = found or self.driver.submit(spec)
+        except SubmitError as exc:
+            after = self.retries.failed(job_id, exc)
+            if after.retry_in is None:
+                return Rejected(after.reason, exc)
+            self.store.move(job_id, JobState.PENDING)
+            self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); retrying in {after.retry_in:g} s")
+            return None
+        self.retries.succeeded(job_id)
+        self.submitted_here.add(job_id)
+        self.store.update(job_id, scheduler_id=scheduler_id, submitted=time.time())
+        self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {scheduler_id}", job=job_id)
+        return None
+
+    def resume(self, job_id: int) -> bool:
+        """A job the previous daemon was submitting when it died: the driver may or may not have
+        started it. Adopt the process that claimed it or the queued job the driver finds by its
+        name and folder; False when neither is there and the job must be submitted again (a
+        second runner of a claimed job evaluates nothing: see spearmint_nn.experiment.claims)."""
+        claim = read_claim(self.config.paths, job_id)
+        scheduler_id = self.driver.adopt_claim(claim) if claim is not None else None
+        how = "its claim"
+        if scheduler_id is None:  # not started: it may wait in the queue
+            scheduler_id, how = self.driver.find_submitted(self.spec(job_id)), "its name in the queue"
+        if scheduler_id is None:
+            self.reporter.event("warning", f"job {job_id} was being submitted when the previous daemon stopped; "
+                                f"submitting it again" + (" (its first run already claimed it)" if claim else ""))
+            return False
+        self.store.update(job_id, driver=self.driver.name, scheduler_id=scheduler_id, submitted=time.time())
+        self.reporter.event("adopted", f"job {job_id} running as {self.driver.name} {scheduler_id} (found by {how})",
+                            job=job_id)
+        return True
