@@ -114,7 +114,8 @@ def test_read_only_state_folder_clear_errors_nothing_changed(tmp_path, small_dis
 # its result file shows up 2 s after the scheduler said it ended, as a file written on a compute
 # node shows up late on the login node's NFS mount. It is the best point by far. The other jobs
 # end only once job 1 is recorded complete (or after 20 s), so the daemon is still running when
-# the late file appears, whatever the load.
+# the late file appears, whatever the load. While a file "hold" is in the folder, job 1 waits
+# for the test to remove it before it returns (a result that appears once the daemon has stopped).
 LATE_WRAPPER = """
 import math
 import os
@@ -127,6 +128,9 @@ def main(job_id, params):
         log.write(f"{job_id}\\n")
     if job_id == 1:
         time.sleep(2.0)
+        deadline = time.time() + 60
+        while os.path.exists(os.path.join(HERE, "hold")) and time.time() < deadline:
+            time.sleep(0.05)
         return -100.0
     recorded = os.path.join(HERE, ".spearmint", "jobs", "complete", "000001.json")
     deadline = time.time() + {wait}
@@ -165,7 +169,7 @@ def _assert_the_model_saw_job_1s_value(daemon: Daemon) -> None:
     assert optimizer.incumbent[1] == -100.0
 
 
-@pytest.mark.parametrize("grace", [4.0, 0.3])
+@pytest.mark.parametrize("grace", [10.0, 0.3])
 def test_a_result_shown_after_the_scheduler_said_ended_is_recorded_whenever_it_appears(tmp_path, grace):
     """As on NFS: the scheduler reports the job ended 2 s before its result file shows up. Within
     the grace period the result is recorded as it comes; after it the job fails no_result, and
@@ -203,11 +207,13 @@ def test_a_result_that_appears_while_no_daemon_runs_is_recorded_by_the_next_one(
     result appears; the next daemon records it at its first poll, in place of the failure the
     model was shown when the finished jobs were replayed to it, and stops again at the budget."""
     folder = _late_experiment(tmp_path / "exp", wait=0)
+    (folder / "hold").touch()
     driver = _driver(folder, result_grace_s=0.3)
     driver.ended_early = {1}
     code, log = run_daemon(folder, driver)
     assert code == 0
     assert (_jobs(folder)[1]["state"], _jobs(folder)[1]["failure"]) == ("failed", "no_result")
+    (folder / "hold").unlink()
     result = folder / ".spearmint" / "results" / "000001.json"
     deadline = time.monotonic() + 30
     while not result.exists() and time.monotonic() < deadline:
