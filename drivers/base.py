@@ -98,8 +98,11 @@ class Driver(abc.ABC):
     """
 
     name: ClassVar[str]
-    # Seconds the daemon waits for a result file after the scheduler says a job ended: on a
-    # shared filesystem the job's last write can reach the daemon's node late.
+    # Seconds the daemon waits for a result file after the scheduler says a job ended, before
+    # it records the job failed: on a shared filesystem the job's last write can reach the
+    # daemon's node late. 30 s is NFS's acdirmin, the shortest time a client trusts its cached
+    # view of a folder (lookups of names it did not find included); a file that shows later
+    # still replaces the failure (spearmint_nn.daemon.late_results explains the caches).
     result_grace_s: ClassVar[float] = 30.0
     options: ClassVar[Mapping[str, str]] = {
         "time-limit": "wall time per job: seconds, or [D-]HH:MM:SS; null: none",

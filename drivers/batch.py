@@ -47,8 +47,9 @@ SHARED_OPTIONS: Mapping[str, str] = {
     "setup": "list of shell lines run at the top of the job script (module load, conda activate, ...)",
     "extra-args": "list of extra arguments passed as they are to the submit command",
     "name-prefix": "text put in front of every job name (letters, digits, '_', '.', '-')",
-    "result-grace": "seconds to wait for a job's result file after the scheduler says it ended "
-                    "(shared filesystems show files late; default 30)",
+    "result-grace": "seconds to wait for a job's result file after the scheduler says it ended, before "
+                    "the job is recorded failed (shared filesystems show files late; default 30; a result "
+                    "that comes later still replaces the failure)",
 }
 
 _MEMORY = re.compile(r"^[0-9]+[KMGT]?$", re.IGNORECASE)

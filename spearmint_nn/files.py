@@ -60,6 +60,13 @@ def create_json_once(path: Path, obj: Any) -> bool:
     The whole file is written and fsynced under a temporary name and then hard-linked into
     place: a link fails if the name exists, so of several processes racing for the same path
     exactly one wins, and a reader never sees a half-written file.
+
+    A failed link is not always a lost race. Over NFSv3 (UDP, or TCP after a reconnect) the
+    client retransmits a LINK whose reply was lost; if the server's duplicate request cache
+    has forgotten the first one, the retransmission finds the name it just created and answers
+    EEXIST although this call made it. The temporary file's link count tells: 2 means the
+    link exists, so this call created ``path`` (the check ``open(2)`` recommends for
+    ``O_EXCL`` emulation on NFS).
     """
     path = Path(path)
     tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}{TMP_SUFFIX}"
@@ -68,13 +75,24 @@ def create_json_once(path: Path, obj: Any) -> bool:
             json.dump(obj, handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.link(tmp, path)
-    except FileExistsError:
-        return False
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            if not _linked(tmp):
+                return False
     finally:
         tmp.unlink(missing_ok=True)
     fsync_dir(path.parent)
     return True
+
+
+def _linked(tmp: Path) -> bool:
+    """Whether the temporary file of :func:`create_json_once` has its second name (the link
+    that was answered EEXIST did succeed)."""
+    try:
+        return os.stat(tmp).st_nlink == 2
+    except OSError:
+        return False
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:

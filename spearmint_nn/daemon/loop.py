@@ -36,7 +36,7 @@ from ..problem.space_edits import EarlierJobs, fit_to_space
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
 from ..text import params_text, plain
 from .reporting import Reporter
-from ..experiment.jobs import SCHEDULER_FAILURES, BadValues, Job, JobState, best_job
+from ..experiment.jobs import AWAITING_RESULT, SCHEDULER_FAILURES, BadValues, Job, JobState, best_job
 from ..experiment.lock import acquire_lock
 from ..experiment.results import JobResult
 from ..experiment.store import Store
@@ -46,6 +46,7 @@ from .stopping import StopSignals
 from .submitter import Submitter
 from .summaries import SummaryWriter
 from . import reattempts
+from .late_results import LateResults
 from .wrapper_check import check_wrapper_before_jobs
 
 # Points asked of the optimizer at once. The GP proposes them one after another (~1 s each), so
@@ -96,6 +97,7 @@ class Daemon:
         # Only jobs this run submitted (its submitted_here) count toward a streak: after a fix,
         # the failures of jobs the stopped run left in flight must not stop the new run again.
         self._submitter: Submitter | None = None
+        self._late = LateResults(self.store)  # jobs failed without a result file, until it comes
         # Points for the next free slots, (params as in a job file, job-file fields): no job file
         # until a slot takes one, so a killed daemon loses and repeats nothing.
         self._ready: list[tuple[dict[str, list], dict[str, Any]]] = []
@@ -239,6 +241,7 @@ class Daemon:
             changed = self._intake()
             changed |= self._collect_results()
             if time.monotonic() >= next_poll:
+                changed |= self._take_late_results()  # first: its listing of results/ refreshes NFS's view
                 changed |= self._poll_driver()
                 self._reload_config()
                 next_poll = time.monotonic() + self.config.polling_time
@@ -523,10 +526,20 @@ class Daemon:
                 self._reattempt(job_id, outcome, reason)
             elif self.paths.result_file(job_id).exists():
                 self._fail(job_id, "bad_result", f"unreadable result file; {reason}")
-            else:
-                self._fail(job_id, SCHEDULER_FAILURES[status.state], reason)
+            else:  # its result file may still show up: spearmint_nn.daemon.late_results
+                self._fail(job_id, SCHEDULER_FAILURES[status.state], reason,
+                           **{AWAITING_RESULT: time.time() - (time.monotonic() - first_seen)})
             changed = True
         return changed
+
+    def _take_late_results(self) -> bool:
+        """Record the result files that appeared for jobs failed without one, in place of the failure."""
+        found = self._late.arrived(refresh=bool(self._ended_seen))
+        for job, line in found:
+            self.reporter.event("late", line, job=job.id)
+            self._before_success.held_back.discard(job.id)  # its result decides it now
+            self._record_result(job.id)
+        return bool(found)
 
     def _reattempt(self, job_id: int, outcome: str, why: str) -> None:
         """Submit an interrupted job again as its next attempt (spearmint_nn.daemon.reattempts)."""

@@ -70,6 +70,7 @@ class Proposer:
         self._cond = threading.Condition()
         self._observations: list[tuple[int, dict, Any, float | None]] = []
         self._observed_ids: list[int] = []  # job id of each observation, in the optimizer's order
+        self._index_of: dict[int, int] = {}  # job id -> its observation's index
         self._budget: int | None | bool = False  # a new max-finished-jobs for the optimizer (False: none)
         #: The model's best evaluated point (see layout: best.json's ``model_best``) as of the
         #: last proposal, without its params; None until a model is fitted or when not noisy.
@@ -93,6 +94,9 @@ class Proposer:
             return self._busy
 
     def observe(self, job_id: int, params: Mapping[str, Any], value: Any, duration: float | None) -> None:
+        """Queue a job's outcome for the optimizer. A job shown before gets its new outcome in
+        place of the earlier one (:meth:`Optimizer.revise`): a job recorded as failed whose
+        result file a shared filesystem showed late (see spearmint_nn.daemon.late_results)."""
         with self._cond:
             self._observations.append((job_id, dict(params), value, duration))
 
@@ -186,9 +190,15 @@ class Proposer:
             return self.model_best
 
     def _apply(self, observations: list[tuple[int, dict, Any, float | None]]) -> None:
-        """Show queued results to the optimizer, remembering each one's job id in its order."""
+        """Show queued results to the optimizer, remembering each one's job id in its order; a
+        job shown before is revised in place (one job, one observation)."""
         for job_id, params, value, duration in observations:
+            index = self._index_of.get(job_id)
+            if index is not None:
+                self._optimizer.revise(index, value, duration=duration)
+                continue
             self._optimizer.observe(params, value, duration=duration)
+            self._index_of[job_id] = len(self._observed_ids)
             self._observed_ids.append(job_id)
 
     def _model_best(self) -> dict[str, Any] | None:

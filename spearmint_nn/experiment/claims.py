@@ -10,7 +10,8 @@ recording its scheduler id submits it again on restart) must not.
 Attempt ``n`` of job 42 is claimed by creating ``claims/000042.json`` (n = 1) or
 ``claims/000042-<n>.json`` with ``os.link`` of a fully written temporary file: the link either
 creates the whole claim or fails because the file exists (atomic on local filesystems and on
-NFS, where ``O_EXCL`` was not always). A runner that finds attempt ``n`` claimed takes attempt
+NFS, where ``O_EXCL`` was not always; a link answered "exists" that the temporary file's link
+count shows did succeed, as a retransmitted NFSv3 LINK may be, is a claim made). A runner that finds attempt ``n`` claimed takes attempt
 ``n + 1`` only when the scheduler says that it restarted that same job (:func:`restarted_since`):
 the same scheduler job id, and SLURM's ``SLURM_RESTART_COUNT`` above the holder's or Grid
 Engine's ``RESTARTED`` set to 1, both read from the environment the scheduler gave the job;

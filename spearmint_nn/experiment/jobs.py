@@ -49,7 +49,9 @@ class JobState(str, enum.Enum):
     def can_become(self, new: "JobState") -> bool:
         """Whether a job may move from this state to ``new``: a finished job never changes state.
         (A running job goes back to pending to retry a failed submission, and is made running
-        again when a restarted daemon submits anew a job it found half submitted.)"""
+        again when a restarted daemon submits anew a job it found half submitted. The one
+        exception, a failed job whose result file came late, depends on the job, not its state:
+        :meth:`Job.moved_to`.)"""
         return not self.finished
 
 
@@ -81,6 +83,17 @@ SCHEDULER_FAILURES = {
     SchedulerState.COMPLETED: "no_result",
     SchedulerState.UNKNOWN: "lost",
 }
+
+
+# The field of a job the daemon failed because the scheduler said it had ended while its result
+# file was not to be seen (one of SCHEDULER_FAILURES): the unix time the scheduler first said so.
+# A shared filesystem may show that file minutes later; when it appears, the result decides the
+# job after all (see Job.awaits_result and spearmint_nn.daemon.late_results).
+AWAITING_RESULT = "ended_without_result"
+# What such a job keeps of the failure its late result replaced: {"failure", "reason", "ended"}.
+LATE_RESULT = "late_result"
+# Fields of a failure, dropped when a late result replaces it.
+_FAILURE_FIELDS = ("failure", "reason", "stderr_tail", "stdout_tail", "location", "reclassified_from", AWAITING_RESULT)
 
 
 class IllegalTransition(RuntimeError):
@@ -130,13 +143,31 @@ class Job:
         return dataclasses.replace(self, fields={**self.fields, **fields})
 
     def moved_to(self, state: JobState | str, **fields: Any) -> "Job":
-        """This job in a new state with some fields set; raises :class:`IllegalTransition`."""
+        """This job in a new state with some fields set; raises :class:`IllegalTransition`.
+
+        The one change of a finished job: one that :attr:`awaits_result` becomes what its result
+        says (complete, or failed as the runner recorded), its failure kept in ``late_result``.
+        """
         state = JobState(state)
+        if self.awaits_result and state.finished:
+            kept = {key: value for key, value in self.fields.items() if key not in _FAILURE_FIELDS}
+            kept[LATE_RESULT] = {"failure": self.failure, "reason": self.reason,
+                                 "ended": self.fields.get(AWAITING_RESULT)}
+            return dataclasses.replace(self, state=state, fields={**kept, **fields})
         if not self.state.can_become(state):
             raise IllegalTransition(f"job {self.id} cannot go from {self.state.value} to {state.value}")
         return dataclasses.replace(self, state=state, fields={**self.fields, **fields})
 
     # -- fields ------------------------------------------------------------------------------
+
+    @property
+    def awaits_result(self) -> bool:
+        """Whether the job failed only because no result file was to be seen when the scheduler
+        said it had ended (:data:`AWAITING_RESULT`; "no_result" and "lost" jobs of daemons that
+        did not mark them): its result file, if it ever appears, is recorded in place of the
+        failure."""
+        return self.state is JobState.FAILED and (self.fields.get(AWAITING_RESULT) is not None
+                                                  or self.failure in ("no_result", "lost"))
 
     @property
     def source(self) -> str | None:

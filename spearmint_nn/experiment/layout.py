@@ -14,7 +14,9 @@
             jobs/complete/000042.json    params, values, duration, host, timestamps
             jobs/failed/000042.json      params, reason, tail of stderr
             output/000042.out|.err       the job's own stdout and stderr
-            results/000042.json          written by the job itself (the runner)
+            results/000042.json          written by the job itself (the runner); the daemon lists
+                                         this folder at every poll for results that a shared
+                                         filesystem shows late (spearmint_nn.daemon.late_results)
             claims/000042.json           the runner's claim on job 42 (host, pid, start time),
                                          created once with an atomic link: one evaluation per id
             claims/000042-2.json         the claim on its second attempt (the scheduler ran
@@ -92,6 +94,13 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
                   exception and returned NaN printed the real reason there or in stderr
     location      "<file>:<line>" of the innermost traceback frame in the experiment folder,
                   from the runner's result file, when known (failed)
+    ended_without_result  unix time the scheduler first said the job had ended while no result
+                  file was to be seen (failed by the daemon after result-grace: "no_result",
+                  "lost", "timeout", ... by the scheduler's state): a result file that appears
+                  later, until the experiment ends, is recorded in place of the failure
+    late_result   on a job recorded so: the failure its late result replaced, {"failure",
+                  "reason", "ended" (the ended_without_result above)}; the job is then complete,
+                  or failed as the runner recorded it
     reclassified_from  the kind the job failed with ("exception", ...) when the daemon later
                   recorded it as "bad_wrapper": the same failure at the same place in 3 jobs in
                   a row before any job succeeded (spearmint_nn.daemon.before_success)

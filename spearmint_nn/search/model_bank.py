@@ -126,6 +126,10 @@ class DurationFit:
         self.model.fit(X[torch.as_tensor(known)], torch.as_tensor(np.log(durations[known])))
         self._fitted_n = int(known.sum())
 
+    def data_revised(self) -> None:
+        """A duration may have changed in place: refit at the next :meth:`refit`."""
+        self._fitted_n = -1
+
     def predict(self, x: np.ndarray) -> float | None:
         """Predicted run time in seconds at the encoded point x (D,), or None without a model."""
         if self.model is None:
@@ -182,6 +186,12 @@ class ModelBank:
         if self.settings.output_transform != AUTO:
             return self.settings.output_transform
         return default_transform(model_is_gp=self.surrogate_name in GP_MODELS)
+
+    def data_revised(self) -> None:
+        """An observation's values changed in place (:meth:`Optimizer.revise`): the number of
+        observations, which decides whether to refit, is the same, so refit whatever it is."""
+        self._fitted_n, self._whole = -1, None
+        self.durations.data_revised()
 
     def restart(self) -> None:
         """A fresh objective model, trained from scratch at the next refit: nothing of the

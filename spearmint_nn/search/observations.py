@@ -63,6 +63,18 @@ class Observations:
             self.constraints[name].append(constraints[name])
         self.durations.append(seconds)
 
+    def revise(self, index: int, value: Any, duration: Any = None) -> None:
+        """Replace the values and duration of observation ``index`` (its point stays): see
+        :meth:`Optimizer.revise`. Checked before anything changes, as :meth:`add` is."""
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(self.X):
+            raise IndexError(f"revise: no observation {index!r} (there are {len(self.X)})")
+        objective, constraints = split_result(self.tasks, value)
+        seconds = _seconds(duration)
+        self.objective[index] = self.sign * objective
+        for name in self.tasks.constraints:
+            self.constraints[name][index] = constraints[name]
+        self.durations[index] = seconds
+
     def feasible_mask(self) -> np.ndarray:
         """Boolean (N,): the job succeeded and every constraint value is >= 0."""
         ok = np.isfinite(np.asarray(self.objective, dtype=float))

@@ -217,6 +217,19 @@ class Optimizer:
         """
         self._data.add(params, value, duration)
 
+    def revise(self, index: int, value: Any, duration: float | None = None) -> None:
+        """Replace the result of the ``index``-th observation (0-based, in the order observed)
+        by ``value`` and ``duration``, taken as :meth:`observe` takes them; its point stays.
+
+        For a result told too early: a job first recorded as failed (NaN) whose value turned
+        up later, as a result file a shared filesystem showed late. The models are refitted to
+        the revised data at the next proposal, as after new observations; observing the point
+        again instead would leave both the failure and the value in the data. A refused call
+        (no such observation: IndexError; a refused value or duration: ValueError) changes nothing.
+        """
+        self._data.revise(index, value, duration)
+        self.models.data_revised()
+
     @property
     def pending(self) -> list[dict[str, Any]]:
         """The points :meth:`suggest` handed out that are not yet observed (nor forgotten), in

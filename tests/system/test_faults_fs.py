@@ -1,15 +1,20 @@
 """The filesystem misbehaves: the disk fills up, a result shows up seconds after its job ended
-(as on NFS), the state folder turns read-only. Clear errors, nothing corrupted, and a restart
+(as on NFS), even after the daemon recorded the job failed for want of it, the state folder
+turns read-only. Clear errors, nothing corrupted, and a restart
 after the problem is fixed finishes the run with every invariant intact.
 
 The disk tests mount a small tmpfs of their own, which needs root; without it they skip.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +24,8 @@ from helpers.experiments import cli, quick_config, write_experiment
 from helpers.fake_scheduler import faulty_driver as _driver, jobs_by_id as _jobs, run_daemon
 from helpers.invariant_checks import assert_folder_ok, counting_wrapper
 from spearmint_nn import cli as cli_module
+from spearmint_nn.daemon.loop import Daemon
+from spearmint_nn.experiment.config import load_config
 from helpers.invariants import check_invariants
 
 
@@ -103,24 +110,121 @@ def test_read_only_state_folder_clear_errors_nothing_changed(tmp_path, small_dis
     assert_folder_ok(folder, folder / "runs.txt")
 
 
-@pytest.mark.parametrize("grace,outcome", [(4.0, "complete"), (0.3, "failed")])
-def test_result_visible_after_the_scheduler_said_ended(tmp_path, grace, outcome):
-    """As on NFS: the scheduler reports the job ended ~2 s before its result file shows up.
-    Within the grace period the result is recorded; after it the job fails, once, and the late
-    result is not recorded a second time."""
-    folder = _experiment(tmp_path / "exp", body="time.sleep(2.0 if job_id == 1 else 0)", **{"max-finished-jobs": 3})
+# Job 1 is reported ended at once (FaultyLocalDriver.ended_early) while it still runs for 2 s:
+# its result file shows up 2 s after the scheduler said it ended, as a file written on a compute
+# node shows up late on the login node's NFS mount. It is the best point by far. The other jobs
+# end only once job 1 is recorded complete (or after 20 s), so the daemon is still running when
+# the late file appears, whatever the load. While a file "hold" is in the folder, job 1 waits
+# for the test to remove it before it returns (a result that appears once the daemon has stopped).
+LATE_WRAPPER = """
+import math
+import os
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+def main(job_id, params):
+    with open(os.path.join(HERE, "runs.txt"), "a") as log:
+        log.write(f"{job_id}\\n")
+    if job_id == 1:
+        time.sleep(2.0)
+        deadline = time.time() + 60
+        while os.path.exists(os.path.join(HERE, "hold")) and time.time() < deadline:
+            time.sleep(0.05)
+        return -100.0
+    recorded = os.path.join(HERE, ".spearmint", "jobs", "complete", "000001.json")
+    deadline = time.time() + {wait}
+    while not os.path.exists(recorded) and time.time() < deadline:
+        time.sleep(0.05)
+    x, y = float(params["x"][0]), float(params["y"][0])
+    return (y - 5.1 / (4 * math.pi ** 2) * x ** 2 + 5 / math.pi * x - 6) ** 2 + 10 * (1 - 1 / (8 * math.pi)) * math.cos(x) + 10
+"""
+
+
+def _late_experiment(folder: Path, wait: float) -> Path:
+    config = quick_config(**{"max-finished-jobs": 3, "max-concurrent": 2, "polling-time": 0.2})
+    return write_experiment(folder, config, {"wrapper.py": LATE_WRAPPER.replace("{wait}", str(wait))})
+
+
+def _run_keeping_daemon(folder: Path, driver=None, timeout_s: float = 120.0) -> tuple[int, str, Daemon]:
+    """:func:`run_daemon`, giving back the daemon too, so the test can ask its optimizer what it was shown."""
+    console = io.StringIO()
+    daemon = Daemon(load_config(folder), stream=console)
+    if driver is not None:
+        daemon.driver = driver
+    timer = threading.Timer(timeout_s, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        code = daemon.run()
+    finally:
+        timer.cancel()
+    return code, console.getvalue(), daemon
+
+
+def _assert_the_model_saw_job_1s_value(daemon: Daemon) -> None:
+    """Three observations, none a failure, the best of them job 1's -100 (not a NaN beside it)."""
+    optimizer = daemon.optimizer
+    assert optimizer.n_observed == 3
+    assert optimizer.feasible_mask().all()
+    assert optimizer.incumbent[1] == -100.0
+
+
+@pytest.mark.parametrize("grace", [10.0, 0.3])
+def test_a_result_shown_after_the_scheduler_said_ended_is_recorded_whenever_it_appears(tmp_path, grace):
+    """As on NFS: the scheduler reports the job ended 2 s before its result file shows up. Within
+    the grace period the result is recorded as it comes; after it the job fails no_result, and
+    when the file appears the daemon records the job complete in its place, once, says so once,
+    shows the model the value instead of the failure, and counts the job once in the budget."""
+    folder = _late_experiment(tmp_path / "exp", wait=20)
     driver = _driver(folder, result_grace_s=grace)
     driver.ended_early = {1}
-    code, log = run_daemon(folder, driver)
-    assert code == 0
+    code, log, daemon = _run_keeping_daemon(folder, driver)
+    assert code == 0, log
     job = _jobs(folder)[1]
-    assert job["state"] == outcome
-    if outcome == "failed":
-        assert (job["failure"], job["reason"]) == ("no_result", "completed")
-        deadline = time.monotonic() + 10
-        while not (folder / ".spearmint" / "results" / "000001.json").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-    assert log.count("finished  job 1 ") + log.count("failed    job 1 ") == 1  # one outcome, once
+    assert (job["state"], job["value"]) == ("complete", -100.0), log
+    assert "failure" not in job
+    assert log.count("finished  job 1 value=-100 ") == 1
+    late = [line for line in log.splitlines() if " late " in line]
+    if grace > 2.0:
+        assert late == [] and "failed    job 1" not in log and "late_result" not in job
+    else:
+        assert log.count("failed    job 1 no_result: completed") == 1
+        assert len(late) == 1, log
+        assert re.search(r"late      job 1: its result arrived \d+ s after the scheduler said it ended "
+                         r"\(a shared filesystem showing it late\); recorded in place of the failure no_result$",
+                         late[0]), late
+        assert log.index("failed    job 1") < log.index("late      job 1") < log.index("finished  job 1")
+        assert job["late_result"]["failure"] == "no_result"
+        assert 1.5 <= job["finished"] - job["late_result"]["ended"] < 60
+    assert "budget reached: 3 finished" in log
+    assert [j["state"] for j in _jobs(folder).values()] == ["complete"] * 3  # the budget counted job 1 once
+    _assert_the_model_saw_job_1s_value(daemon)
     assert_folder_ok(folder, folder / "runs.txt")
 
 
+def test_a_result_that_appears_while_no_daemon_runs_is_recorded_by_the_next_one(tmp_path):
+    """The daemon stops (budget reached, job 1 counted as failed no_result) before job 1's late
+    result appears; the next daemon records it at its first poll, in place of the failure the
+    model was shown when the finished jobs were replayed to it, and stops again at the budget."""
+    folder = _late_experiment(tmp_path / "exp", wait=0)
+    (folder / "hold").touch()
+    driver = _driver(folder, result_grace_s=0.3)
+    driver.ended_early = {1}
+    code, log = run_daemon(folder, driver)
+    assert code == 0
+    assert (_jobs(folder)[1]["state"], _jobs(folder)[1]["failure"]) == ("failed", "no_result")
+    (folder / "hold").unlink()
+    result = folder / ".spearmint" / "results" / "000001.json"
+    deadline = time.monotonic() + 30
+    while not result.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert result.exists()
+    code, log, daemon = _run_keeping_daemon(folder)
+    assert code == 0, log
+    job = _jobs(folder)[1]
+    assert (job["state"], job["value"], job["late_result"]["failure"]) == ("complete", -100.0, "no_result")
+    assert re.search(r"late      job 1: its result was found \d+ s after the scheduler said it ended", log), log
+    assert log.count("late      job 1") == 1 and log.count("finished  job 1 value=-100 ") == 1
+    assert "budget reached: 3 finished" in log and "submitted" not in log
+    _assert_the_model_saw_job_1s_value(daemon)
+    assert_folder_ok(folder, folder / "runs.txt")

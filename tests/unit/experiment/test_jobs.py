@@ -58,3 +58,38 @@ def test_a_finished_job_never_changes_state_and_the_store_refuses_it(tmp_path):
     assert store.get(job.id).state is JobState.COMPLETE
     assert json.loads(store.paths.job_file("complete", job.id).read_text())["state"] == "complete"
     assert [p.name for p in store.paths.job_dir("running").iterdir()] == []
+
+
+def test_a_job_failed_for_want_of_its_result_is_decided_by_the_result_that_comes_late(tmp_path):
+    """The one change of a finished job: failed because no result file was to be seen when the
+    scheduler said it ended, it becomes what the late result says, once; other failures stay."""
+    store = Store(ExperimentPaths(tmp_path))
+    store.create_dirs()
+    waiting, other, legacy = (store.new_job({"x": [float(i)]}, "optimizer").id for i in range(3))
+    for job_id in (waiting, other, legacy):
+        store.move(job_id, JobState.RUNNING, scheduler_id=str(job_id))
+    store.move(waiting, JobState.FAILED, failure="no_result", reason="completed", stderr_tail="",
+               finished=2.0, ended_without_result=1.0)
+    store.move(other, JobState.FAILED, failure="exception", reason="boom", finished=2.0)
+    store.move(legacy, JobState.FAILED, failure="lost", reason="the scheduler has no record", finished=2.0)
+    assert [store.get(i).awaits_result for i in (waiting, other, legacy)] == [True, False, True]
+    with pytest.raises(IllegalTransition):
+        store.move(other, JobState.COMPLETE, values={"loss": 1.0}, value=1.0)
+    for job_id in (waiting, other, legacy):
+        with pytest.raises(IllegalTransition):  # a result decides it, nothing else sends it back
+            store.move(job_id, JobState.RUNNING)
+
+    done = store.move(waiting, JobState.COMPLETE, values={"loss": 1.0}, value=1.0, finished=3.0)
+    assert done.state is JobState.COMPLETE and not done.awaits_result
+    assert "failure" not in done.fields and "ended_without_result" not in done.fields
+    assert done.fields["late_result"] == {"failure": "no_result", "reason": "completed", "ended": 1.0}
+    assert json.loads(store.paths.job_file("complete", waiting).read_text())["value"] == 1.0
+    assert not store.paths.job_file("failed", waiting).exists() and store.counts()["complete"] == 1
+    with pytest.raises(IllegalTransition):
+        store.move(waiting, JobState.FAILED, failure="no_result", reason="again")
+
+    raised = store.move(legacy, JobState.FAILED, failure="exception", reason="ValueError: x", location="w.py:3")
+    assert (raised.failure, raised.location, raised.awaits_result) == ("exception", "w.py:3", False)
+    assert raised.fields["late_result"]["failure"] == "lost"
+    with pytest.raises(IllegalTransition):
+        store.move(legacy, JobState.COMPLETE, values={"loss": 2.0}, value=2.0)

@@ -251,6 +251,41 @@ def test_observing_a_point_again_warns_naming_it_and_keeps_both_values():
     assert record[0].filename == __file__  # points at the caller's line
     assert opt.n_observed == 3 and opt._data.objective == [0.5, 0.9, 0.7] and opt.incumbent[1] == 0.5
 
+def test_revise_replaces_a_failure_by_its_late_value_and_the_model_refits_to_it(exact_gp):
+    """A job first told as failed (NaN), whose value came later: revised in place, the point
+    counts once, as a success, and the next proposal's refit sees the value."""
+    opt = Optimizer(SQUARE, model=exact_gp, seed=0, initial_design=4)
+    design = opt.suggest(4)
+    for p in design[:3]:
+        opt.observe(p, bowl(p))
+    opt.observe(design[3], math.nan, duration=None)
+    assert opt.propose(1).refit_seconds is not None
+    assert opt.models.objective.X.shape[0] == 3 and not opt.feasible_mask()[3]
+    late = -1.0  # lower than every bowl value: the incumbent once revised
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not a repeated measurement
+        opt.revise(3, late, duration=12.5)
+    assert opt.n_observed == 4 and opt.feasible_mask().all()
+    assert opt.incumbent[1] == late and keys(opt, [opt.incumbent[0]]) == keys(opt, [design[3]])
+    again = opt.propose(1)
+    assert again.refit_seconds is not None  # same count of observations, new data: refitted
+    assert opt.models.objective.X.shape[0] == 4
+    assert opt._data.durations[3] == 12.5
+
+
+def test_a_refused_revision_changes_nothing():
+    opt = Optimizer(SQUARE, model="sobol", seed=0)
+    point = opt.suggest(1)[0]
+    opt.observe(point, math.nan)
+    for index, value, error in [(1, 0.5, IndexError), (-1, 0.5, IndexError), (0, "0.5", ValueError),
+                                (0, {"mian": 0.5}, ValueError)]:
+        with pytest.raises(error):
+            opt.revise(index, value)
+    with pytest.raises(ValueError):
+        opt.revise(0, 0.5, duration=-1.0)
+    assert opt.n_observed == 1 and math.isnan(opt._data.objective[0]) and math.isnan(opt._data.durations[0])
+
+
 # ----------------------------------------------------------------------------- torch threads
 
 def _suggestions_with_caller_threads(caller_threads: int, **settings) -> tuple[list[tuple[float, float]], int]:
