@@ -108,9 +108,10 @@ class Daemon:
 
     def run(self) -> int:
         warning = check_wrapper_before_jobs(self.config, self.driver)  # before anything is written
-        self.store.create_dirs()
+        self.paths.state.mkdir(parents=True, exist_ok=True)  # for the lock; the rest once it is ours
         lock = self._lock = hold_for_daemon(self.paths, lambda: (self.config.polling_time, self.config[
             "daemon-heartbeat-timeout"]), self._wake.set)  # spearmint_nn.experiment.lock
+        self.store.create_dirs()
         self.reporter = Reporter(self.paths.log, self._stream)
         for line in (warning, lock.took_over):  # a wrapper to fix; a daemon elsewhere taken for dead
             if line is not None:
