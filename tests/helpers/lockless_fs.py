@@ -3,9 +3,10 @@ mounted without ``flock`` is: ``flock`` on it fails with ENOLCK (``No locks avai
 
 It is a FUSE filesystem spoken over ``/dev/fuse`` directly (no libfuse needed), whose root is
 one empty regular file mounted over an existing file, so the rest of the folder stays an
-ordinary one::
+ordinary one. The error is ENOLCK unless another errno name is given (ENOSYS: what Lustre
+mounted without ``flock`` or ``localflock`` answers)::
 
-    python tests/helpers/lockless_fs.py EXPERIMENT/.spearmint/daemon.lock   # prints "mounted"
+    python tests/helpers/lockless_fs.py EXPERIMENT/.spearmint/daemon.lock [ENOSYS]  # "mounted"
     ...                                                                      # flock -> ENOLCK
     umount -l EXPERIMENT/.spearmint/daemon.lock                              # and it exits
 
@@ -39,7 +40,7 @@ def _attr_out() -> bytes:
     return struct.pack("<QII", 1, 0, 0) + attr
 
 
-def _answer(opcode: int, body: bytes) -> tuple[int, bytes]:
+def _answer(opcode: int, body: bytes, lock_error: int = errno.ENOLCK) -> tuple[int, bytes]:
     """(negative errno or 0, reply body) for one request."""
     if opcode == INIT:
         major, minor, readahead, _flags = struct.unpack_from("<IIII", body)
@@ -56,13 +57,13 @@ def _answer(opcode: int, body: bytes) -> tuple[int, bytes]:
     if opcode == STATFS:
         return 0, struct.pack("<QQQQQIIII", 1, 1, 1, 1, 1, 4096, 255, 4096, 0) + b"\0" * 24
     if opcode in (GETLK, SETLK, SETLKW):
-        return -errno.ENOLCK, b""
+        return -lock_error, b""
     if opcode == LOOKUP:
         return -errno.ENOENT, b""
     return -errno.ENOSYS, b""
 
 
-def serve(target: str) -> None:
+def serve(target: str, lock_error: int = errno.ENOLCK) -> None:
     fd = os.open("/dev/fuse", os.O_RDWR)
     libc = ctypes.CDLL(None, use_errno=True)
     options = f"fd={fd},rootmode={stat.S_IFREG:o},user_id=0,group_id=0".encode()
@@ -80,7 +81,7 @@ def serve(target: str) -> None:
         _length, opcode, unique, *_ = IN_HEADER.unpack_from(request)
         if opcode in NO_REPLY:
             continue
-        error, body = _answer(opcode, request[IN_HEADER.size:])
+        error, body = _answer(opcode, request[IN_HEADER.size:], lock_error)
         try:
             os.write(fd, OUT_HEADER.pack(OUT_HEADER.size + len(body), error, unique) + body)
         except OSError:
@@ -90,4 +91,4 @@ def serve(target: str) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], getattr(errno, sys.argv[2]) if len(sys.argv) > 2 else errno.ENOLCK)
