@@ -1,8 +1,10 @@
 """The ``spearmint-nn`` command: one function per subcommand, the parser built in one place.
 
 Adding a subcommand: write ``cmd_<name>(args) -> int`` and register it with its arguments in
-:func:`build_parser`. Exit codes: 0 success, 1 runtime failure (lock held, driver broken),
-2 bad config or bad arguments (nothing written), 75 ``run`` stopped by the warning before its
+:func:`build_parser`. Exit codes: 0 success, 1 runtime failure (lock held, a filesystem
+without locks, driver broken), 2 bad config or bad arguments (nothing written), 3 the daemon
+stopped because another daemon took its folder over or its state folder was deleted or replaced
+(:data:`~spearmint_nn.experiment.lock.LOST_EXIT`), 75 ``run`` stopped by the warning before its
 batch job's time limit, to be run again (:mod:`spearmint_nn.daemon.stopping`), 141 the reader of stdout went away
 (``report DIR | head``), as a shell reports for a Unix tool that SIGPIPE ended.
 """

@@ -37,7 +37,7 @@ from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
 from ..text import params_text, plain
 from .reporting import Reporter
 from ..experiment.jobs import AWAITING_RESULT, SCHEDULER_FAILURES, BadValues, Job, JobState, best_job
-from ..experiment.lock import acquire_lock
+from ..experiment.lock import LOST_EXIT, hold_for_daemon, lost_line
 from ..experiment.results import JobResult
 from ..experiment.store import Store
 from .driving import cancel_jobs, cancel_requested_jobs, make_driver
@@ -118,12 +118,15 @@ class Daemon:
 
     def _run(self) -> int:
         warning = check_wrapper_before_jobs(self.config, self.driver)  # before anything is written
+        self.paths.state.mkdir(parents=True, exist_ok=True)  # for the lock; the rest once it is ours
+        lock = self._lock = hold_for_daemon(self.paths, lambda: (self.config.polling_time, self.config[
+            "daemon-heartbeat-timeout"]), self._wake.set)  # spearmint_nn.experiment.lock
         self.store.create_dirs()
-        lock = acquire_lock(self.paths, "run")
         self.reporter = Reporter(self.paths.log, self._stream)
         self._submitter = Submitter(self.config, self.driver, self.store, self.reporter)
-        if warning is not None:
-            self.reporter.event("warning", warning)
+        for line in (warning, lock.took_over):  # a wrapper to fix; a daemon elsewhere taken for dead
+            if line is not None:
+                self.reporter.event("warning", line)
         if self._on_start is not None:
             self._on_start(self.reporter, self.store)
         noisy = self.config.tasks.likelihoods[self.config.objective] == "GAUSSIAN"
@@ -238,6 +241,10 @@ class Daemon:
         next_poll = 0.0
         self.summaries.mark_stale()  # a killed daemon may have left them behind the job files
         while True:
+            lost = self._lock.problem()
+            if lost is not None:  # another daemon took the folder over: stop, writing nothing more
+                self.reporter.console(lost_line(self.paths, lost))
+                return LOST_EXIT
             changed = self._intake()
             changed |= self._collect_results()
             if time.monotonic() >= next_poll:

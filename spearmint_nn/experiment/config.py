@@ -54,6 +54,10 @@ def _positive_number(path: str, value: Any) -> float:
     return float(value)
 
 
+def _optional_positive_number(path: str, value: Any) -> float | None:
+    return None if value is None else _positive_number(path, value)
+
+
 def _string(path: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(path, f"must be a non-empty string (got {value!r})")
@@ -139,6 +143,9 @@ KEYS: dict[str, Key] = {
     "stop-after-identical-failures": Key(20, count(1),
                                          "stop the daemon when this many jobs in a row fail the same way (3 for a "
                                          "broken wrapper, 5 times this for NaN results)"),
+    "daemon-heartbeat-timeout": Key(None, _optional_positive_number,
+                                    "seconds without a heartbeat in .spearmint/daemon.json after which a daemon on "
+                                    "another host is taken for dead (null: max(90, 5 * polling-time))"),
     "max-attempts": Key(5, count(1), "times the cluster may interrupt one job (preempted, its node failed, "
                         "requeued) before it fails \"interrupted\"; attempts that stop at their own checkpoint "
                         "count against resume.max-total-time instead"),

@@ -5,8 +5,12 @@
     <experiment>/
         config.json, <wrapper>.py        the user's; never written by the daemon
         .spearmint/                      the daemon's state folder
-            daemon.lock                  filelock: one daemon per folder
-            daemon.json                  host, pid and start time of the daemon holding the lock
+            daemon.lock                  flock'd by the holder: one daemon per folder (never deleted)
+            daemon.json                  the holder's record: {host, pid, start_ticks, started,
+                                         command ("run", "cancel", "add"), argv, and for a daemon
+                                         heartbeat (unix time, refreshed every poll period),
+                                         stale_after_s, stopped (unix time, once it exited)};
+                                         see spearmint_nn.experiment.lock
             next_id                      the next job id to hand out (ids are never reused)
             inputs/000042.json           params of job 42, written once before submission
             jobs/pending/000042.json     proposed, not yet accepted by a scheduler

@@ -282,7 +282,7 @@ def watch(experiment_dir: str | Path, render: Callable[[Snapshot], str], interva
     try:
         while True:
             snap = take_snapshot(experiment_dir)
-            running = snap.daemon["running"]  # None: on another host, unknown from here
+            running = snap.daemon["running"]  # None: on another host without a heartbeat (an older version)
             text = render(snap).rstrip("\n")
             if interactive:
                 stream.write(HOME_AND_CLEAR + text + "\n")

@@ -9,6 +9,7 @@ daemon running. :func:`status_summary` is ``status --json`` (schema in the READM
 """
 from __future__ import annotations
 
+import socket
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -339,10 +340,14 @@ def failures_by_kind(failed: list[Job]) -> dict[str, int]:
 def status_text(summary: dict[str, Any]) -> str:
     """``spearmint-nn status``: the :func:`status_summary` for a person."""
     daemon = summary["daemon"]
+    age = daemon.get("heartbeat_age_s")
+    beat = "" if age is None else f", heartbeat {age:.0f} s ago"
     if daemon["running"]:
-        who = f"running (host {daemon['host']}, pid {daemon['pid']})"
+        who = f"running (host {daemon['host']}, pid {daemon['pid']}{beat})"
     elif daemon["running"] is None:
         who = f"last started on host {daemon['host']} (pid {daemon['pid']}), state unknown from here"
+    elif age is not None and daemon.get("host") != socket.gethostname():
+        who = f"not running (last heartbeat from host {daemon['host']} pid {daemon['pid']}, {age:.0f} s ago)"
     else:
         who = "not running"
     counts = summary["counts"]
