@@ -155,3 +155,8 @@ def test_daemon_as_a_job_with_a_90_s_limit_runs_again_until_the_experiment_ends(
     outputs = sorted((tmp_path / "daemon-output").glob(f"{name}.o*"))
     # one output per run: the first job and the copies qresub made, each a job of its own
     assert len(outputs) >= 3 and outputs[0].name == f"{name}.o{first}", outputs
+
+
+def test_a_50_s_job_under_a_20_s_limit_checkpoints_and_completes_in_several_attempts(tmp_path, cluster):
+    # Grid Engine's limits are seconds: the same as SLURM's 5 minutes under 2, six times shorter
+    warning_scenario.resumed_until_done(tmp_path, cluster, work_s=50, time_limit=20, warning=5, at_least=3)

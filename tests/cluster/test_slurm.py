@@ -156,3 +156,9 @@ def test_daemon_as_a_job_with_a_3_minute_limit_is_requeued_until_the_experiment_
     runs = subprocess.run(["sacct", "-n", "-X", "-D", "-P", "-j", sid, "-o", "State"], capture_output=True,
                           text=True, timeout=60).stdout.split()
     assert runs.count("REQUEUED") >= 2 and runs[-1] == "COMPLETED", runs  # the same job, run again
+
+
+def test_a_5_minute_job_under_a_2_minute_limit_checkpoints_and_completes_in_several_attempts(tmp_path, cluster):
+    # the warning 20 s before the limit (SLURM may send it up to a minute early): three attempts
+    # or more, each stopped at its checkpoint and submitted again by the daemon
+    warning_scenario.resumed_until_done(tmp_path, cluster, work_s=300, time_limit=120, warning=20, at_least=3)

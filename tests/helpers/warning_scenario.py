@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from helpers.batch_scenarios import Cluster, wait_for
+from helpers.batch_scenarios import Cluster, run_to_end, wait_for
 from helpers.experiments import BRANIN_VARIABLES, write_experiment
 from spearmint_nn.daemon.driving import make_driver
 from spearmint_nn.daemon.submitter import job_spec
@@ -57,3 +57,45 @@ def warned_shell_job(tmp_path: Path, cluster: Cluster, time_limit: float, warnin
     assert (paths.checkpoint_dir(1) / "signals").read_text().split() == ["warned"]
     assert (paths.checkpoint_dir(1) / "state").exists()
     assert "setup-line-ran" in paths.stdout_file(1).read_text()
+
+
+CHECKPOINTING = """
+import json, time
+from spearmint_nn import job
+
+def main(job_id, params):
+    # {steps} steps of one second: a running sum saved in the checkpoint folder on the warning
+    state = job.checkpoint_dir() / "state.json"
+    saved = json.loads(state.read_text()) if state.exists() else {{"step": 0, "total": 0.0}}
+    step, total = saved["step"], saved["total"]
+    while step < {steps}:
+        time.sleep(1.0)
+        total += step * float(params["x"][0])
+        step += 1
+        if job.should_checkpoint():
+            state.write_text(json.dumps({{"step": step, "total": total}}))
+            job.resume_later()
+    return total
+"""
+
+
+def resumed_until_done(tmp_path: Path, cluster: Cluster, *, work_s: int, time_limit: float, warning: float,
+                       at_least: int) -> None:
+    """``spearmint-nn run`` of one job of ``work_s`` seconds under a shorter time limit: it
+    checkpoints on each warning, the daemon submits it again, and it ends with the value it would
+    have had uninterrupted, in at least ``at_least`` attempts, none of them a failure."""
+    folder = write_experiment(tmp_path / "exp", {
+        "language": "PYTHON", "main-file": "wrapper.py", "variables": BRANIN_VARIABLES, "model": "sobol",
+        "experiment-name": f"resume-{cluster.driver}", "max-finished-jobs": 1, "polling-time": 1,
+        "resume": {"warning": warning},
+        "driver": {"name": cluster.driver, "name-prefix": "sm-", "time-limit": time_limit, "result-grace": 3}},
+        {"wrapper.py": CHECKPOINTING.format(steps=work_s)})
+    done = run_to_end(folder, work_s * 4 + 600)
+    [job] = Store(ExperimentPaths(folder)).load_all().jobs()
+    assert job.state.value == "complete", (job.fields, done[-3000:])
+    assert job.value == sum(step * job.params["x"][0] for step in range(work_s))  # as if uninterrupted
+    outcomes = [(a["attempt"], a["outcome"]) for a in job.fields["attempts"]]
+    assert len(outcomes) >= at_least, outcomes
+    assert outcomes == [(n, "checkpointed") for n in range(1, len(outcomes))] + [(len(outcomes), "ok")]
+    assert all(a["warned"] for a in job.fields["attempts"][:-1])
+    assert done.count("submitting it again as attempt") == len(outcomes) - 1
