@@ -168,7 +168,9 @@ def test_daemon_on_fake_slurm_survives_outages_and_declares_forgotten_jobs_lost(
                          **{"max-finished-jobs": 4, "max-concurrent": 1})
     (fake_slurm / "sbatch_failures").write_text("4")  # job 1's first four submissions fail
     (fake_slurm / "forget").write_text("102")         # the third scheduler job vanishes with its node
-    (fake_slurm / "squeue_failures").write_text("2")  # the controller is away for job 1's first polls
+    # the controller is away for job 1's first polls (and for the 4 lookups of a job named as job
+    # 1 before each retry of its submission, which then submits it again)
+    (fake_slurm / "squeue_failures").write_text("6")
     code, log = run_daemon(folder, timeout_s=180)
     assert code == 0
     jobs = _jobs(folder)
