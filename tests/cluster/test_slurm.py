@@ -35,13 +35,15 @@ def slurm_problem() -> str | None:
 
 
 def requeue(sid: str) -> None:
-    """``scontrol requeue``, then the job released at once: SLURM holds a requeued job for
+    """``scontrol requeue``, then the job released 15 s later: SLURM holds a requeued job for
     120 s (its BeginTime) once it is pending again, which would only make the test wait."""
     subprocess.run(["scontrol", "requeue", sid], check=True, timeout=60)
     state = ["squeue", "-h", "-t", "all", "-j", sid, "-O", "State"]
     scenarios.wait_for(lambda: subprocess.run(state, capture_output=True, text=True, timeout=60).stdout.strip()
                        == "PENDING", 120, f"job {sid} to be pending again")
-    subprocess.run(["scontrol", "update", f"JobId={sid}", "StartTime=now"], check=True, timeout=60)
+    # not "now": a requeued job released at once was seen allocated while its killed run was still
+    # completing, and failed ("Killing non-startable batch job: Job credential revoked")
+    subprocess.run(["scontrol", "update", f"JobId={sid}", "StartTime=now+15"], check=True, timeout=60)
 
 
 @pytest.fixture(scope="module")
