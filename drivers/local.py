@@ -97,6 +97,18 @@ def gpu_slots(value: Any) -> list[str]:
     return slots
 
 
+def _catches(pid: int, signum: int) -> bool | None:
+    """Whether the process has a handler of its own for ``signum`` (Linux's /proc; None elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 class LocalDriver(Driver):
     """Runs jobs as local processes (see the module docstring)."""
 
@@ -219,10 +231,13 @@ class LocalDriver(Driver):
         """SIGUSR1 to a running job's runner once it is within ``warning`` of the time limit."""
         if self.warning is None or self.time_limit is None or sid in self._warned:
             return
-        if self._age(sid) > self.time_limit - self.warning:
+        pid = _parse_id(sid)[0]
+        # Not before the runner handles it: SIGUSR1's default action would kill a runner still
+        # starting up on a loaded machine (the batch drivers' job scripts ignore it until then).
+        if self._age(sid) > self.time_limit - self.warning and _catches(pid, signal.SIGUSR1) is not False:
             self._warned.add(sid)
             try:
-                os.kill(_parse_id(sid)[0], signal.SIGUSR1)  # checked alive by the caller
+                os.kill(pid, signal.SIGUSR1)  # checked alive by the caller
             except ProcessLookupError:
                 pass
 

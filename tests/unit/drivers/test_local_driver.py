@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -179,3 +180,21 @@ def test_a_bad_gpus_option_names_its_entry(tmp_path, gpus, message):
     with pytest.raises(ConfigError) as info:
         LocalDriver({"gpus": gpus}, tmp_path)
     assert str(info.value) == message
+
+
+def test_the_warning_waits_until_the_job_handles_it(tmp_path):
+    """SIGUSR1's default action kills: a runner still starting up (not handling it yet) is not
+    warned until it does, and then is, once."""
+    script = ("import pathlib, signal, sys, time\n"
+              "time.sleep(1.5)  # starting up: SIGUSR1 would kill it here\n"
+              "signal.signal(signal.SIGUSR1, lambda *a: pathlib.Path('warned').open('a').write('w'))\n"
+              "time.sleep(2.5)\n")
+    spec = JobSpec(job_id=1, command=[sys.executable, "-c", script], workdir=tmp_path, stdout=tmp_path / "o",
+                   stderr=tmp_path / "e", script_path=tmp_path / "s", name="w")
+    driver = LocalDriver({"time-limit": 10}, tmp_path)
+    driver.warning = 9.5  # due 0.5 s after the start
+    sid = driver.submit(spec)
+    while not (status := driver.poll([sid])[sid]).state.finished:
+        time.sleep(0.1)
+    assert status.state is SchedulerState.COMPLETED, (tmp_path / "e").read_text()
+    assert (tmp_path / "warned").read_text() == "w"
