@@ -105,19 +105,7 @@ def test_jobs_suspended_by_a_higher_priority_queue_still_all_finish_once(tmp_pat
 
 
 def test_a_queued_job_is_found_by_its_name_and_folder(tmp_path, cluster):
-    """What the daemon asks after a submission failed ambiguously: qstat -j lists the queued or
-    running job of that name in that folder, and nothing for another folder or once it ended."""
-    driver = SgeDriver({"name-prefix": "sm-find-"}, tmp_path)
-
-    def spec(folder):
-        folder.mkdir(exist_ok=True)
-        return JobSpec(job_id=1, command=["sleep", "8"], workdir=folder, stdout=folder / "o", stderr=folder / "e",
-                       script_path=folder / "s.sh", name="one")
-    sid = driver.submit(spec(tmp_path / "a"))
-    assert driver.find_submitted(spec(tmp_path / "a")) == sid
-    assert driver.find_submitted(spec(tmp_path / "b")) is None
-    scenarios.wait_for(lambda: driver.poll([sid])[sid].state.finished, 120, "the job to end")
-    assert driver.find_submitted(spec(tmp_path / "a")) is None
+    scenarios.found_by_name_and_folder(tmp_path, cluster)
 
 
 def test_the_warning_before_the_time_limit_reaches_the_job_once(tmp_path, cluster):

@@ -15,8 +15,6 @@ import pytest
 from helpers import batch_scenarios as scenarios
 from helpers import daemon_job
 from helpers import warning_scenario
-from spearmint_nn.drivers.base import JobSpec
-from spearmint_nn.drivers.slurm import SlurmDriver
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
@@ -105,19 +103,7 @@ def test_jobs_preempted_by_a_higher_priority_partition_still_all_finish(tmp_path
 
 
 def test_a_queued_job_is_found_by_its_name_and_folder(tmp_path, cluster):
-    """What the daemon asks after a submission failed ambiguously: squeue lists the queued or
-    running job of that name in that folder, and nothing for another folder or once it ended."""
-    driver = SlurmDriver({"name-prefix": "sm-find-"}, tmp_path)
-
-    def spec(folder):
-        folder.mkdir(exist_ok=True)
-        return JobSpec(job_id=1, command=["sleep", "8"], workdir=folder, stdout=folder / "o", stderr=folder / "e",
-                       script_path=folder / "s.sh", name="one")
-    sid = driver.submit(spec(tmp_path / "a"))
-    assert driver.find_submitted(spec(tmp_path / "a")) == sid
-    assert driver.find_submitted(spec(tmp_path / "b")) is None
-    scenarios.wait_for(lambda: driver.poll([sid])[sid].state.finished, 120, "the job to end")
-    assert driver.find_submitted(spec(tmp_path / "a")) is None
+    scenarios.found_by_name_and_folder(tmp_path, cluster)
 
 
 def test_the_warning_before_the_time_limit_reaches_the_job_once(tmp_path, cluster):

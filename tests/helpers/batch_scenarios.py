@@ -22,9 +22,9 @@ from typing import Any, Callable, Mapping
 
 import pytest
 
-from spearmint_nn.drivers.base import driver_class
+from spearmint_nn.drivers.base import JobSpec, driver_class
 
-from .experiments import BRANIN_VARIABLES, all_jobs, start_daemon, write_experiment
+from .experiments import BRANIN_VARIABLES, all_jobs, start_daemon, wait_for, write_experiment
 
 WRAPPER = """
 import math, os, time
@@ -107,16 +107,6 @@ def run_script(script: Path, env: Mapping[str, str] | None = None) -> None:
     done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=300,
                           env={**os.environ, **(env or {})})
     assert done.returncode == 0, f"{script.name} failed:\n{done.stderr[-3000:]}"
-
-
-def wait_for(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
 
 
 def make_experiment(folder: Path, cluster: Cluster, *, sleep: float, budget: int, concurrent: int,
@@ -348,6 +338,22 @@ def requeued_while_running(tmp_path: Path, cluster: Cluster) -> None:
 
 def requeued_while_the_daemon_is_down(tmp_path: Path, cluster: Cluster) -> None:
     requeued(tmp_path, cluster, daemon_down=True)
+
+
+def found_by_name_and_folder(tmp_path: Path, cluster: Cluster) -> None:
+    """What the daemon asks after a submission failed ambiguously: the scheduler lists the queued
+    or running job of that name in that folder, and nothing for another folder or once it ended."""
+    driver = driver_class(cluster.driver)({"name-prefix": "sm-find-"}, tmp_path)
+
+    def spec(folder: Path) -> JobSpec:
+        folder.mkdir(exist_ok=True)
+        return JobSpec(job_id=1, command=["sleep", "8"], workdir=folder, stdout=folder / "o", stderr=folder / "e",
+                       script_path=folder / "s.sh", name="one")
+    sid = driver.submit(spec(tmp_path / "a"))
+    assert driver.find_submitted(spec(tmp_path / "a")) == sid
+    assert driver.find_submitted(spec(tmp_path / "b")) is None
+    wait_for(lambda: driver.poll([sid])[sid].state.finished, 120, "the job to end")
+    assert driver.find_submitted(spec(tmp_path / "a")) is None
 
 
 # what a test module parametrises its one test over, each named after its function

@@ -7,8 +7,9 @@ import math
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -127,3 +128,13 @@ def write_finished_experiment(root: Path, n_jobs: int, *, failures: bool = False
                        host="node01", duration=17.0 + (i % 5), values=values, value=loss)
         (paths.job_file(job["state"], job_id)).write_text(json.dumps(job))
     return exp
+
+
+def wait_for(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")

@@ -114,6 +114,13 @@ def run_daemon(folder: Path, driver: Any = None, timeout_s: float = 120.0, **dae
     ``driver`` replaces the one the config names. After ``timeout_s`` the daemon gets SIGTERM
     (and stops gracefully), so a test that hangs fails instead of blocking the suite.
     """
+    code, log, _ = run_daemon_keeping(folder, driver, timeout_s, **daemon_kwargs)
+    return code, log
+
+
+def run_daemon_keeping(folder: Path, driver: Any = None, timeout_s: float = 120.0,
+                       **daemon_kwargs: Any) -> tuple[int, str, Daemon]:
+    """:func:`run_daemon`, giving back the daemon too (a test can ask its optimizer what it was shown)."""
     console = io.StringIO()
     daemon = Daemon(load_config(folder), stream=console, **daemon_kwargs)
     if driver is not None:
@@ -124,7 +131,7 @@ def run_daemon(folder: Path, driver: Any = None, timeout_s: float = 120.0, **dae
         code = daemon.run()
     finally:
         timer.cancel()
-    return code, console.getvalue()
+    return code, console.getvalue(), daemon
 
 
 # ---- fake SLURM executables --------------------------------------------------------------------

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.experiments import cli, quick_config, start_daemon, write_experiment
+from helpers.experiments import cli, quick_config, start_daemon, wait_for, write_experiment
 from helpers.invariant_checks import assert_folder_ok, counting_wrapper, logged_runs
 from spearmint_nn.experiment.lock import LOST_EXIT
 
@@ -62,13 +62,6 @@ def _record(folder: Path) -> dict:
     return json.loads((folder / ".spearmint" / "daemon.json").read_text())
 
 
-def _wait_for(condition, what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def _running(folder: Path) -> int:
     return len(list((folder / ".spearmint" / "jobs" / "running").glob("*.json")))
 
@@ -87,7 +80,7 @@ def test_a_daemon_on_another_host_refuses_a_live_one_and_takes_over_a_dead_one(t
     folder = _experiment(tmp_path / "exp")
     first = start_daemon(folder)
     try:
-        _wait_for(lambda: _running(folder) == 2 and _beating(folder), "2 running jobs and a heartbeat")
+        wait_for(lambda: _running(folder) == 2 and _beating(folder), 120, "2 running jobs and a heartbeat")
         here = socket.gethostname()
         # Its flock is granted (host-local), but the record names a daemon with a fresh heartbeat.
         refused = subprocess.run(_on_other_host(folder, "run", str(folder)), capture_output=True, text=True,
@@ -105,7 +98,7 @@ def test_a_daemon_on_another_host_refuses_a_live_one_and_takes_over_a_dead_one(t
         first.send_signal(signal.SIGKILL)
         first.wait()
     killed_at = time.time()
-    _wait_for(lambda: time.time() - _record(folder)["heartbeat"] > 4.5, "the dead daemon's heartbeat to go stale")
+    wait_for(lambda: time.time() - _record(folder)["heartbeat"] > 4.5, 120, "the dead daemon's heartbeat to go stale")
     gone = subprocess.run(_on_other_host(folder, "status", str(folder)), capture_output=True, text=True, timeout=120)
     assert f"daemon not running (last heartbeat from host {here} pid {first.pid}, " in gone.stdout
     (folder / "go").touch()  # the jobs the killed daemon left running may finish now
@@ -125,7 +118,7 @@ def test_a_daemon_whose_record_is_replaced_stops_at_once_and_loses_nothing(tmp_p
     folder = _experiment(tmp_path / "exp")
     daemon = start_daemon(folder)
     try:
-        _wait_for(lambda: _running(folder) == 2 and _beating(folder), "2 running jobs and a heartbeat")
+        wait_for(lambda: _running(folder) == 2 and _beating(folder), 120, "2 running jobs and a heartbeat")
         jobs = folder / ".spearmint" / "jobs"
         before = {p.relative_to(jobs): p.read_bytes() for p in jobs.rglob("*.json")}
         # What a second daemon on another host writes when it takes the folder over.
@@ -151,7 +144,7 @@ def test_a_daemon_whose_record_is_replaced_stops_at_once_and_loses_nothing(tmp_p
     assert "budget reached" not in console and "stopped   " not in (folder / ".spearmint" / "daemon.log").read_text()
     # Nothing lost: once the other "daemon" is stale, a new run collects the jobs left running.
     (folder / "go").touch()
-    _wait_for(lambda: time.time() - other["heartbeat"] > 2.5, "the other record to go stale")
+    wait_for(lambda: time.time() - other["heartbeat"] > 2.5, 120, "the other record to go stale")
     done = cli("run", folder, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "taking the folder over from the daemon on host other-login pid 4242" in done.stderr

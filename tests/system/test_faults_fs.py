@@ -7,25 +7,21 @@ The disk tests mount a small tmpfs of their own, which needs root; without it th
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from helpers.experiments import cli, quick_config, write_experiment
-from helpers.fake_scheduler import faulty_driver as _driver, jobs_by_id as _jobs, run_daemon
+from helpers.fake_scheduler import faulty_driver as _driver, jobs_by_id as _jobs, run_daemon, run_daemon_keeping
 from helpers.invariant_checks import assert_folder_ok, counting_wrapper
 from spearmint_nn import cli as cli_module
 from spearmint_nn.daemon.loop import Daemon
-from spearmint_nn.experiment.config import load_config
 from helpers.invariants import check_invariants
 
 
@@ -146,21 +142,6 @@ def _late_experiment(folder: Path, wait: float) -> Path:
     return write_experiment(folder, config, {"wrapper.py": LATE_WRAPPER.replace("{wait}", str(wait))})
 
 
-def _run_keeping_daemon(folder: Path, driver=None, timeout_s: float = 120.0) -> tuple[int, str, Daemon]:
-    """:func:`run_daemon`, giving back the daemon too, so the test can ask its optimizer what it was shown."""
-    console = io.StringIO()
-    daemon = Daemon(load_config(folder), stream=console)
-    if driver is not None:
-        daemon.driver = driver
-    timer = threading.Timer(timeout_s, os.kill, (os.getpid(), signal.SIGTERM))
-    timer.start()
-    try:
-        code = daemon.run()
-    finally:
-        timer.cancel()
-    return code, console.getvalue(), daemon
-
-
 def _assert_the_model_saw_job_1s_value(daemon: Daemon) -> None:
     """Three observations, none a failure, the best of them job 1's -100 (not a NaN beside it)."""
     optimizer = daemon.optimizer
@@ -178,7 +159,7 @@ def test_a_result_shown_after_the_scheduler_said_ended_is_recorded_whenever_it_a
     folder = _late_experiment(tmp_path / "exp", wait=20)
     driver = _driver(folder, result_grace_s=grace)
     driver.ended_early = {1}
-    code, log, daemon = _run_keeping_daemon(folder, driver)
+    code, log, daemon = run_daemon_keeping(folder, driver)
     assert code == 0, log
     job = _jobs(folder)[1]
     assert (job["state"], job["value"]) == ("complete", -100.0), log
@@ -219,7 +200,7 @@ def test_a_result_that_appears_while_no_daemon_runs_is_recorded_by_the_next_one(
     while not result.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert result.exists()
-    code, log, daemon = _run_keeping_daemon(folder)
+    code, log, daemon = run_daemon_keeping(folder)
     assert code == 0, log
     job = _jobs(folder)[1]
     assert (job["state"], job["value"], job["late_result"]["failure"]) == ("complete", -100.0, "no_result")

@@ -146,6 +146,17 @@ def _wait_for_run(runs_file: Path, count: int) -> None:
         time.sleep(0.1)
 
 
+def _napping_job_5(tmp_path: Path) -> tuple[ExperimentPaths, Path]:
+    """Job 5 of a folder whose wrapper sleeps $NAP seconds; its paths and the wrapper's run log."""
+    folder = write_experiment(tmp_path / "exp", quick_config(),
+                              {"wrapper.py": counting_wrapper("time.sleep(float(os.environ.get('NAP', 0)))")})
+    paths = ExperimentPaths(folder)
+    for sub in (paths.inputs, paths.results):
+        sub.mkdir(parents=True)
+    atomic_write_json(paths.input_file(5), {"x": [1.0], "y": [2.0]})
+    return paths, folder / "runs.txt"
+
+
 @pytest.mark.parametrize("first, again", [
     ({"SLURM_JOB_ID": "77"}, {"SLURM_JOB_ID": "77", "SLURM_RESTART_COUNT": "1"}),
     ({"JOB_ID": "9", "RESTARTED": "0"}, {"JOB_ID": "9", "RESTARTED": "1"}),
@@ -155,12 +166,7 @@ def test_another_attempt_of_a_scheduler_job_evaluates_it_and_a_second_copy_does_
     reschedule): the new attempt evaluates the job, which gets one result listing both
     attempts. A second copy of the running attempt, or another scheduler job (a resubmission),
     evaluates nothing."""
-    folder = write_experiment(tmp_path / "exp", quick_config(),
-                              {"wrapper.py": counting_wrapper("time.sleep(float(os.environ.get('NAP', 0)))")})
-    paths, runs_file = ExperimentPaths(folder), folder / "runs.txt"
-    for sub in (paths.inputs, paths.results):
-        sub.mkdir(parents=True)
-    atomic_write_json(paths.input_file(5), {"x": [1.0], "y": [2.0]})
+    paths, runs_file = _napping_job_5(tmp_path)
     holder = runner(paths, 5, NAP="600", **first)
     _wait_for_run(runs_file, 1)
     # a second copy of the running attempt, and another scheduler job restarted: both refused
@@ -215,12 +221,7 @@ def test_an_attempt_the_daemon_submitted_again_evaluates_the_job_and_a_second_co
     """The scheduler dropped attempt 1 (preempted, no requeue) and the daemon submitted the job
     again for attempt 2, a new scheduler job: it evaluates the job; a second copy of that
     submission, and a late copy of attempt 1, evaluate nothing."""
-    folder = write_experiment(tmp_path / "exp", quick_config(),
-                              {"wrapper.py": counting_wrapper("time.sleep(float(os.environ.get('NAP', 0)))")})
-    paths, runs_file = ExperimentPaths(folder), folder / "runs.txt"
-    for sub in (paths.inputs, paths.results):
-        sub.mkdir(parents=True)
-    atomic_write_json(paths.input_file(5), {"x": [1.0], "y": [2.0]})
+    paths, runs_file = _napping_job_5(tmp_path)
     dropped = runner(paths, 5, NAP="600", SLURM_JOB_ID="77")
     _wait_for_run(runs_file, 1)
     dropped.kill()

@@ -4,20 +4,10 @@ next run adopts them. The same on real schedulers, as batch jobs: tests/helpers/
 from __future__ import annotations
 
 import signal
-import time
 
-from helpers.experiments import all_jobs, cli, quick_config, start_daemon
+from helpers.experiments import all_jobs, cli, quick_config, start_daemon, wait_for
 from helpers.invariant_checks import assert_folder_ok, counting_wrapper, logged_runs
 from spearmint_nn.daemon.stopping import TIME_LIMIT_EXIT
-
-
-def _wait_for(predicate, timeout=120.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_time_limit_warning_stops_with_75_leaves_jobs_and_the_next_run_adopts_them(make_experiment):
@@ -26,8 +16,8 @@ def test_time_limit_warning_stops_with_75_leaves_jobs_and_the_next_run_adopts_th
     running = folder / ".spearmint" / "jobs" / "running"
     daemon = start_daemon(folder, "--cancel-on-exit")
     try:
-        _wait_for(lambda: len(list(running.glob("*.json"))) == 2 and len(logged_runs(folder / "runs.txt")) == 2,
-                  what="2 jobs running")
+        wait_for(lambda: len(list(running.glob("*.json"))) == 2 and len(logged_runs(folder / "runs.txt")) == 2,
+                 120, "2 jobs running")
         daemon.send_signal(signal.SIGUSR1)
         assert daemon.wait(timeout=60) == TIME_LIMIT_EXIT
     finally:
