@@ -131,7 +131,7 @@ def run_daemon(folder: Path, driver: Any = None, timeout_s: float = 120.0, **dae
 
 # One Python program behind all four commands (argv[0] says which). State lives in
 # $FAKE_SLURM_DIR: next_id, job/<id>.pid, job/<id>.exit, sbatch_calls.jsonl (every sbatch argv),
-# and the fault switches:
+# and the fault switches (a job array's task N is the job <id>_N, started at once):
 #   sbatch_failures  N: the next N sbatch calls fail with a transient message
 #   sbatch_lost_answers  N: the next N sbatch calls queue the job, then fail as sbatch_failures do
 #                    (the controller took the job; its answer timed out on the way back)
@@ -193,15 +193,23 @@ if command == "sbatch":
     job_id = int(id_file.read_text()) if id_file.exists() else 100
     id_file.write_text(str(job_id + 1))
     script = args[-1]
-    out, err = option("--output").replace("%%", "%"), option("--error").replace("%%", "%")
-    exit_file = jobs / f"{job_id}.exit"
-    env = {**os.environ, "SLURM_JOB_ID": str(job_id)}
-    with open(out, "ab") as o, open(err, "ab") as e:
-        proc = subprocess.Popen(["bash", "-c", 'bash "$1"; echo $? > "$2"', "job", script, str(exit_file)],
-                                cwd=option("--chdir"), stdout=o, stderr=e, stdin=subprocess.DEVNULL,
-                                env=env, start_new_session=True)
-    (jobs / f"{job_id}.pid").write_text(str(proc.pid))
-    (jobs / f"{job_id}.name").write_text(f"{option('--job-name')}|{option('--chdir')}")
+    array = next((a.split("=", 1)[1] for a in args if a.startswith("--array=")), None)  # "0-N%K"
+    tasks = range(int(array.split("%")[0].split("-")[1]) + 1) if array else [None]
+
+    def output_path(flag, task):  # sbatch's %% is a literal %, %a the task's index
+        return "%".join(part.replace("%a", str(task)) for part in option(flag).split("%%"))
+    for task in tasks:
+        sid = str(job_id) if task is None else f"{job_id}_{task}"
+        exit_file = jobs / f"{sid}.exit"
+        env = {**os.environ, "SLURM_JOB_ID": sid}
+        if task is not None:
+            env.update(SLURM_ARRAY_JOB_ID=str(job_id), SLURM_ARRAY_TASK_ID=str(task))
+        with open(output_path("--output", task), "ab") as o, open(output_path("--error", task), "ab") as e:
+            proc = subprocess.Popen(["bash", "-c", 'bash "$1"; echo $? > "$2"', "job", script, str(exit_file)],
+                                    cwd=option("--chdir"), stdout=o, stderr=e, stdin=subprocess.DEVNULL,
+                                    env=env, start_new_session=True)
+        (jobs / f"{sid}.pid").write_text(str(proc.pid))
+        (jobs / f"{sid}.name").write_text(f"{option('--job-name')}|{option('--chdir')}")
     lost = int(switch("sbatch_lost_answers", "0"))
     if lost:
         (state / "sbatch_lost_answers").write_text(str(lost - 1))
@@ -219,7 +227,7 @@ elif command in ("squeue", "sacct"):
         print("slurm_load_jobs error: Unable to contact slurm controller (connect failure)", file=sys.stderr)
         sys.exit(1)
     if command == "squeue" and "--name" in args:  # queued or running jobs of that name: "id|workdir"
-        for path in sorted(jobs.glob("*.name"), key=lambda p: int(p.stem)):
+        for path in sorted(jobs.glob("*.name"), key=lambda p: [int(n) for n in p.stem.split("_")]):
             name, workdir = path.read_text().split("|", 1)
             if name == option("--name") and state_of(path.stem)[0] in ("PENDING", "RUNNING"):
                 print(f"{path.stem}|{workdir}")
