@@ -11,8 +11,10 @@ the real runner, and the faults sit exactly where a real scheduler shows them.
   and off through files in their state folder (so a test can change them while a daemon runs).
 * :func:`run_daemon` - the real :class:`~spearmint_nn.daemon.loop.Daemon` in the test process, so a
   test can hand it one of these drivers and shorten its retry delays.
-* ``python fake_scheduler.py kill-in-submit|kill-at-write ...`` - a daemon process that SIGKILLs
-  itself at an exact moment: inside a submission, or halfway through writing a state file.
+* ``python fake_scheduler.py kill-in-submit|kill-at-write|kill-after-array ...`` - a daemon process
+  that SIGKILLs itself at an exact moment: inside a submission, halfway through writing a state
+  file, or right after the config's real batch driver submitted a job array (before the daemon
+  recorded the tasks' ids).
 """
 from __future__ import annotations
 
@@ -310,13 +312,34 @@ def _kill_at_write(n: int) -> None:
     files.atomic_write_bytes = half_then_die
 
 
+def _killed_after_array(folder: Path) -> Any:
+    """The config's own driver (a real scheduler's), SIGKILLing its daemon as soon as it has
+    submitted a job array: the scheduler has the tasks, the job files have no ids."""
+    from spearmint_nn.daemon.driving import make_driver
+
+    driver = make_driver(load_config(folder))
+    submit_many = driver.submit_many
+
+    def submit_then_die(specs: Sequence[JobSpec]) -> list:
+        answers = submit_many(specs)
+        if len(specs) > 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return answers
+
+    driver.submit_many = submit_then_die
+    return driver
+
+
 def main(argv: Sequence[str]) -> int:
-    """``python fake_scheduler.py kill-in-submit DIR JOB WHEN`` or ``... kill-at-write DIR N``:
-    run the daemon on DIR until it kills itself there (exit code -9 seen by the parent)."""
+    """``python fake_scheduler.py kill-in-submit DIR JOB WHEN``, ``... kill-at-write DIR N`` or
+    ``... kill-after-array DIR``: run the daemon on DIR until it kills itself there (exit code
+    -9 seen by the parent)."""
     mode, folder = argv[0], Path(argv[1])
     if mode == "kill-at-write":
         _kill_at_write(int(argv[2]))
         return run_daemon(folder, timeout_s=300)[0]
+    if mode == "kill-after-array":
+        return run_daemon(folder, _killed_after_array(folder), timeout_s=300)[0]
     config = load_config(folder)
     driver = KilledInSubmit({}, config.paths.state, int(argv[2]), argv[3])
     return run_daemon(folder, driver, timeout_s=300)[0]
