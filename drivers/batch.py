@@ -430,6 +430,9 @@ class BatchDriver(Driver):
         each task one job with a scheduler id of its own (:meth:`task_id`); its failure is each
         job's. One job, or jobs that differ in what the submit command asks for them, go one by
         one (see :meth:`_write_array` for the files an array leaves)."""
+        if len(specs) > self.max_batch:  # arrays of at most array-size jobs (1: one submission per job)
+            return [answer for at in range(0, len(specs), self.max_batch)
+                    for answer in self.submit_many(specs[at:at + self.max_batch])]
         alike = {(spec.wall_time, spec.workdir, spec.stdout.parent, spec.script_path.parent) for spec in specs}
         if len(specs) < 2 or len(alike) > 1:
             return super().submit_many(specs)
