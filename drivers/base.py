@@ -4,7 +4,9 @@ A driver knows one scheduler (local processes, SLURM, Grid Engine, or a plugin's
 decides whether a job succeeded: the job's own result file (written by
 ``python -m spearmint_nn.runner``) is the source of truth, and the scheduler's final state only
 explains a job that left no result. One ``poll`` call covers every running job, because
-schedulers rate-limit users who run one status command per job.
+schedulers rate-limit users who run one status command per job. Jobs submitted together go in
+one ``submit_many`` call, which a batch driver makes one job array (one ``sbatch``/``qsub``,
+each task one job with an id of its own); the default submits them one by one.
 
 Third-party drivers register an entry point in the ``spearmint_nn.drivers`` group::
 
@@ -94,7 +96,9 @@ class Driver(abc.ABC):
 
     Subclasses set ``name`` and ``options`` (valid option keys -> one-line description) and
     implement ``submit``, ``poll`` and ``cancel``. ``scheduler_id`` strings are opaque to the
-    daemon, which stores them in the job file right after ``submit`` returns.
+    daemon, which stores them in the job file right after ``submit`` returns. A driver that can
+    start many jobs with one scheduler call (job arrays) overrides ``submit_many`` and sets
+    ``max_batch``: the daemon then hands it up to that many pending jobs at once.
     """
 
     name: ClassVar[str]
@@ -120,6 +124,13 @@ class Driver(abc.ABC):
         # Seconds before the time limit at which a job is warned (SIGUSR1 to its runner), set from
         # the experiment's "resume" key (spearmint_nn.experiment.resume); None: no warning.
         self.warning: float | None = None
+        # The experiment's max-concurrent, set by the daemon: a job array is told to run no more
+        # tasks at once (None: not told, as for a driver made outside a daemon).
+        self.max_concurrent: int | None = None
+
+    # The most jobs the daemon hands to one submit_many call. 1 (the default): one job at a
+    # time, asking has_room before each, as a driver with slots of its own needs.
+    max_batch: int = 1
 
     def describe(self) -> str:
         """The driver's name and the settings a user should see at the start, for the log."""
@@ -178,6 +189,19 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def submit(self, spec: JobSpec) -> str:
         """Start the job; return the scheduler's id for it. Raise :class:`SubmitError`."""
+
+    def submit_many(self, specs: Sequence[JobSpec]) -> list[str | SubmitError]:
+        """Start these jobs; one answer per spec, in order: its scheduler id, or the
+        :class:`SubmitError` its submission failed with. A batch driver submits them as one job
+        array, whose failure is every job's answer; this default submits them one by one, so a
+        driver that has only ``submit`` needs nothing more."""
+        answers: list[str | SubmitError] = []
+        for spec in specs:
+            try:
+                answers.append(self.submit(spec))
+            except SubmitError as exc:
+                answers.append(exc)
+        return answers
 
     @abc.abstractmethod
     def poll(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:

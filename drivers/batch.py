@@ -10,6 +10,8 @@ This module holds the parts that do not depend on the scheduler:
   resources asked (each scheduler spells them its own way), ``extra-args``, the script;
 - the job script: the user's environment setup lines, exported variables, ``cd`` into the
   experiment and ``exec`` of the runner command, every word of it quoted with :func:`shlex.quote`;
+- job arrays: jobs submitted together go as one array (one submit command) whose script maps
+  each task to its job (see :meth:`BatchDriver.submit_many`);
 - running one scheduler command (an argument list, never a shell string) with a timeout, and
   classifying the scheduler's message as transient or not (a driver never retries nor sleeps:
   the daemon submits again later, see :mod:`spearmint_nn.daemon.submitter`);
@@ -20,18 +22,19 @@ This module holds the parts that do not depend on the scheduler:
 from __future__ import annotations
 
 import abc
+import dataclasses
 import logging
 import math
+import os
 import re
 import shlex
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from spearmint_nn.errors import ConfigError
-from spearmint_nn.files import atomic_write_bytes
+from spearmint_nn.files import atomic_write_bytes, atomic_write_json, read_json
 from spearmint_nn.job import WARNING_SIGNAL
 from spearmint_nn.text import CONTROL
 
@@ -50,7 +53,12 @@ SHARED_OPTIONS: Mapping[str, str] = {
     "result-grace": "seconds to wait for a job's result file after the scheduler says it ended, before "
                     "the job is recorded failed (shared filesystems show files late; default 30; a result "
                     "that comes later still replaces the failure)",
+    "array-size": "most jobs submitted as one job array when several are submitted at once (default "
+                  "1000; 1: one submission per job)",
 }
+# SLURM's default MaxArraySize (1001) takes task indices 0-1000; Grid Engine's max_aj_tasks 75000.
+DEFAULT_ARRAY_SIZE = 1000
+_ARRAY_SCRIPT = re.compile(r"^array-[0-9]+(\.[0-9]+)?\.sh$")
 
 _MEMORY = re.compile(r"^[0-9]+[KMGT]?$", re.IGNORECASE)
 _NAME = re.compile(r"^[A-Za-z0-9_.-]*$")
@@ -102,6 +110,8 @@ def check_shared_options(options: Mapping[str, Any]) -> None:
         check_string_list("driver.setup", options["setup"])
     if "extra-args" in options:
         check_string_list("driver.extra-args", options["extra-args"])
+    if "array-size" in options:
+        check_int("driver.array-size", options["array-size"], 1)
     if "result-grace" in options:
         grace = options["result-grace"]
         if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not 0 <= grace < math.inf:
@@ -116,7 +126,7 @@ def flag_words(*pairs: tuple[str, Any]) -> list[str]:
     return [word for flag, value in pairs if value is not None for word in (flag, str(value))]
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Resources:
     """What one job asks of the scheduler, from the driver options; None where nothing is asked."""
 
@@ -140,6 +150,37 @@ def clock(seconds: float) -> str:
 
 # ---- the job script ----------------------------------------------------------------------------
 
+def _check_env(spec: JobSpec) -> None:
+    for key in spec.env:
+        if not _ENV_KEY.match(key):
+            raise SubmitError(f"environment variable name {key!r} is not a valid shell name", transient=False)
+
+
+def _script_head(title: str, setup: Sequence[str], submit_argv: Sequence[str],
+                 warning_env: Mapping[str, str] | None) -> list[str]:
+    lines = [
+        "#!/bin/bash",
+        f"# {title}, submitted with:",
+        "#   " + CONTROL.sub("?", shlex.join(submit_argv)),
+        "",
+    ]
+    if warning_env is not None:
+        lines += ["# the warning before the time limit (config.json's resume) is for the runner, which handles it",
+                  f"trap '' {WARNING_SIGNAL.name.removeprefix('SIG')}", ""]
+        lines += [f"export {key}={shlex.quote(value)}" for key, value in warning_env.items()]
+    if setup:
+        lines += ["# environment setup (driver.setup in config.json); the job stops if a line fails",
+                  "set -e", *setup, "set +e", ""]
+    return lines
+
+
+def _job_lines(spec: JobSpec) -> list[str]:
+    """The job's own part of a script: its variables, its folder and the runner."""
+    return ([f"export {key}={shlex.quote(value)}" for key, value in spec.env.items()]
+            + [f"cd {shlex.quote(str(spec.workdir))} || exit 1",
+               "exec " + shlex.join(str(word) for word in spec.command)])
+
+
 def render_job_script(spec: JobSpec, setup: Sequence[str], submit_argv: Sequence[str],
                       warning_env: Mapping[str, str] | None = None) -> str:
     """The text of a job script that runs ``spec.command`` in ``spec.workdir``.
@@ -151,31 +192,35 @@ def render_job_script(spec: JobSpec, setup: Sequence[str], submit_argv: Sequence
     ``exec`` makes the shell the runner, which handles it: a warning during slow setup lines
     would otherwise kill the job's shell.
     """
-    for key in spec.env:
-        if not _ENV_KEY.match(key):
-            raise SubmitError(f"environment variable name {key!r} is not a valid shell name", transient=False)
-    lines = [
-        "#!/bin/bash",
-        f"# spearmint-nn job {spec.job_id}, submitted with:",
-        "#   " + CONTROL.sub("?", shlex.join(submit_argv)),
-        "",
-    ]
-    if warning_env is not None:
-        lines += ["# the warning before the time limit (config.json's resume) is for the runner, which handles it",
-                  f"trap '' {WARNING_SIGNAL.name.removeprefix('SIG')}", ""]
-        lines += [f"export {key}={shlex.quote(value)}" for key, value in warning_env.items()]
-    if setup:
-        lines += ["# environment setup (driver.setup in config.json); the job stops if a line fails",
-                  "set -e", *setup, "set +e", ""]
-    lines += [f"export {key}={shlex.quote(value)}" for key, value in spec.env.items()]
-    lines += [f"cd {shlex.quote(str(spec.workdir))} || exit 1",
-              "exec " + shlex.join(str(word) for word in spec.command), ""]
+    _check_env(spec)
+    return "\n".join(_script_head(f"spearmint-nn job {spec.job_id}", setup, submit_argv, warning_env)
+                     + _job_lines(spec) + [""])
+
+
+def render_array_script(specs: Sequence[JobSpec], task_variable: str, first_task: int, setup: Sequence[str],
+                        submit_argv: Sequence[str], warning_env: Mapping[str, str] | None = None) -> str:
+    """The text of the job script of a job array whose task ``first_task + i`` runs ``specs[i]``
+    (the task's index is in ``$task_variable``), as :func:`render_job_script` runs one job.
+
+    The table from task to job is this script's ``case``: it is written before the array is
+    submitted and never changed, so a task that starts after a restart of the daemon, or
+    after the scheduler requeued it, still runs its own job."""
+    for spec in specs:
+        _check_env(spec)
+    jobs = ", ".join(str(spec.job_id) for spec in specs)
+    lines = _script_head(f"spearmint-nn jobs {jobs} as one job array (task {first_task}: job {specs[0].job_id}, "
+                         f"and so on)", setup, submit_argv, warning_env)
+    lines += ["# the array's task -> the job it runs", f'case "${{{task_variable}:-}}" in']
+    for index, spec in enumerate(specs, start=first_task):
+        lines += [f"  {index})  # job {spec.job_id}", *("    " + line for line in _job_lines(spec)), "    ;;"]
+    lines += [f'  *) echo "spearmint-nn: no job for array task ${{{task_variable}:-(none)}}" >&2; exit 1 ;;',
+              "esac", ""]
     return "\n".join(lines)
 
 
 # ---- running scheduler commands ----------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class CommandResult:
     """What one scheduler command printed."""
 
@@ -221,7 +266,8 @@ class BatchDriver(Driver):
     :meth:`resource_argv` (with ``option_flags``, the options it passes on as they are),
     :meth:`parse_submit`, :meth:`query` (one status query for many ids, through :meth:`call`) and
     :meth:`cancel_argv`, plus ``transient_messages``: lower-case fragments of messages that mean
-    "try again later".
+    "try again later". For job arrays: :meth:`array_argv`, the ``task_*`` class variables and
+    ``array_id_variable``.
     """
 
     options: ClassVar[Mapping[str, str]] = {**Driver.options, **SHARED_OPTIONS}
@@ -239,9 +285,18 @@ class BatchDriver(Driver):
     # Variables a job script exports when a warning is asked for: how the scheduler delivers it
     # (see spearmint_nn.runner: whether the runner passes it on to a SHELL command).
     warning_env: ClassVar[Mapping[str, str]] = {}
+    # Job arrays: the index of an array's first task; the variable that tells a task its index
+    # and the one that tells it the array's id; how the submit command's output paths name the
+    # task's index; and how a task's scheduler id joins the array's id and the index.
+    task_first: ClassVar[int] = 0
+    task_variable: ClassVar[str] = ""
+    array_id_variable: ClassVar[str] = ""
+    task_in_path: ClassVar[str] = ""
+    task_separator: ClassVar[str] = ""
 
     def __init__(self, options: Mapping[str, Any], state_dir: Path):
         super().__init__(options, state_dir)
+        self.max_batch = int(options.get("array-size", DEFAULT_ARRAY_SIZE))
         self.setup: list[str] = list(options.get("setup", []))
         self.extra_args: list[str] = list(options.get("extra-args", []))
         self.name_prefix: str = options.get("name-prefix", "")
@@ -263,9 +318,20 @@ class BatchDriver(Driver):
     # -- what subclasses provide
 
     @abc.abstractmethod
-    def submit_head(self, spec: JobSpec, name: str) -> list[str]:
-        """The submit command with the job's name, working folder and output files; raises
-        :class:`SubmitError` if the scheduler cannot take them."""
+    def submit_head(self, spec: JobSpec, name: str, stdout: str, stderr: str) -> list[str]:
+        """The submit command with the job's name, working folder and output files (``stdout``
+        and ``stderr`` as :meth:`path_word` wrote them); raises :class:`SubmitError` if the
+        scheduler cannot take them."""
+
+    def path_word(self, path: Path) -> str:
+        """``path`` as the submit command's output options take it (a scheduler that expands
+        patterns in them escapes them here); :class:`SubmitError` if it cannot be given."""
+        return str(path)
+
+    @abc.abstractmethod
+    def array_argv(self, count: int, at_once: int) -> list[str]:
+        """The submit command's words for an array of ``count`` tasks, from ``task_first`` on,
+        of which at most ``at_once`` run at the same time."""
 
     @abc.abstractmethod
     def resource_argv(self, asked: Resources) -> list[str]:
@@ -292,20 +358,36 @@ class BatchDriver(Driver):
     def parse_found(self, result: CommandResult) -> list[tuple[str, str]]:
         """(scheduler id, working folder) of each job :meth:`find_argv` listed, oldest first."""
 
+    def found_task(self, listed: str, index: int) -> str | None:
+        """The id of task ``index`` of the array that :meth:`parse_found` listed as ``listed``,
+        or None when that line is not this task (a scheduler that lists each task on a line of
+        its own gives its id; one that lists the array once, the task's id in it)."""
+        array, _, task = listed.partition(self.task_separator)
+        if not task:
+            return self.task_id(array, index)
+        return listed if task == str(index) else None
+
+    def task_id(self, array_id: str, index: int) -> str:
+        """The scheduler id of task ``index`` of array ``array_id`` (``12345_3``, ``12345.3``)."""
+        return f"{array_id}{self.task_separator}{index}"
+
     # -- shared machinery
 
     def job_name(self, spec: JobSpec) -> str:
         return self.name_prefix + spec.name
 
-    def submit_argv(self, spec: JobSpec, name: str, wall_time: float | None) -> list[str]:
-        """The submit command for ``spec.script_path`` (the script is written afterwards)."""
+    def submit_argv(self, spec: JobSpec, name: str, wall_time: float | None,
+                    outputs: tuple[str, str] | None = None, array: Sequence[str] = ()) -> list[str]:
+        """The submit command for ``spec.script_path`` (the script is written afterwards); an
+        array's command has its output paths (``outputs``) and its :meth:`array_argv`."""
+        stdout, stderr = outputs or (self.path_word(spec.stdout), self.path_word(spec.stderr))
         opts = self.config
         gpus = opts.get("gpus")
         warning = math.ceil(self.warning) if self.warning is not None and wall_time is not None else None
         asked = Resources(wall_clock=None if wall_time is None else clock(wall_time), memory=self.memory,
                           cpus=opts.get("cpus"), gpus=None if gpus in (0, "0") else gpus, warning=warning,
                           soft_wall_clock=None if warning is None else clock(max(1.0, wall_time - warning)))
-        return (self.submit_head(spec, name) + flag_words(*((flag, opts.get(key)) for key, flag in self.option_flags))
+        return (self.submit_head(spec, name, stdout, stderr) + list(array) + flag_words(*((flag, opts.get(key)) for key, flag in self.option_flags))
                 + self.resource_argv(asked) + self.extra_args + [str(spec.script_path)])
 
     def is_transient(self, result: CommandResult) -> bool:
@@ -343,16 +425,106 @@ class BatchDriver(Driver):
             raise SubmitError(str(exc), exc.transient) from None
         return self.parse_submit(result)
 
+    def submit_many(self, specs: Sequence[JobSpec]) -> list[str | SubmitError]:
+        """Jobs submitted together go as one job array: one submit command, one queue entry,
+        each task one job with a scheduler id of its own (:meth:`task_id`); its failure is each
+        job's. One job, or jobs that differ in what the submit command asks for them, go one by
+        one (see :meth:`_write_array` for the files an array leaves)."""
+        if len(specs) > self.max_batch:  # arrays of at most array-size jobs (1: one submission per job)
+            return [answer for at in range(0, len(specs), self.max_batch)
+                    for answer in self.submit_many(specs[at:at + self.max_batch])]
+        alike = {(spec.wall_time, spec.workdir, spec.stdout.parent, spec.script_path.parent) for spec in specs}
+        if len(specs) < 2 or len(alike) > 1:
+            return super().submit_many(specs)
+        try:
+            return self._submit_array(specs)
+        except SubmitError as exc:
+            return [exc] * len(specs)
+
+    def _submit_array(self, specs: Sequence[JobSpec]) -> list[str]:
+        first = specs[0]
+        wall_time = first.wall_time if first.wall_time is not None else self.time_limit
+        scripts = first.script_path.parent
+        base = f"array-{first.job_id:06d}"
+        for copy in range(2, 10 ** 6):  # a name of its own: an earlier array may have tasks yet to start
+            if not (scripts / f"{base}.json").exists():
+                break
+            base = f"array-{first.job_id:06d}.{copy}"
+        name = self.job_name(first) + "-array"
+        outputs = tuple(self.path_word(first.stdout.parent / f"{base}-") + self.task_in_path + suffix
+                        for suffix in (".out", ".err"))
+        array = dataclasses.replace(first, script_path=scripts / f"{base}.sh")
+        at_once = min(len(specs), self.max_concurrent or len(specs))
+        argv = self.submit_argv(array, name, wall_time, outputs, self.array_argv(len(specs), at_once))
+        text = render_array_script(specs, self.task_variable, self.task_first, self.setup, argv,
+                                   self.warning_env if self.warning is not None else None)
+        try:
+            self._write_array(specs, base, name, text)
+        except OSError as exc:
+            raise SubmitError(f"cannot write the job array's files in {scripts}: {exc.strerror}", transient=False) from None
+        try:
+            result = self.call(argv, env=self.submit_environment())
+        except CommandError as exc:
+            raise SubmitError(str(exc), exc.transient) from None
+        array_id = self.parse_submit(result)
+        return [self.task_id(array_id, index) for index in range(self.task_first, self.task_first + len(specs))]
+
+    def _write_array(self, specs: Sequence[JobSpec], base: str, name: str, text: str) -> None:
+        """Everything an array needs, written before it is submitted: its script
+        ``scripts/<base>.sh`` (the table from task to job) and ``scripts/<base>.json`` (its name
+        and jobs in task order, for :meth:`find_submitted`); each job's ``scripts/<id>.sh`` a
+        link to the array's script; and links ``output/<base>-<task>.out/.err`` to each job's
+        own output files, which the scheduler opens by the task's index (no pattern names a
+        job id), so a task's output, the scheduler's own messages included, is its job's."""
+        first = specs[0]
+        scripts, output = first.script_path.parent, first.stdout.parent
+        output.mkdir(parents=True, exist_ok=True)  # a missing output folder makes SGE park the job forever
+        scripts.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(scripts / f"{base}.sh", text.encode(), mode=0o755)
+        for index, spec in enumerate(specs, start=self.task_first):
+            _link(output / f"{base}-{index}.out", spec.stdout.name)
+            _link(output / f"{base}-{index}.err", spec.stderr.name)
+            _link(spec.script_path, f"{base}.sh")
+        atomic_write_json(scripts / f"{base}.json", {"name": name, "task_first": self.task_first,
+                                                     "jobs": [spec.job_id for spec in specs]})
+
+    def _array_task(self, spec: JobSpec) -> tuple[str, int] | None:
+        """(the array's name, the task's index) when the latest submission of ``spec`` was a
+        task of an array (its script a link to the array's), else None."""
+        try:
+            target = os.readlink(spec.script_path)
+        except OSError:
+            return None
+        table = read_json(spec.script_path.parent / (target[:-len(".sh")] + ".json")) if _ARRAY_SCRIPT.match(target) else None
+        jobs = table.get("jobs") if isinstance(table, dict) else None
+        if not isinstance(jobs, list) or spec.job_id not in jobs or not isinstance(table.get("name"), str):
+            return None
+        return table["name"], int(table.get("task_first", self.task_first)) + jobs.index(spec.job_id)
+
     def find_submitted(self, spec: JobSpec) -> str | None:
         # Same name and same working folder: another experiment may use the same name, never
-        # the same folder. The newest, when a lost answer left several.
+        # the same folder. The newest, when a lost answer left several. A job last submitted in
+        # an array is that array's task of its index.
+        task = self._array_task(spec)
+        name = task[0] if task is not None else self.job_name(spec)
         try:
-            result = self.call(self.find_argv(self.job_name(spec)), accept=lambda r: True)
+            result = self.call(self.find_argv(name), accept=lambda r: True)
         except CommandError as exc:
-            log.warning("could not ask the %s scheduler for job %s: %s", self.name, self.job_name(spec), exc)
+            log.warning("could not ask the %s scheduler for job %s: %s", self.name, name, exc)
             return None
         found = [sid for sid, workdir in self.parse_found(result) if workdir == str(spec.workdir)]
+        if task is not None:
+            found = [sid for sid in (self.found_task(listed, task[1]) for listed in found) if sid is not None]
         return found[-1] if found else None
+
+    def adopt_claim(self, claim: Mapping[str, Any]) -> str | None:
+        # an array's task: the array's id and the task's index, both from its environment
+        ids = claim.get("scheduler_ids")
+        if isinstance(ids, dict) and self.task_variable:
+            array, index = ids.get(self.array_id_variable), ids.get(self.task_variable)
+            if isinstance(array, str) and array.isdigit() and isinstance(index, str) and index.isdigit():
+                return self.task_id(array, int(index))
+        return super().adopt_claim(claim)
 
     def poll(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
         ids = list(dict.fromkeys(scheduler_ids))
@@ -396,6 +568,14 @@ class BatchDriver(Driver):
             self.call(self.cancel_argv(ids), accept)
         except CommandError as exc:
             log.warning("could not cancel %s job(s) %s: %s", self.name, " ".join(ids), exc)
+
+
+def _link(path: Path, target: str) -> None:
+    """Make ``path`` a symbolic link to ``target`` (a name in its folder), replacing what was there."""
+    tmp = path.parent / f".{path.name}.{os.getpid()}.link"
+    tmp.unlink(missing_ok=True)
+    os.symlink(target, tmp)
+    os.replace(tmp, path)
 
 
 def exit_code_and_reason(exit_status: int, signal: int) -> tuple[int, str]:

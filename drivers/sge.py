@@ -7,6 +7,12 @@ open) would stay in the queue forever: it counts as failed, with the error reaso
 are looked up with ``qacct -j ID``, which takes one id at a time; a job needs it once, since
 its final state is remembered, and at most ``max_qacct_per_poll`` are asked per poll.
 
+Jobs submitted together go as one job array (``qsub -t 1-N -tc K``); task 3 of array 12345 is
+the job ``12345.3``, as ``qdel`` takes it (``qdel 12345.3`` deletes that task alone). ``qstat
+-xml`` lists a running task on a line of its own and pending ones as ranges (``4-6:1``), so the
+same one call covers them; ``qacct -j 12345`` prints every task's record (``taskid``), so the
+tasks of one array need one ``qacct`` call between them.
+
 Grid Engine's accounting does not say who killed a job: ``failed 100`` with exit status 137
 is a ``qdel`` or a SIGKILL from the system (e.g. the kernel out of memory), and is reported as
 cancelled with those words.
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ElementTree
+from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from spearmint_nn.time_limit import WARNING_TO_GROUP_VARIABLE
@@ -43,20 +50,36 @@ def queue_status(state: str) -> JobStatus:
     return JobStatus(SchedulerState.QUEUED, None, state)
 
 
+def task_numbers(text: str) -> list[int]:
+    """The task indices of ``qstat``'s ``tasks`` field: ``3``, ``4-6:1``, ``2,4-6:1``."""
+    numbers: list[int] = []
+    for part in text.split(","):
+        span, _, step = part.strip().partition(":")
+        low, _, high = span.partition("-")
+        if low.isdigit() and (not high or high.isdigit()) and (not step or step.isdigit()):
+            numbers += range(int(low), int(high or low) + 1, int(step or 1) or 1)
+    return numbers
+
+
 def parse_qstat_xml(text: str) -> dict[str, str]:
-    """Job number -> state letters from ``qstat -xml`` (running and pending lists alike)."""
+    """State letters from ``qstat -xml`` (running and pending lists alike) by job number, and
+    by ``number.task`` for each task of an array."""
     root = ElementTree.fromstring(text)
     states: dict[str, str] = {}
     for job in root.iter("job_list"):
         number = (job.findtext("JB_job_number") or "").strip()
         if number:
+            state = (job.findtext("state") or "").strip()
             # array tasks share a number; a running task makes the whole job running
-            states[number] = states.get(number, "") + (job.findtext("state") or "").strip()
+            states[number] = states.get(number, "") + state
+            for task in task_numbers(job.findtext("tasks") or ""):
+                states[f"{number}.{task}"] = state
     return states
 
 
 def parse_qacct(text: str) -> dict[str, dict[str, str]]:
-    """``qacct -j`` blocks (separated by ``=====`` lines) as job number -> {key: value}."""
+    """``qacct -j`` blocks (separated by ``=====`` lines) as job number (``number.task`` for an
+    array's task) -> {key: value}."""
     records: dict[str, dict[str, str]] = {}
     for block in re.split(r"^=+\s*$", text, flags=re.MULTILINE):
         record = {}
@@ -65,7 +88,9 @@ def parse_qacct(text: str) -> dict[str, dict[str, str]]:
             if key:
                 record[key] = value.strip()
         if record.get("jobnumber"):
-            records[record["jobnumber"]] = record  # the last record of a number is the newest run
+            task = record.get("taskid", "")
+            key = f"{record['jobnumber']}.{task}" if task.isdigit() else record["jobnumber"]
+            records[key] = record  # the last record of a number is the newest run
     return records
 
 
@@ -108,6 +133,9 @@ class SgeDriver(BatchDriver):
 
     name = "sge"
     job_id_variable = "JOB_ID"  # read back from a job's claim (Driver.adopt_claim)
+    # a task's index; a single job's SGE_TASK_ID is "undefined"
+    task_first, task_variable, array_id_variable = 1, "SGE_TASK_ID", "JOB_ID"
+    task_in_path, task_separator = "$TASK_ID", "."
     options: ClassVar[Mapping[str, str]] = {
         **BatchDriver.options,
         "queue": "queue (qsub -q)",
@@ -146,16 +174,22 @@ class SgeDriver(BatchDriver):
         name = super().job_name(spec)
         return name if name[:1].isalpha() else f"j{name}"  # qsub refuses names that start with a digit
 
-    def submit_head(self, spec: JobSpec, name: str) -> list[str]:
-        for path in (spec.stdout, spec.stderr, spec.workdir):
-            # qsub reads "host:path" in -o/-e and expands $JOB_ID etc.; such paths cannot be passed
-            if ":" in str(path) or "$" in str(path):
-                raise SubmitError(f"Grid Engine cannot use a path containing ':' or '$': {path}", transient=False)
+    def path_word(self, path: Path) -> str:
+        # qsub reads "host:path" in -o/-e and expands $JOB_ID, $TASK_ID etc.; such paths cannot be passed
+        if ":" in str(path) or "$" in str(path):
+            raise SubmitError(f"Grid Engine cannot use a path containing ':' or '$': {path}", transient=False)
+        return str(path)
+
+    def array_argv(self, count: int, at_once: int) -> list[str]:
+        return ["-t", f"1-{count}", "-tc", str(at_once)]
+
+    def submit_head(self, spec: JobSpec, name: str, stdout: str, stderr: str) -> list[str]:
+        self.path_word(spec.workdir)
         # -r y: a rerunnable job, which Grid Engine runs again after a host crash or qmod -rj
         # (for a queue with rerun FALSE, its default, it would not) as another attempt of the
         # same job (see spearmint_nn.experiment.claims); each attempt appends to -o and -e.
         return ["qsub", "-terse", "-N", name, "-S", "/bin/bash", "-wd", str(spec.workdir), "-r", "y",
-                "-o", str(spec.stdout), "-e", str(spec.stderr)]
+                "-o", stdout, "-e", stderr]
 
     def resource_argv(self, asked: Resources) -> list[str]:
         opts = self.config
@@ -188,7 +222,7 @@ class SgeDriver(BatchDriver):
         return sorted(found, key=lambda pair: int(pair[0]))
 
     def parse_submit(self, result: CommandResult) -> str:
-        # -terse prints "JOBID" (an array: "JOBID.1-5:1")
+        # -terse prints "JOBID" (an array: "JOBID.1-5:1"; its tasks are JOBID.1 ... JOBID.5)
         first = next((line for line in result.stdout.splitlines() if line.strip()), "").strip()
         match = _JOB_ID.match(first)
         if match is None:
@@ -205,17 +239,19 @@ class SgeDriver(BatchDriver):
         errored = [sid for sid, status in found.items() if status.state is SchedulerState.FAILED]
         if errored:
             found.update(self._delete_errored(errored, found))
-        left = [sid for sid in scheduler_ids if sid not in found]
-        for sid in left[:self.max_qacct_per_poll]:
-            status = self._accounting(sid)
-            if status is not None:
-                found[sid] = status
+        left: dict[str, list[str]] = {}  # job number -> the ids asked of it (an array's tasks)
+        for sid in scheduler_ids:
+            if sid not in found:
+                left.setdefault(sid.partition(".")[0], []).append(sid)
+        for number in list(left)[:self.max_qacct_per_poll]:
+            found.update(self._accounting(number, left[number]))
         return found
 
     def _delete_errored(self, scheduler_ids: Sequence[str], found: Mapping[str, JobStatus]) -> dict[str, JobStatus]:
-        """Failed statuses for jobs in an error state, with the reason; the jobs are deleted."""
+        """Failed statuses for jobs in an error state, with the reason; the jobs (tasks) are deleted."""
+        numbers = list(dict.fromkeys(sid.partition(".")[0] for sid in scheduler_ids))  # qstat -j takes job numbers
         try:
-            reasons = parse_error_reasons(self.call(["qstat", "-j", ",".join(scheduler_ids)]).stdout)
+            reasons = parse_error_reasons(self.call(["qstat", "-j", ",".join(numbers)]).stdout)
         except CommandError:
             reasons = {}
         try:
@@ -223,24 +259,27 @@ class SgeDriver(BatchDriver):
         except CommandError as exc:
             log.warning("could not delete Grid Engine job(s) %s in an error state: %s", " ".join(scheduler_ids), exc)
         return {sid: JobStatus(SchedulerState.FAILED, None,
-                               f"{found[sid].reason}: {reasons.get(sid, 'no reason given')}; deleted from the queue")
+                               f"{found[sid].reason}: {reasons.get(sid.partition('.')[0], 'no reason given')}; "
+                               f"deleted from the queue")
                 for sid in scheduler_ids}
 
-    def _accounting(self, scheduler_id: str) -> JobStatus | None:
-        """The final state from qacct; unknown if it has no record; None if it did not answer."""
+    def _accounting(self, number: str, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
+        """Final states from one qacct call for job ``number`` (its tasks ``scheduler_ids``);
+        unknown for ids it has no record of; none where it did not answer."""
         try:
-            result = self.call(["qacct", "-j", scheduler_id],
+            result = self.call(["qacct", "-j", number],
                                accept=lambda r: r.returncode == 0 or "not found" in r.message)
         except CommandError as exc:
             if exc.transient:
                 log.warning("qacct gave no answer (%s); asking again at the next poll", exc)
-                return None
-            return JobStatus(SchedulerState.UNKNOWN, None, f"not in qstat any more, and qacct failed: {exc}")
-        record = parse_qacct(result.stdout).get(scheduler_id) if result.returncode == 0 else None
-        if record is None:
-            # accounting is written when the job ends; a job deleted before it started has none
-            return JobStatus(SchedulerState.UNKNOWN, None, "neither qstat nor qacct knows this job")
-        return qacct_status(record)
+                return {}
+            return {sid: JobStatus(SchedulerState.UNKNOWN, None, f"not in qstat any more, and qacct failed: {exc}")
+                    for sid in scheduler_ids}
+        records = parse_qacct(result.stdout) if result.returncode == 0 else {}
+        # accounting is written when the job ends; a job deleted before it started has none
+        return {sid: qacct_status(records[sid]) if sid in records
+                else JobStatus(SchedulerState.UNKNOWN, None, "neither qstat nor qacct knows this job")
+                for sid in scheduler_ids}
 
     def cancel_argv(self, scheduler_ids: Sequence[str]) -> list[str]:
         return ["qdel", *scheduler_ids]

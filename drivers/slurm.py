@@ -6,12 +6,18 @@ knows are looked up with one ``sacct`` call (accounting through slurmdbd); a job
 them knows is reported as unknown, and the daemon declares it lost once the grace period for
 its result file has passed.
 
+Jobs submitted together go as one job array (``sbatch --array=0-N%K``); task 3 of array 12345
+is the job ``12345_3``, as ``squeue``, ``sacct`` and ``scancel`` name it: the same poll asks
+about tasks and single jobs alike (``squeue -r`` lists a pending array's tasks one by one, and
+the ``JobArrayID`` field names them ``12345_3``), and ``scancel 12345_3`` cancels that task alone.
+
 Options (``"driver": {"name": "slurm", ...}`` in config.json): see ``SlurmDriver.options``.
 """
 from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from spearmint_nn.errors import ConfigError
@@ -36,8 +42,10 @@ _FINAL = {
     "BOOT_FAIL": SchedulerState.NODE_FAIL,
     "OUT_OF_MEMORY": SchedulerState.OUT_OF_MEMORY,
 }
-SQUEUE_FORMAT = "JobID:|,State:|,Reason:|,exit_code:|"
-SACCT_FIELDS = "JobIDRaw,State,ExitCode"
+# JobArrayID, JobID: "12345_3" for an array's task (JobID/JobIDRaw would say the task's own
+# number), the plain number for a single job.
+SQUEUE_FORMAT = "JobArrayID:|,State:|,Reason:|,exit_code:|"
+SACCT_FIELDS = "JobID,State,ExitCode"
 # What a SLURM job's environment says about that job alone, and sbatch --export=ALL would hand
 # on to the jobs a daemon submits when it runs as a SLURM job itself (see submit_environment).
 OWN_JOB_VARIABLES = ("SLURM_RESTART_COUNT",)
@@ -76,7 +84,7 @@ def _records(text: str, count: int) -> Iterator[list[str]]:
 
 
 def parse_squeue(text: str) -> dict[str, JobStatus]:
-    """``squeue -h -O 'JobID:|,State:|,Reason:|,exit_code:|'`` lines; exit_code is a wait status."""
+    """``squeue -h -O 'JobArrayID:|,State:|,Reason:|,exit_code:|'`` lines; exit_code is a wait status."""
     statuses = {}
     for job_id, state, reason, wait_status in _records(text, 4):
         raw = int(wait_status) if wait_status.strip().isdigit() else 0
@@ -85,7 +93,7 @@ def parse_squeue(text: str) -> dict[str, JobStatus]:
 
 
 def parse_sacct(text: str) -> dict[str, JobStatus]:
-    """``sacct -n -X -P -o JobIDRaw,State,ExitCode`` lines (ExitCode ``exit:signal``)."""
+    """``sacct -n -X -P -o JobID,State,ExitCode`` lines (ExitCode ``exit:signal``)."""
     statuses = {}
     for job_id, state, exit_code in _records(text, 3):
         exit_status, _, signal = exit_code.partition(":")
@@ -99,6 +107,8 @@ class SlurmDriver(BatchDriver):
 
     name = "slurm"
     job_id_variable = "SLURM_JOB_ID"  # read back from a job's claim (Driver.adopt_claim)
+    task_first, task_variable, array_id_variable = 0, "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_JOB_ID"
+    task_in_path, task_separator = "%a", "_"
     options: ClassVar[Mapping[str, str]] = {
         **BatchDriver.options,
         "partition": "partition (sbatch --partition)",
@@ -125,16 +135,20 @@ class SlurmDriver(BatchDriver):
         else:
             check_int("driver.gpus", gpus, 0)
 
-    def submit_head(self, spec: JobSpec, name: str) -> list[str]:
+    def submit_head(self, spec: JobSpec, name: str, stdout: str, stderr: str) -> list[str]:
         # --requeue: a job SLURM interrupts (node failure, preemption, scontrol requeue) runs
         # again as another attempt of the same job, which the runner evaluates (see
         # spearmint_nn.experiment.claims), rather than ending lost; asked for explicitly because
         # sites set JobRequeue=0 as their default. --open-mode=append: each attempt adds to the
         # job's output instead of truncating what the earlier one wrote.
-        # sbatch expands %j, %x, ... in file names; %% is a literal %
         return ["sbatch", "--parsable", "--requeue", "--open-mode=append", "--job-name", name,
-                "--chdir", str(spec.workdir), "--output", str(spec.stdout).replace("%", "%%"),
-                "--error", str(spec.stderr).replace("%", "%%")]
+                "--chdir", str(spec.workdir), "--output", stdout, "--error", stderr]
+
+    def path_word(self, path: Path) -> str:
+        return str(path).replace("%", "%%")  # sbatch expands %j, %a, ... in file names; %% is a literal %
+
+    def array_argv(self, count: int, at_once: int) -> list[str]:
+        return [f"--array=0-{count - 1}%{at_once}"]
 
     def submit_environment(self) -> Mapping[str, str] | None:
         # sbatch gives the job its own environment (--export=ALL). A daemon that runs as a SLURM
@@ -155,7 +169,7 @@ class SlurmDriver(BatchDriver):
                           ("--gres", None if asked.gpus is None else f"gpu:{asked.gpus}"), ("--signal", warning))
 
     def parse_submit(self, result: CommandResult) -> str:
-        # --parsable prints "JOBID" or, on a multi-cluster setup, "JOBID;CLUSTER"
+        # --parsable prints "JOBID" (an array's id, for an array) or, on a multi-cluster setup, "JOBID;CLUSTER"
         first = next((line for line in result.stdout.splitlines() if line.strip()), "")
         job_id = first.split(";")[0].strip()
         if not _JOB_ID.match(job_id):
@@ -163,8 +177,9 @@ class SlurmDriver(BatchDriver):
         return job_id
 
     def find_argv(self, name: str) -> list[str]:
-        # without -t: pending, running and completing jobs only (not one preempted earlier)
-        return ["squeue", "-h", "--name", name, "-o", "%i|%Z"]
+        # without -t: pending, running and completing jobs only (not one preempted earlier); -r:
+        # an array's pending tasks each on a line of its own, "12345_3" (%i)
+        return ["squeue", "-h", "-r", "--name", name, "-o", "%i|%Z"]
 
     def parse_found(self, result: CommandResult) -> list[tuple[str, str]]:
         found = [(sid.strip(), workdir.strip()) for sid, workdir in _records(result.stdout, 2)]
@@ -173,7 +188,7 @@ class SlurmDriver(BatchDriver):
     def query(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
         # squeue exits 1 with "Invalid job id specified" only when it knows none of the ids
         result = self.call(
-            ["squeue", "-h", "-t", "all", "-j", ",".join(scheduler_ids), "-O", SQUEUE_FORMAT],
+            ["squeue", "-h", "-t", "all", "-r", "-j", ",".join(scheduler_ids), "-O", SQUEUE_FORMAT],
             accept=lambda r: r.returncode == 0 or "invalid job id" in r.message.lower())
         listed = parse_squeue(result.stdout) if result.returncode == 0 else {}
         found = {sid: listed[sid] for sid in scheduler_ids if sid in listed}

@@ -18,6 +18,7 @@ from .reporting import Reporter
 def make_driver(config: ExperimentConfig) -> Driver:
     driver = driver_class(config.driver_name)(config.driver_options, config.paths.state)
     driver.warning = config.resume.warning if config.resume is not None else None
+    driver.max_concurrent = config.max_concurrent  # (a job array runs no more tasks at once)
     return driver
 
 

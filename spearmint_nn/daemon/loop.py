@@ -446,26 +446,27 @@ class Daemon:
     # -- submitting --------------------------------------------------------------------------
 
     def _submit_pending(self) -> None:
-        running = self.store.counts()["running"]
-        now = time.monotonic()
+        running, now, batch = self.store.counts()["running"], time.monotonic(), []
         for job in self.store.jobs(JobState.PENDING):
-            if running >= self.config.max_concurrent or self._stop.stopping:
-                return
-            job_id = job.id
-            if self._submitter.retries.waiting(job_id, now):
+            if running + len(batch) >= self.config.max_concurrent or self._stop.stopping:
+                break
+            if self._submitter.retries.waiting(job.id, now):
                 continue
-            if self.paths.result_file(job_id).exists() and self._record_result(job_id):
+            if self.paths.result_file(job.id).exists() and self._record_result(job.id):
                 continue  # it ran before a crash of the daemon that had just submitted it
             if not self.driver.has_room():
-                return  # the driver's own slots are full: the job waits for a later wake
-            self._submit(job_id)
-            running = self.store.counts()["running"]
+                break  # the driver's own slots are full: the job waits for a later wake
+            batch.append(job.id)
+            if len(batch) >= self.driver.max_batch:  # (1: one at a time, has_room asked before each)
+                self._submit(*batch)
+                running, batch = self.store.counts()["running"], []
+        self._submit(*batch)  # together: a batch driver's one job array
 
-    def _submit(self, job_id: int) -> None:
-        rejected = self._submitter.submit(job_id)
-        if rejected is not None:
-            self._fail(job_id, "submit_rejected", rejected.reason)
-            self._submitter.retries.check_rejects(rejected.error)
+    def _submit(self, *job_ids: int) -> None:
+        rejected = self._submitter.submit(job_ids)
+        for job_id, refused in rejected:
+            self._fail(job_id, "submit_rejected", refused.reason)
+        self._submitter.check_rejects(rejected)  # after every refused job is recorded
 
     # -- results -----------------------------------------------------------------------------
 

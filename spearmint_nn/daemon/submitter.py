@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+from typing import Sequence
 
 from ..drivers.base import Driver, JobSpec, SubmitError
 from ..errors import DaemonError
@@ -105,14 +106,17 @@ class Rejected:
 
 
 class Submitter:
-    """Hands pending jobs to the driver, one at a time.
+    """Hands pending jobs to the driver: several at once (one ``submit_many`` call, a job array
+    for a batch driver) when the driver takes them so.
 
-    The intent goes to disk first: the job moves to running without a scheduler id before the
-    driver is asked, and the id is added after, so a daemon killed in between finds the job
-    half submitted and :meth:`resume` settles it. A transient failure puts the job back to
-    pending for a later retry; as such a failure may have reached the scheduler all the same
-    (``sbatch`` timed out after the controller queued the job), the driver is asked for a job
-    of that name in the experiment's folder before the job is submitted again.
+    The intent goes to disk first: the jobs move to running without a scheduler id before the
+    driver is asked, and each id is added after, so a daemon killed in between finds them half
+    submitted and :meth:`resume` settles each (a task of an array too: its claim names the
+    array and the task, and the driver finds a task that has not started by the array's name).
+    A transient failure puts the jobs back to pending for a later retry; as such a failure may
+    have reached the scheduler all the same (``sbatch`` timed out after the controller queued
+    the job), the driver is asked for a job of that name in the experiment's folder before the
+    job is submitted again.
     """
 
     def __init__(self, config: ExperimentConfig, driver: Driver, store: Store, reporter: Reporter):
@@ -123,28 +127,50 @@ class Submitter:
     def spec(self, job_id: int) -> JobSpec:
         return job_spec(self.config, self.driver, job_id, self.store.get(job_id).fields.get("attempt", 1))
 
-    def submit(self, job_id: int) -> Rejected | None:
-        """Submit a pending job; what to fail it for when the driver refused it for good."""
-        self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None, submitting=time.time())
-        spec = self.spec(job_id)
-        found = self.driver.find_submitted(spec) if self.retries.failed_before(job_id) else None
-        if found is not None:
+    def submit(self, job_ids: Sequence[int]) -> list[tuple[int, Rejected]]:
+        """Submit pending jobs together; the jobs the driver refused for good, with what to fail
+        each for (a job array refused is each of its jobs refused)."""
+        for job_id in job_ids:
+            self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None, submitting=time.time())
+        answers: dict[int, str | SubmitError] = {}
+        specs = []
+        for job_id in job_ids:
+            spec = self.spec(job_id)
+            found = self.driver.find_submitted(spec) if self.retries.failed_before(job_id) else None
+            if found is None:
+                specs.append(spec)
+                continue
+            answers[job_id] = found
             self.reporter.event("adopted", f"job {job_id}: its failed submission reached the scheduler after all, "
                                 f"as {found}", job=job_id)
-        try:
-            scheduler_id = found or self.driver.submit(spec)
-        except SubmitError as exc:
-            after = self.retries.failed(job_id, exc)
-            if after.retry_in is None:
-                return Rejected(after.reason, exc)
-            self.store.move(job_id, JobState.PENDING)
-            self.reporter.event("warning", f"job {job_id}: submission failed ({exc}); retrying in {after.retry_in:g} s")
-            return None
-        self.retries.succeeded(job_id)
-        self.submitted_here.add(job_id)
-        self.store.update(job_id, scheduler_id=scheduler_id, submitted=time.time())
-        self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {scheduler_id}", job=job_id)
-        return None
+        if specs:
+            answers.update(zip((spec.job_id for spec in specs), self.driver.submit_many(specs)))
+        if len(specs) > 1:
+            self.reporter.event("submitted", f"jobs {', '.join(str(spec.job_id) for spec in specs)} in one "
+                                f"submission to the {self.driver.name} driver (a job array)")
+        rejected = []
+        for job_id in job_ids:
+            answer = answers[job_id]
+            if isinstance(answer, SubmitError):
+                after = self.retries.failed(job_id, answer)
+                if after.retry_in is None:
+                    rejected.append((job_id, Rejected(after.reason, answer)))
+                    continue
+                self.store.move(job_id, JobState.PENDING)
+                self.reporter.event("warning", f"job {job_id}: submission failed ({answer}); "
+                                    f"retrying in {after.retry_in:g} s")
+                continue
+            self.retries.succeeded(job_id)
+            self.submitted_here.add(job_id)
+            self.store.update(job_id, scheduler_id=answer, submitted=time.time())
+            self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {answer}", job=job_id)
+        return rejected
+
+    def check_rejects(self, rejected: Sequence[tuple[int, Rejected]]) -> None:
+        """Stop the daemon (:class:`DaemonError`) once the driver has rejected too many jobs in a
+        row; called after the jobs :meth:`submit` returned are recorded as failed."""
+        if rejected:
+            self.retries.check_rejects(rejected[-1][1].error)
 
     def resume(self, job_id: int) -> bool:
         """A job the previous daemon was submitting when it died: the driver may or may not have

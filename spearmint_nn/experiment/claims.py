@@ -44,8 +44,9 @@ from .layout import ExperimentPaths
 from ..files import create_json_once, read_json
 
 # Environment variables through which schedulers tell a job its own id (SLURM_JOB_ID, JOB_ID
-# of Grid Engine, PBS_JOBID, LSB_JOBID, FLUX_JOB_ID, ...).
-SCHEDULER_ID_VARIABLE = re.compile(r"JOB_?ID$")
+# of Grid Engine, PBS_JOBID, LSB_JOBID, FLUX_JOB_ID, ...), and a job array's task its index
+# (SLURM_ARRAY_TASK_ID, SGE_TASK_ID: Grid Engine's JOB_ID is the whole array's).
+SCHEDULER_ID_VARIABLE = re.compile(r"(JOB_?ID|TASK_ID)$")
 # How schedulers tell a job that it runs again: SLURM counts the restarts (unset in the first
 # run), Grid Engine says only whether (0 or 1).
 SLURM_RESTARTS = "SLURM_RESTART_COUNT"

@@ -14,10 +14,13 @@
             next_id                      the next job id to hand out (ids are never reused)
             inputs/000042.json           params of job 42, written once before submission
             jobs/pending/000042.json     proposed, not yet accepted by a scheduler
-            jobs/running/000042.json     submitted; holds the scheduler's id
+            jobs/running/000042.json     submitted; holds the scheduler's id (a job array's task:
+                                         12345_3 on SLURM, 12345.3 on Grid Engine)
             jobs/complete/000042.json    params, values, duration, host, timestamps
             jobs/failed/000042.json      params, reason, tail of stderr
             output/000042.out|.err       the job's own stdout and stderr
+            output/array-000040-2.out|.err  links to a job's own files, named by an array's task
+                                         (array-000040, task 2), which the scheduler opens
             results/000042.json          written by the job itself (the runner); the daemon lists
                                          this folder at every poll for results that a shared
                                          filesystem shows late (spearmint_nn.daemon.late_results)
@@ -37,6 +40,10 @@
             attempts/000042-1.warned     created by attempt 1's runner when that warning came
                                          ($SPEARMINT_WARNING_FILE; spearmint_nn.job.should_checkpoint)
             scripts/000042.sh            job scripts of batch drivers, kept for the user to read
+                                         (a link to scripts/array-<first id>.sh when the job
+                                         was last submitted in a job array)
+            scripts/array-000040.sh|.json  a job array's script (a case from the task's index
+                                         to its job) and table {name, task_first, jobs}
             requests/cancel-*.json       requests of ``spearmint-nn cancel`` to a running daemon
             model/                       surrogate weights for warm starts (torch, weights_only)
             model/objective/related.json what each related experiment gives the model:

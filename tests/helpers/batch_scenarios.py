@@ -354,9 +354,92 @@ def found_by_name_and_folder(tmp_path: Path, cluster: Cluster) -> None:
     assert driver.find_submitted(spec(tmp_path / "b")) is None
     wait_for(lambda: driver.poll([sid])[sid].state.finished, 120, "the job to end")
     assert driver.find_submitted(spec(tmp_path / "a")) is None
+def _arrays(experiment: Path) -> dict[str, list[int]]:
+    """The job arrays the daemon submitted: the base name of each array's files -> its jobs in task order."""
+    return {path.stem: json.loads(path.read_text())["jobs"]
+            for path in (experiment / ".spearmint" / "scripts").glob("array-*.json")}
+
+
+def _assert_tasks(experiment: Path, cluster: Cluster, arrays: Mapping[str, list[int]]) -> None:
+    """Each job of an array is recorded as its task (12345_3, 12345.3): one array id per array."""
+    driver = driver_class(cluster.driver)({}, experiment / ".spearmint")
+    jobs = {i: job for i, (_, job) in all_jobs(experiment).items()}
+    for base, members in arrays.items():
+        sids = [jobs[job_id]["scheduler_id"] for job_id in members]
+        array_id = sids[0].partition(driver.task_separator)[0]
+        assert sids == [driver.task_id(array_id, driver.task_first + i) for i in range(len(members))], (base, sids)
+
+
+def twelve_jobs_four_at_a_time_as_arrays(tmp_path: Path, cluster: Cluster) -> None:
+    """Jobs of equal length, 4 at a time: the jobs the daemon submits in one wake go as one job
+    array, the first four at once; each job runs once as its task, the array's output reaches
+    each job's own files, and there are fewer submissions than jobs."""
+    exp = make_experiment(tmp_path / "exp", cluster, sleep=3, budget=12, concurrent=4)
+    console = run_to_end(exp, 900)
+    assert_each_job_ran_once(exp, 12)
+    arrays = _arrays(exp)
+    scripts = exp / ".spearmint" / "scripts"
+    singles = [path for path in scripts.glob("0*.sh") if not path.is_symlink()]
+    assert arrays["array-000001"] == [1, 2, 3, 4]
+    assert len(arrays) + len(singles) < 12, (arrays, singles)  # one sbatch/qsub per array
+    assert console.count("in one submission to the") == len(arrays)
+    _assert_tasks(exp, cluster, arrays)
+    complete = by_state(exp, "complete")
+    events = sorted([(j["started"], 1) for j in complete.values()] + [(j["ended"], -1) for j in complete.values()])
+    in_flight = peak = 0
+    for _, step in events:
+        in_flight += step
+        peak = max(peak, in_flight)
+    assert peak <= 4  # max-concurrent holds with arrays
+    for job_id in arrays["array-000001"]:
+        assert "setup-line-ran" in (exp / ".spearmint" / "output" / f"{job_id:06d}.out").read_text()
+
+
+def a_cancelled_task_leaves_its_siblings_running(tmp_path: Path, cluster: Cluster) -> None:
+    exp = make_experiment(tmp_path / "exp", cluster, sleep=600, budget=4, concurrent=2)
+    daemon = start_daemon(exp, "--cancel-on-exit")
+    driver = driver_class(cluster.driver)({}, exp / ".spearmint")
+    try:
+        jobs = wait_for(lambda: len(s := submitted(exp)) == 2 and s, 120, "jobs 1 and 2 to be submitted")
+        assert _arrays(exp) == {"array-000001": [1, 2]}
+        wait_for(lambda: {1, 2} <= set(runs(exp)), 180, "both tasks' wrappers to start")
+        cluster.cancel(jobs[2]["scheduler_id"])  # the task alone, from outside
+        job = wait_for(lambda: by_state(exp, "failed").get(2), 120, "the daemon to record the cancellation")
+        assert job["failure"] == "cancelled", job
+        sibling = jobs[1]["scheduler_id"]
+        assert driver.poll([sibling])[sibling].state.value == "running"
+        assert 1 in by_state(exp, "running")
+    finally:
+        stop_daemon(daemon)
+    assert daemon.returncode == 0
+    assert runs(exp).count(1) == 1  # never started again
+
+
+def killed_between_an_array_and_its_ids(tmp_path: Path, cluster: Cluster) -> None:
+    """The daemon killed right after the scheduler took a job array, before it wrote the tasks'
+    ids: the next daemon adopts each task, by the task's claim (SLURM_ARRAY_JOB_ID and
+    SLURM_ARRAY_TASK_ID, JOB_ID and SGE_TASK_ID) or, not started yet, by the array's name and
+    the task's index; nothing is submitted again or run twice."""
+    exp = make_experiment(tmp_path / "exp", cluster, sleep=8, budget=4, concurrent=4)
+    killer = subprocess.run([sys.executable, str(Path(__file__).parent / "fake_scheduler.py"), "kill-after-array",
+                             str(exp)], capture_output=True, text=True, timeout=300)
+    assert killer.returncode == -signal.SIGKILL, killer.stderr[-2000:]
+    left = sorted(i for i, job in by_state(exp, "running").items() if job["scheduler_id"] is None)
+    assert [left] == list(_arrays(exp).values()) and len(left) >= 2  # the array's jobs, half submitted
+    run_to_end(exp, 600)
+    assert_each_job_ran_once(exp, 4)
+    _assert_tasks(exp, cluster, _arrays(exp))
+    log = (exp / ".spearmint" / "daemon.log").read_text()
+    assert "submitting it again" not in log
+    # the one array is the killed daemon's (killed before it could log it): none submitted since
+    assert len(_arrays(exp)) == 1 and "in one submission to the" not in log
+    for job_id in left:
+        assert f"adopted   job {job_id} running as {cluster.driver} " in log
 
 
 # what a test module parametrises its one test over, each named after its function
 SCENARIOS = [pytest.param(scenario, id=scenario.__name__) for scenario in (
     twelve_jobs_three_at_a_time, failing_wrapper, killed_by_time_limit, cancelled_from_outside,
-    daemon_killed_and_restarted, controller_restarted, requeued_while_running, requeued_while_the_daemon_is_down)]
+    daemon_killed_and_restarted, controller_restarted, requeued_while_running, requeued_while_the_daemon_is_down,
+    twelve_jobs_four_at_a_time_as_arrays, a_cancelled_task_leaves_its_siblings_running,
+    killed_between_an_array_and_its_ids)]

@@ -11,8 +11,10 @@ the real runner, and the faults sit exactly where a real scheduler shows them.
   and off through files in their state folder (so a test can change them while a daemon runs).
 * :func:`run_daemon` - the real :class:`~spearmint_nn.daemon.loop.Daemon` in the test process, so a
   test can hand it one of these drivers and shorten its retry delays.
-* ``python fake_scheduler.py kill-in-submit|kill-at-write ...`` - a daemon process that SIGKILLs
-  itself at an exact moment: inside a submission, or halfway through writing a state file.
+* ``python fake_scheduler.py kill-in-submit|kill-at-write|kill-after-array ...`` - a daemon process
+  that SIGKILLs itself at an exact moment: inside a submission, halfway through writing a state
+  file, or right after the config's real batch driver submitted a job array (before the daemon
+  recorded the tasks' ids).
 """
 from __future__ import annotations
 
@@ -138,7 +140,7 @@ def run_daemon_keeping(folder: Path, driver: Any = None, timeout_s: float = 120.
 
 # One Python program behind all four commands (argv[0] says which). State lives in
 # $FAKE_SLURM_DIR: next_id, job/<id>.pid, job/<id>.exit, sbatch_calls.jsonl (every sbatch argv),
-# and the fault switches:
+# and the fault switches (a job array's task N is the job <id>_N, started at once):
 #   sbatch_failures  N: the next N sbatch calls fail with a transient message
 #   sbatch_lost_answers  N: the next N sbatch calls queue the job, then fail as sbatch_failures do
 #                    (the controller took the job; its answer timed out on the way back)
@@ -200,15 +202,23 @@ if command == "sbatch":
     job_id = int(id_file.read_text()) if id_file.exists() else 100
     id_file.write_text(str(job_id + 1))
     script = args[-1]
-    out, err = option("--output").replace("%%", "%"), option("--error").replace("%%", "%")
-    exit_file = jobs / f"{job_id}.exit"
-    env = {**os.environ, "SLURM_JOB_ID": str(job_id)}
-    with open(out, "ab") as o, open(err, "ab") as e:
-        proc = subprocess.Popen(["bash", "-c", 'bash "$1"; echo $? > "$2"', "job", script, str(exit_file)],
-                                cwd=option("--chdir"), stdout=o, stderr=e, stdin=subprocess.DEVNULL,
-                                env=env, start_new_session=True)
-    (jobs / f"{job_id}.pid").write_text(str(proc.pid))
-    (jobs / f"{job_id}.name").write_text(f"{option('--job-name')}|{option('--chdir')}")
+    array = next((a.split("=", 1)[1] for a in args if a.startswith("--array=")), None)  # "0-N%K"
+    tasks = range(int(array.split("%")[0].split("-")[1]) + 1) if array else [None]
+
+    def output_path(flag, task):  # sbatch's %% is a literal %, %a the task's index
+        return "%".join(part.replace("%a", str(task)) for part in option(flag).split("%%"))
+    for task in tasks:
+        sid = str(job_id) if task is None else f"{job_id}_{task}"
+        exit_file = jobs / f"{sid}.exit"
+        env = {**os.environ, "SLURM_JOB_ID": sid}
+        if task is not None:
+            env.update(SLURM_ARRAY_JOB_ID=str(job_id), SLURM_ARRAY_TASK_ID=str(task))
+        with open(output_path("--output", task), "ab") as o, open(output_path("--error", task), "ab") as e:
+            proc = subprocess.Popen(["bash", "-c", 'bash "$1"; echo $? > "$2"', "job", script, str(exit_file)],
+                                    cwd=option("--chdir"), stdout=o, stderr=e, stdin=subprocess.DEVNULL,
+                                    env=env, start_new_session=True)
+        (jobs / f"{sid}.pid").write_text(str(proc.pid))
+        (jobs / f"{sid}.name").write_text(f"{option('--job-name')}|{option('--chdir')}")
     lost = int(switch("sbatch_lost_answers", "0"))
     if lost:
         (state / "sbatch_lost_answers").write_text(str(lost - 1))
@@ -226,7 +236,7 @@ elif command in ("squeue", "sacct"):
         print("slurm_load_jobs error: Unable to contact slurm controller (connect failure)", file=sys.stderr)
         sys.exit(1)
     if command == "squeue" and "--name" in args:  # queued or running jobs of that name: "id|workdir"
-        for path in sorted(jobs.glob("*.name"), key=lambda p: int(p.stem)):
+        for path in sorted(jobs.glob("*.name"), key=lambda p: [int(n) for n in p.stem.split("_")]):
             name, workdir = path.read_text().split("|", 1)
             if name == option("--name") and state_of(path.stem)[0] in ("PENDING", "RUNNING"):
                 print(f"{path.stem}|{workdir}")
@@ -309,13 +319,34 @@ def _kill_at_write(n: int) -> None:
     files.atomic_write_bytes = half_then_die
 
 
+def _killed_after_array(folder: Path) -> Any:
+    """The config's own driver (a real scheduler's), SIGKILLing its daemon as soon as it has
+    submitted a job array: the scheduler has the tasks, the job files have no ids."""
+    from spearmint_nn.daemon.driving import make_driver
+
+    driver = make_driver(load_config(folder))
+    submit_many = driver.submit_many
+
+    def submit_then_die(specs: Sequence[JobSpec]) -> list:
+        answers = submit_many(specs)
+        if len(specs) > 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return answers
+
+    driver.submit_many = submit_then_die
+    return driver
+
+
 def main(argv: Sequence[str]) -> int:
-    """``python fake_scheduler.py kill-in-submit DIR JOB WHEN`` or ``... kill-at-write DIR N``:
-    run the daemon on DIR until it kills itself there (exit code -9 seen by the parent)."""
+    """``python fake_scheduler.py kill-in-submit DIR JOB WHEN``, ``... kill-at-write DIR N`` or
+    ``... kill-after-array DIR``: run the daemon on DIR until it kills itself there (exit code
+    -9 seen by the parent)."""
     mode, folder = argv[0], Path(argv[1])
     if mode == "kill-at-write":
         _kill_at_write(int(argv[2]))
         return run_daemon(folder, timeout_s=300)[0]
+    if mode == "kill-after-array":
+        return run_daemon(folder, _killed_after_array(folder), timeout_s=300)[0]
     config = load_config(folder)
     driver = KilledInSubmit({}, config.paths.state, int(argv[2]), argv[3])
     return run_daemon(folder, driver, timeout_s=300)[0]

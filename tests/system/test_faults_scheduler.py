@@ -228,16 +228,19 @@ def test_a_preempted_job_is_submitted_again_as_its_next_attempt_up_to_max_attemp
 def test_a_submission_whose_answer_was_lost_is_adopted_not_submitted_again(tmp_path, fake_slurm):
     """sbatch queued the job but its answer timed out: before trying again the daemon asks
     squeue for a job of that name in the experiment's folder and follows it, so no copy of the
-    job runs untracked (one sbatch call per job, whatever the lost answers)."""
+    job runs untracked (one sbatch call per submission, whatever the lost answers). Jobs 1 and 2
+    went as one job array: each is found as its task, by the array's name and the task's index."""
     folder = _experiment(tmp_path, body="time.sleep(0.5)", driver={"name": "slurm", "result-grace": 2},
                          **{"max-finished-jobs": 3})
-    (fake_slurm / "sbatch_lost_answers").write_text("2")  # jobs 1 and 2 reach the queue; their answers do not
+    (fake_slurm / "sbatch_lost_answers").write_text("2")  # the array of jobs 1, 2 and then job 3 reach the queue
     code, log = run_daemon(folder, timeout_s=120)
     assert code == 0, log
     jobs = _jobs(folder)
     assert [j["state"] for j in jobs.values()] == ["complete"] * 3
     calls = [json.loads(line) for line in (fake_slurm / "sbatch_calls.jsonl").read_text().splitlines()]
-    assert len(calls) == 3  # one per job
-    assert {jobs[1]["scheduler_id"], jobs[2]["scheduler_id"]} == {"100", "101"}
-    assert "job 1: its failed submission reached the scheduler after all, as 100" in log
+    assert [call[call.index("--job-name") + 1] for call in calls] == ["exp-1-array", "exp-3"]
+    assert "--array=0-1%2" in calls[0]
+    assert [jobs[i]["scheduler_id"] for i in (1, 2, 3)] == ["100_0", "100_1", "101"]
+    assert "job 1: its failed submission reached the scheduler after all, as 100_0" in log
+    assert "job 2: its failed submission reached the scheduler after all, as 100_1" in log
     assert_folder_ok(folder, folder / "runs.txt")

@@ -138,3 +138,58 @@ echo "error: job id $2 not found" >&2; exit 1\n""")
 
 def test_a_claim_gives_back_the_grid_engine_job_id(tmp_path):
     assert SgeDriver({}, tmp_path).adopt_claim({"scheduler_ids": {"JOB_ID": "44", "SLURM_JOB_ID": "9"}}) == "44"
+
+
+# ---- job arrays ----------------------------------------------------------------------------------
+# qstat_array.xml: array 316 of 4 tasks, one at a time (-tc 1), task 1 running, task 3 deleted
+# while it waited (qdel 316.3), 2 and 4 waiting ("2,4"); qacct_array.txt: its tasks 1 and 2 done.
+
+def test_qstat_names_each_task_of_an_array_number_dot_index():
+    from spearmint_nn.drivers.sge import task_numbers
+    states = parse_qstat_xml(read_fixture("qstat_array.xml"))
+    assert states == {"316": "rqw", "316.1": "r", "316.2": "qw", "316.4": "qw"}
+    assert task_numbers("4-6:1") == [4, 5, 6] and task_numbers("2,4-8:2") == [2, 4, 6, 8] and task_numbers("") == []
+    records = parse_qacct(read_fixture("qacct_array.txt"))
+    assert sorted(records) == ["316.1", "316.2"] and qacct_status(records["316.2"]).state is S.COMPLETED
+
+
+def test_array_argv_ids_and_claims(tmp_path):
+    driver = SgeDriver({}, tmp_path)
+    assert driver.array_argv(12, 4) == ["-t", "1-12", "-tc", "4"]
+    assert driver.task_id("316", 3) == "316.3" and driver.found_task("316", 3) == "316.3"
+    claim = {"scheduler_ids": {"JOB_ID": "316", "SGE_TASK_ID": "3"}}
+    assert driver.adopt_claim(claim) == "316.3"
+    assert driver.adopt_claim({"scheduler_ids": {"JOB_ID": "44", "SGE_TASK_ID": "undefined"}}) == "44"  # no array
+    with pytest.raises(SubmitError):
+        driver.path_word(tmp_path / "a$b")
+
+
+def test_poll_of_array_tasks_is_one_qstat_and_one_qacct_per_array(tmp_path, monkeypatch):
+    bin_dir = fake_bin(tmp_path, monkeypatch)
+    log = tmp_path / "calls"
+    fake_client(bin_dir, "qstat", f'echo "qstat $*" >> {log}\ncat {FIXTURES}/qstat_array.xml\n')
+    fake_client(bin_dir, "qacct", f'echo "qacct $*" >> {log}\ncat {FIXTURES}/qacct_array.txt\n')
+    got = SgeDriver({}, tmp_path).poll(["316.1", "316.2", "316.3", "316.4", "316.5"])
+    assert log.read_text().splitlines() == ["qstat -xml", "qacct -j 316"]  # for 316.3 and 316.5 together
+    assert {k: v.state for k, v in got.items()} == {
+        "316.1": S.RUNNING, "316.2": S.QUEUED, "316.4": S.QUEUED, "316.3": S.UNKNOWN, "316.5": S.UNKNOWN}
+    fake_client(bin_dir, "qstat", f'cat {FIXTURES}/qstat_empty.xml\n')  # the array has left the queue
+    assert SgeDriver({}, tmp_path).poll(["316.2"])["316.2"].state is S.COMPLETED
+
+
+def test_jobs_submitted_together_are_one_qsub(tmp_path, monkeypatch):
+    bin_dir = fake_bin(tmp_path, monkeypatch)
+    calls = tmp_path / "calls"
+    fake_client(bin_dir, "qsub", f'printf "%s\\n" "$@" > {calls}\necho 316.1-3:1\n')
+    state = tmp_path / ".spearmint"
+    specs = [spec_for(tmp_path, job_id=i, stdout=state / "output" / f"{i:06d}.out",
+                      stderr=state / "output" / f"{i:06d}.err", script_path=state / "scripts" / f"{i:06d}.sh",
+                      name=f"e-{i}") for i in (4, 5, 6)]
+    driver = SgeDriver({}, state)
+    driver.max_concurrent = 8
+    assert driver.submit_many(specs) == ["316.1", "316.2", "316.3"]
+    argv = calls.read_text().splitlines()
+    assert " ".join(argv).count("-t 1-3 -tc 3") == 1 and argv[argv.index("-N") + 1] == "e-4-array"
+    assert argv[argv.index("-o") + 1] == str(state / "output" / "array-000004-$TASK_ID.out")
+    assert (state / "output" / "array-000004-1.out").resolve() == specs[0].stdout  # tasks count from 1
+    assert 'case "${SGE_TASK_ID:-}" in' in specs[2].script_path.read_text()

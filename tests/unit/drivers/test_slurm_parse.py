@@ -257,3 +257,94 @@ def test_a_claim_gives_back_the_slurm_job_id(tmp_path):
     driver = SlurmDriver({}, tmp_path)
     assert driver.adopt_claim({"scheduler_ids": {"SLURM_JOB_ID": "812", "JOB_ID": "3"}}) == "812"
     assert driver.adopt_claim({"scheduler_ids": {}}) is None
+
+
+# ---- job arrays ----------------------------------------------------------------------------------
+# squeue_array.txt / sacct_array.txt: array 366 of 4 tasks, one at a time (%1), task 1 exit 3,
+# captured while task 2 ran and task 3 waited (squeue -r, JobArrayID).
+
+def test_array_tasks_are_named_array_underscore_index_by_squeue_and_sacct():
+    got = parse_squeue(read_fixture("squeue_array.txt"))
+    assert {k: v.state for k, v in got.items()} == {
+        "366_0": S.COMPLETED, "366_1": S.FAILED, "366_2": S.RUNNING, "366_3": S.QUEUED}
+    assert got["366_1"].exit_code == 3 and "JobArrayTaskLimit" in got["366_3"].reason
+    done = parse_sacct(read_fixture("sacct_array.txt"))
+    assert {k: (v.state, v.exit_code) for k, v in done.items()} == {"366_0": (S.COMPLETED, 0), "366_1": (S.FAILED, 3)}
+
+
+def test_array_argv_ids_and_claims(tmp_path):
+    driver = SlurmDriver({}, tmp_path)
+    assert driver.array_argv(12, 4) == ["--array=0-11%4"]
+    assert driver.task_id("366", 3) == "366_3"
+    assert driver.parse_submit(CommandResult(("sbatch",), 0, "366\n", "")) == "366"  # an array's id
+    # squeue -r lists each task on a line of its own: the task asked for, or no other
+    assert driver.found_task("366_3", 3) == "366_3" and driver.found_task("366_2", 3) is None
+    # a task's claim names the array and the index (its SLURM_JOB_ID is the task's own number)
+    claim = {"scheduler_ids": {"SLURM_JOB_ID": "370", "SLURM_ARRAY_JOB_ID": "366", "SLURM_ARRAY_TASK_ID": "3"}}
+    assert driver.adopt_claim(claim) == "366_3"
+    assert driver.adopt_claim({"scheduler_ids": {"SLURM_JOB_ID": "370"}}) == "370"
+    assert driver.path_word(Path("/a%b/x.out")) == "/a%%b/x.out"
+
+
+def test_array_size_option():
+    assert SlurmDriver({"array-size": 1}, Path("/tmp")).max_batch == 1
+    assert SlurmDriver({}, Path("/tmp")).max_batch == 1000
+    with pytest.raises(ConfigError) as err:
+        SlurmDriver.validate_options({"array-size": 0})
+    assert err.value.path == "driver.array-size"
+
+
+def test_jobs_submitted_together_are_one_sbatch_whose_script_runs_each_tasks_job(tmp_path, fake_path):
+    calls = tmp_path / "calls"
+    fake_client(fake_path, "sbatch", f'printf "%s\\n" "$@" > {calls}\necho 366\n')
+    state = tmp_path / "exp" / ".spearmint"
+    specs = [spec_for(tmp_path, job_id=i, command=["echo", f"job {i}", "it's"], workdir=tmp_path,
+                      stdout=state / "output" / f"{i:06d}.out", stderr=state / "output" / f"{i:06d}.err",
+                      script_path=state / "scripts" / f"{i:06d}.sh", name=f"e-{i}") for i in (5, 6, 8)]
+    driver = SlurmDriver({"name-prefix": "p-", "setup": ["echo setup"]}, state)
+    driver.max_concurrent = 2
+    assert driver.submit_many(specs) == ["366_0", "366_1", "366_2"]
+    argv = calls.read_text().splitlines()
+    assert "--array=0-2%2" in argv and argv[argv.index("--job-name") + 1] == "p-e-5-array"
+    assert argv[argv.index("--output") + 1] == str(state / "output" / "array-000005-%a.out")
+    assert argv[-1] == str(state / "scripts" / "array-000005.sh")
+    # each job's script is a link to the array's, each task's output a link to its job's
+    assert all(spec.script_path.resolve() == state / "scripts" / "array-000005.sh" for spec in specs)
+    assert (state / "output" / "array-000005-2.err").resolve() == state / "output" / "000008.err"
+    for task, job in ((0, 5), (2, 8)):
+        done = subprocess.run(["bash", str(specs[0].script_path)], env={"SLURM_ARRAY_TASK_ID": str(task), "PATH": "/usr/bin:/bin"},
+                              capture_output=True, text=True, timeout=30)
+        assert done.stdout == f"setup\njob {job} it's\n"
+    stray = subprocess.run(["bash", str(specs[0].script_path)], env={"SLURM_ARRAY_TASK_ID": "7", "PATH": "/usr/bin:/bin"},
+                           capture_output=True, text=True, timeout=30)
+    assert stray.returncode == 1 and "no job for array task 7" in stray.stderr
+    # a second array from the same first job (its first submission failed) gets files of its own
+    assert driver.submit_many(specs[:2]) == ["366_0", "366_1"]
+    assert specs[0].script_path.resolve() == state / "scripts" / "array-000005.2.sh"
+    assert (state / "scripts" / "array-000005.sh").exists()
+
+
+def test_a_job_last_submitted_in_an_array_is_found_as_its_task(tmp_path, fake_path):
+    log = tmp_path / "calls"
+    fake_client(fake_path, "sbatch", "echo 366\n")
+    state = tmp_path / ".spearmint"
+    specs = [spec_for(tmp_path, job_id=i, stdout=state / "output" / f"{i}.out", stderr=state / "output" / f"{i}.err",
+                      script_path=state / "scripts" / f"{i:06d}.sh", name=f"e-{i}") for i in (1, 2)]
+    driver = SlurmDriver({}, state)
+    driver.submit_many(specs)
+    fake_client(fake_path, "squeue", f'echo "squeue $*" >> {log}\n'
+                f'printf "366_0|/elsewhere\\n366_0|{tmp_path}/exp\\n366_1|{tmp_path}/exp\\n"\n')
+    assert [driver.find_submitted(spec) for spec in specs] == ["366_0", "366_1"]
+    assert log.read_text().splitlines()[0] == "squeue -h -r --name e-1-array -o %i|%Z"
+    fake_client(fake_path, "squeue", f'printf "366_1|{tmp_path}/exp\\n"\n')  # task 0 ended
+    assert [driver.find_submitted(spec) for spec in specs] == [None, "366_1"]
+
+
+def test_a_failed_array_submission_is_each_of_its_jobs_failure(tmp_path, fake_path):
+    fake_client(fake_path, "sbatch", 'echo "sbatch: error: Batch job submission failed: Socket timed out on '
+                                     'send/recv operation" >&2; exit 1\n')
+    state = tmp_path / ".spearmint"
+    specs = [spec_for(tmp_path, job_id=i, script_path=state / "scripts" / f"{i}.sh") for i in (1, 2, 3)]
+    answers = SlurmDriver({}, state).submit_many(specs)
+    assert len(answers) == 3 and all(isinstance(a, SubmitError) and a.transient for a in answers)
+    assert SlurmDriver({"array-size": 1}, state).max_batch == 1  # sites without arrays: one sbatch per job
