@@ -11,7 +11,8 @@ Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Prop
 one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and ``daemon.log``);
 the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`; jobs are
 handed to the driver, and failed submissions retried, by
-:class:`~spearmint_nn.daemon.submitter.Submitter`; interrupted jobs are submitted again as
+:class:`~spearmint_nn.daemon.submitter.Submitter`, as many as the site's limits let in
+(:class:`~spearmint_nn.daemon.site_limits.SiteLimits`); interrupted jobs are submitted again as
 their next attempt (:mod:`spearmint_nn.daemon.reattempts`); result files
 are read as :class:`~spearmint_nn.experiment.results.JobResult`; failures that repeat are
 counted by :class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures before any
@@ -43,7 +44,8 @@ from ..experiment.store import Store
 from .driving import cancel_jobs, cancel_requested_jobs, make_driver
 from .before_success import FailuresBeforeSuccess
 from .stopping import StopSignals
-from .submitter import Submitter
+from .site_limits import SiteLimits
+from .submitter import Rejected, Submitter
 from .summaries import SummaryWriter
 from . import reattempts
 from .late_results import LateResults
@@ -122,6 +124,7 @@ class Daemon:
         lock = acquire_lock(self.paths, "run")
         self.reporter = Reporter(self.paths.log, self._stream)
         self._submitter = Submitter(self.config, self.driver, self.store, self.reporter)
+        self._site_limits = SiteLimits(self.paths, self.reporter, self.driver.name)
         if warning is not None:
             self.reporter.event("warning", warning)
         if self._on_start is not None:
@@ -253,7 +256,8 @@ class Daemon:
             if self._stop.stopping:
                 return self._shutdown(self._stop.why(), exit_code=self._stop.exit_code())
             if self._failing_the_same_way is not None:
-                return self._shutdown(self._same_failure_message(self._failing_the_same_way), exit_code=1)
+                return self._shutdown(self._before_success.stop_message(self._failing_the_same_way, self.config),
+                                      exit_code=1)
             if self.config.max_finished_jobs is not None and self._finished() >= self.config.max_finished_jobs:
                 self._take_model_best(self._proposer.final_model_best(PROPOSER_JOIN_SECONDS))
                 return self._shutdown("budget reached")
@@ -280,19 +284,6 @@ class Daemon:
                     f"(run again to collect them)")
         self.reporter.event("stopped", f"{why}: {self._finished()} finished, {best_text}{left}")
         return exit_code
-
-    def _same_failure_message(self, group: FailureGroup) -> str:
-        """Why the daemon stops on a streak: the error, where, which output to read, what the
-        failed jobs cost and how to go on."""
-        where = f" at {group.location}" if group.location else ""
-        output = self.paths.stderr_file(group.last_job).relative_to(self.paths.experiment)
-        fix = (group.location or self.config.main_file.name) if group.wrapper_bug else "the cause"
-        return (f"{group.count} jobs in a row failed the same way ({group.kind}): {group.reason}{where} "
-                f"(jobs {group.first_job}..{group.last_job}); read {output} and its .out beside it. "
-                f"{self._before_success.cost(group)}. Fix {fix}, then `spearmint-nn run "
-                f"{self.paths.experiment}` again to go on"
-                + ("" if group.wrapper_bug else
-                   f" (stop-after-identical-failures: {self.config.stop_after_identical_failures})"))
 
     # -- config.json edited while running -----------------------------------------------------
 
@@ -354,7 +345,7 @@ class Daemon:
 
     def _free_slots(self) -> int:
         counts = self.store.counts()
-        slots = self.config.max_concurrent - counts["pending"] - counts["running"]
+        slots = self._site_limits.target(self.config.max_concurrent) - counts["pending"] - counts["running"]
         budget = self._budget_left()
         return slots if budget is None else min(slots, budget)
 
@@ -442,7 +433,7 @@ class Daemon:
         running = self.store.counts()["running"]
         now = time.monotonic()
         for job in self.store.jobs(JobState.PENDING):
-            if running >= self.config.max_concurrent or self._stop.stopping:
+            if running >= self._site_limits.target(self.config.max_concurrent) or self._stop.stopping:
                 return
             job_id = job.id
             if self._submitter.retries.waiting(job_id, now):
@@ -451,14 +442,17 @@ class Daemon:
                 continue  # it ran before a crash of the daemon that had just submitted it
             if not self.driver.has_room():
                 return  # the driver's own slots are full: the job waits for a later wake
-            self._submit(job_id)
+            if self._submit(job_id):
+                return  # the site takes no more now
             running = self.store.counts()["running"]
 
-    def _submit(self, job_id: int) -> None:
-        rejected = self._submitter.submit(job_id)
-        if rejected is not None:
-            self._fail(job_id, "submit_rejected", rejected.reason)
-            self._submitter.retries.check_rejects(rejected.error)
+    def _submit(self, job_id: int) -> bool:
+        """Submit a pending job; True when the site refused it for its limits (it is pending again)."""
+        outcome = self._submitter.submit(job_id)
+        if isinstance(outcome, Rejected):
+            self._fail(job_id, "submit_rejected", outcome.reason)
+            self._submitter.retries.check_rejects(outcome.error)
+        return self._site_limits.after_submit(job_id, outcome, self.store, self.config.max_concurrent)
 
     # -- results -----------------------------------------------------------------------------
 
@@ -509,6 +503,7 @@ class Daemon:
         except PollError as exc:
             self.reporter.event("warning", f"poll of the {self.driver.name} driver failed ({exc}); trying again later")
             return False
+        self._site_limits.polled(statuses.values())
         changed = False
         for sid, status in statuses.items():
             job_id = by_sid.get(sid)

@@ -6,7 +6,9 @@ A transient error (the scheduler's controller restarting, a full queue) puts the
 pending and tries again after 2, 4, 8 ... s, up to 10 min apart, about 17 minutes in all; after
 :data:`MAX_SUBMIT_ATTEMPTS` of them the job fails "submit_rejected". A permanent rejection fails
 the job at once, and :data:`MAX_SUBMIT_REJECTS` of them in a row stop the daemon, since the
-driver would reject every job the same way.
+driver would reject every job the same way. A refusal for a limit of the site (a per-user cap,
+:class:`~spearmint_nn.drivers.base.SiteLimitError`) is neither: the job goes back to pending
+and the daemon holds back (spearmint_nn.daemon.site_limits).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import dataclasses
 import re
 import time
 
-from ..drivers.base import Driver, JobSpec, SubmitError
+from ..drivers.base import Driver, JobSpec, SiteLimitError, SubmitError
 from ..errors import DaemonError
 from ..experiment.claims import read_claim
 from ..experiment.config import ExperimentConfig
@@ -104,6 +106,13 @@ class Rejected:
     error: SubmitError
 
 
+@dataclasses.dataclass(frozen=True)
+class SiteLimited:
+    """A submission the scheduler refused for a limit of the site: the job is pending again."""
+
+    message: str
+
+
 class Submitter:
     """Hands pending jobs to the driver, one at a time.
 
@@ -123,8 +132,9 @@ class Submitter:
     def spec(self, job_id: int) -> JobSpec:
         return job_spec(self.config, self.driver, job_id, self.store.get(job_id).fields.get("attempt", 1))
 
-    def submit(self, job_id: int) -> Rejected | None:
-        """Submit a pending job; what to fail it for when the driver refused it for good."""
+    def submit(self, job_id: int) -> Rejected | SiteLimited | None:
+        """Submit a pending job; what to fail it for when the driver refused it for good, or
+        the refusal for a limit of the site."""
         self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None, submitting=time.time())
         spec = self.spec(job_id)
         found = self.driver.find_submitted(spec) if self.retries.failed_before(job_id) else None
@@ -133,6 +143,9 @@ class Submitter:
                                 f"as {found}", job=job_id)
         try:
             scheduler_id = found or self.driver.submit(spec)
+        except SiteLimitError as exc:
+            self.store.move(job_id, JobState.PENDING)  # counted nowhere: it waits for the site
+            return SiteLimited(str(exc))
         except SubmitError as exc:
             after = self.retries.failed(job_id, exc)
             if after.retry_in is None:
