@@ -345,7 +345,8 @@ class Daemon:
 
     def _free_slots(self) -> int:
         counts = self.store.counts()
-        slots = self._site_limits.target(self.config.max_concurrent) - counts["pending"] - counts["running"]
+        running = counts["running"]
+        slots = self._site_limits.target(self.config.max_concurrent, running) - counts["pending"] - running
         budget = self._budget_left()
         return slots if budget is None else min(slots, budget)
 
@@ -433,7 +434,7 @@ class Daemon:
         running = self.store.counts()["running"]
         now = time.monotonic()
         for job in self.store.jobs(JobState.PENDING):
-            if running >= self._site_limits.target(self.config.max_concurrent) or self._stop.stopping:
+            if running >= self._site_limits.target(self.config.max_concurrent, running) or self._stop.stopping:
                 return
             job_id = job.id
             if self._submitter.retries.waiting(job_id, now):

@@ -7,8 +7,6 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-import pytest
-
 from helpers.experiments import quick_config, write_experiment
 from helpers.fake_scheduler import jobs_by_id, run_daemon
 from helpers.invariant_checks import assert_folder_ok, counting_wrapper
