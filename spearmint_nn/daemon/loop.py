@@ -498,6 +498,7 @@ class Daemon:
         by_sid = {job.scheduler_id: job.id for job in self.store.jobs(JobState.RUNNING)
                   if job.driver == self.driver.name and job.scheduler_id is not None}
         if not by_sid:
+            self._site_limits.polled(())  # none of its jobs waits in the queue any more
             return False
         try:
             statuses = self.driver.poll(list(by_sid))

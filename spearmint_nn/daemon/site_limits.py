@@ -110,7 +110,7 @@ class SiteLimits:
             self.held = Held(in_flight, self.held.since if self.held else time.time(), message)
         else:
             self._below_in_a_row += 1
-            if self._below_in_a_row >= LOWER_AFTER:  # refused again after the pauses: the site takes fewer now
+            if self._below_in_a_row >= LOWER_AFTER:  # still refused after the pauses: the site takes fewer
                 self.held = Held(in_flight, self.held.since, message)
         if first:
             self.reporter.event("limit", f"the {self.driver_name} scheduler refused job {job_id} for a limit of the "

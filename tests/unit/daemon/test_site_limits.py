@@ -106,7 +106,8 @@ def test_jobs_queued_for_a_limit_are_said_once_and_shown_while_they_wait(limits)
     limits.polled([running, for_resources])
     assert read_site_limit(limits.paths) is None
     limits.polled([running, waiting, waiting])
-    assert read_site_limit(limits.paths) == {"held": None, "queued": {"jobs": 2, "reason": "PENDING (AssocMaxJobsLimit)"}}
+    assert read_site_limit(limits.paths) == {"held": None,
+                                             "queued": {"jobs": 2, "reason": "PENDING (AssocMaxJobsLimit)"}}
     assert "2 job(s) wait in the queue for a limit of the site" in "\n".join(
         site_limit_lines(read_site_limit(limits.paths), 6))
     limits.polled([running])
