@@ -39,12 +39,23 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 # ---- SLURM -------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
+def enforced() -> str:
+    """SLURM's AccountingStorageEnforce as slurmctld has it."""
+    config = run(["scontrol", "show", "config"]).stdout
+    found = re.search(r"^AccountingStorageEnforce\s*=\s*(\S+)", config, re.MULTILINE)
+    return found.group(1) if found else ""
+
+
+@pytest.fixture
 def slurm() -> scenarios.Cluster:
-    return scenarios.usable(scenarios.Cluster(
+    cluster = scenarios.usable(scenarios.Cluster(
         driver="slurm", title="SLURM", cancel=lambda sid: run(["scancel", sid]), requeue=lambda sid: None,
         time_limit=60, limit_wait_s=60, controller_pid="run/slurmctld.pid",
         restarted={"SLURM_RESTART_COUNT": "1"}), slurm_problem())
+    if "limits" not in enforced():  # a SLURM set up by an older slurm-up.sh: bring it up to this one
+        scenarios.run_script(cluster.up_script, {cluster.state_variable: str(cluster.state_dir)})
+        assert "limits" in enforced(), f"slurm-up.sh left AccountingStorageEnforce={enforced()}"
+    return cluster
 
 
 @contextlib.contextmanager
