@@ -55,6 +55,9 @@ def slurm() -> scenarios.Cluster:
     if "limits" not in enforced():  # a SLURM set up by an older slurm-up.sh: bring it up to this one
         scenarios.run_script(cluster.up_script, {cluster.state_variable: str(cluster.state_dir)})
         assert "limits" in enforced(), f"slurm-up.sh left AccountingStorageEnforce={enforced()}"
+    # no cap from a run of these tests that was killed before it removed its own
+    run(["sacctmgr", "-i", "modify", "user", *LIMITS_ASSOCIATION, "set", "MaxSubmitJobs=-1", "MaxJobs=-1"])
+    run(["sacctmgr", "-i", "modify", "qos", "limits", "set", "MaxSubmitJobsPerUser=-1"])
     return cluster
 
 
