@@ -49,11 +49,14 @@ class SchedulerState(str, enum.Enum):
 
 @dataclass(frozen=True)
 class JobStatus:
-    """What one poll learned about one job."""
+    """What one poll learned about one job. ``site_limit``: a queued job that waits because of
+    a limit of the site (a per-user or QOS cap on running jobs, e.g. SLURM's reason
+    ``AssocMaxJobsLimit``), not for free resources: it starts when another job of the user ends."""
 
     state: SchedulerState
     exit_code: int | None = None
     reason: str = ""
+    site_limit: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,18 @@ class SchedulerError(RuntimeError):
 
 class SubmitError(SchedulerError):
     """Submission failed. A transient one is retried by the daemon, later (never by sleeping)."""
+
+
+class SiteLimitError(SubmitError):
+    """The scheduler refused the job because a limit of the site is reached: a per-user, account
+    or QOS cap on the jobs one may have submitted (SLURM's ``MaxSubmitJobs``, Grid Engine's
+    ``max_u_jobs``). Neither a failure of the job nor of the scheduler: the same submission is
+    accepted once some of the user's jobs have ended. The daemon holds its jobs in flight at what
+    the site accepted (spearmint_nn.daemon.site_limits) and never fails a job for it. Transient,
+    so that code that does not know this kind retries rather than failing the job at once."""
+
+    def __init__(self, message: str):
+        super().__init__(message, transient=True)
 
 
 class PollError(RuntimeError):

@@ -38,7 +38,8 @@ from spearmint_nn.files import atomic_write_bytes, atomic_write_json, read_json
 from spearmint_nn.job import WARNING_SIGNAL
 from spearmint_nn.text import CONTROL
 
-from .base import Driver, JobSpec, JobStatus, PollError, SchedulerError, SchedulerState, SubmitError
+from .base import (Driver, JobSpec, JobStatus, PollError, SchedulerError, SchedulerState, SiteLimitError,
+                   SubmitError)
 
 log = logging.getLogger(__name__)
 
@@ -266,14 +267,18 @@ class BatchDriver(Driver):
     :meth:`resource_argv` (with ``option_flags``, the options it passes on as they are),
     :meth:`parse_submit`, :meth:`query` (one status query for many ids, through :meth:`call`) and
     :meth:`cancel_argv`, plus ``transient_messages``: lower-case fragments of messages that mean
-    "try again later". For job arrays: :meth:`array_argv`, the ``task_*`` class variables and
-    ``array_id_variable``.
+    "try again later"; ``site_limit_messages``: those that mean "a limit of the site on the
+    user's jobs is reached" (raised as :class:`~spearmint_nn.drivers.base.SiteLimitError`). For
+    job arrays: :meth:`array_argv`, the ``task_*`` class variables and ``array_id_variable``.
     """
 
     options: ClassVar[Mapping[str, str]] = {**Driver.options, **SHARED_OPTIONS}
     # (driver option, submit flag): one-line string options the submit command takes as they are
     option_flags: ClassVar[tuple[tuple[str, str], ...]] = ()
     transient_messages: ClassVar[tuple[str, ...]] = ()
+    # Refusals of the submit command because a per-user, account or QOS cap on submitted jobs is
+    # reached: checked first, before transient_messages.
+    site_limit_messages: ClassVar[tuple[str, ...]] = ()
     # Messages of the cancel command about jobs that have already ended (not an error).
     gone_messages: ClassVar[tuple[str, ...]] = ()
     command_timeout_s: ClassVar[float] = 60.0
@@ -390,6 +395,11 @@ class BatchDriver(Driver):
         return (self.submit_head(spec, name, stdout, stderr) + list(array) + flag_words(*((flag, opts.get(key)) for key, flag in self.option_flags))
                 + self.resource_argv(asked) + self.extra_args + [str(spec.script_path)])
 
+    def is_site_limit(self, message: str) -> bool:
+        """Whether a refusal of the submit command names a limit of the site on the user's jobs."""
+        message = message.lower()
+        return any(fragment in message for fragment in self.site_limit_messages)
+
     def is_transient(self, result: CommandResult) -> bool:
         message = result.message.lower()
         return any(fragment in message for fragment in self.transient_messages)
@@ -419,11 +429,17 @@ class BatchDriver(Driver):
                 spec, self.setup, argv, self.warning_env if self.warning is not None else None).encode(), mode=0o755)
         except OSError as exc:
             raise SubmitError(f"cannot write the job script {spec.script_path}: {exc.strerror}", transient=False) from None
+        return self.parse_submit(self._call_submit(argv))
+
+    def _call_submit(self, argv: Sequence[str]) -> CommandResult:
+        """Run the submit command: a refusal is a :class:`SubmitError`, a
+        :class:`SiteLimitError` when its words name a limit of the site."""
         try:
-            result = self.call(argv, env=self.submit_environment())
+            return self.call(argv, env=self.submit_environment())
         except CommandError as exc:
+            if self.is_site_limit(str(exc)):
+                raise SiteLimitError(str(exc)) from None
             raise SubmitError(str(exc), exc.transient) from None
-        return self.parse_submit(result)
 
     def submit_many(self, specs: Sequence[JobSpec]) -> list[str | SubmitError]:
         """Jobs submitted together go as one job array: one submit command, one queue entry,
@@ -462,10 +478,7 @@ class BatchDriver(Driver):
             self._write_array(specs, base, name, text)
         except OSError as exc:
             raise SubmitError(f"cannot write the job array's files in {scripts}: {exc.strerror}", transient=False) from None
-        try:
-            result = self.call(argv, env=self.submit_environment())
-        except CommandError as exc:
-            raise SubmitError(str(exc), exc.transient) from None
+        result = self._call_submit(argv)
         array_id = self.parse_submit(result)
         return [self.task_id(array_id, index) for index in range(self.task_first, self.task_first + len(specs))]
 

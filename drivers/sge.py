@@ -154,6 +154,10 @@ class SgeDriver(BatchDriver):
         "failed receiving gdi request", "can't connect", "connection refused", "got no connection",
         "timed out", "timeout", "try later", "qmaster is not alive",
     )
+    # qsub over the global configuration's max_u_jobs ("Unable to run job: job rejected: only 3
+    # jobs are allowed per user (current job count: 3)") or max_jobs ("... only 3 jobs are
+    # allowed per cluster"); SGE 8.1.9 counts a user's jobs until they leave the qmaster.
+    site_limit_messages = ("jobs are allowed per user", "jobs are allowed per cluster")
     option_flags = (("queue", "-q"), ("account", "-A"), ("project", "-P"))
     gone_messages = ("does not exist",)
     max_qacct_per_poll: ClassVar[int] = 20

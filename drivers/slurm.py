@@ -51,6 +51,9 @@ SACCT_FIELDS = "JobID,State,ExitCode"
 OWN_JOB_VARIABLES = ("SLURM_RESTART_COUNT",)
 _JOB_ID = re.compile(r"^[0-9]+(_[0-9]+)?$")
 _GPUS = re.compile(r"^([A-Za-z0-9_.-]+:)?[0-9]+$")
+# A pending job's reason that names a limit of an association or a QOS (AssocMaxJobsLimit,
+# QOSMaxJobsPerUserLimit, AssocGrpCPULimit, ...): it waits for the site's cap, not for resources.
+_LIMIT_REASON = re.compile(r"^(Assoc|QOS)[A-Za-z]*Limit$")
 
 
 def slurm_status(state: str, reason: str, exit_status: int, signal: int) -> JobStatus:
@@ -62,7 +65,7 @@ def slurm_status(state: str, reason: str, exit_status: int, signal: int) -> JobS
     state = state.split()[0] if state.strip() else "UNKNOWN"  # sacct: "CANCELLED by 1000"
     why = f" ({reason})" if reason and reason != "None" else ""
     if state in _QUEUED:
-        return JobStatus(SchedulerState.QUEUED, None, f"{state}{why}")
+        return JobStatus(SchedulerState.QUEUED, None, f"{state}{why}", site_limit=bool(_LIMIT_REASON.match(reason)))
     if state in _RUNNING:
         return JobStatus(SchedulerState.RUNNING, None, f"{state}{why}")
     mapped = _FINAL.get(state)
@@ -121,6 +124,12 @@ class SlurmDriver(BatchDriver):
         "slurm_persist_conn_open", "problem talking to the database", "communication connection failure",
         "zero bytes were transmitted", "try again", "not responding",
     )
+    # sbatch names the limit a refused job would pass on its first line, e.g. "sbatch: error:
+    # AssocMaxSubmitJobLimit" (then "Job violates accounting/QOS policy (job submit limit, user's
+    # size and/or time limits)", the same words for a wall time over a QOS's MaxWall, which no
+    # wait lifts): the caps on submitted jobs of an association (user, account) or a QOS, per
+    # user, per account or in all (Assoc/QOS ... MaxSubmitJob..., GrpSubmitJobs...).
+    site_limit_messages = ("maxsubmitjob", "grpsubmitjob")
     option_flags = (("partition", "--partition"), ("account", "--account"), ("qos", "--qos"))
     gone_messages = ("invalid job id specified", "already completing or completed", "job has already finished")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ..experiment.config import ExperimentConfig
 from ..experiment.failures import FailureGroup, signature_as_run
 from ..experiment.jobs import Job, JobState
 from ..experiment.store import Store
@@ -83,3 +84,17 @@ class FailuresBeforeSuccess:
         if last.counts_toward_budget(self.ignored):
             return "These jobs count against max-finished-jobs and are shown to the model as infeasible points"
         return f"Failures of kind {group.kind} do not count against max-finished-jobs and are not shown to the model"
+
+    def stop_message(self, group: FailureGroup, config: ExperimentConfig) -> str:
+        """Why the daemon stops on a streak: the error, where, which output to read, what the
+        failed jobs cost and how to go on."""
+        paths = config.paths
+        where = f" at {group.location}" if group.location else ""
+        output = paths.stderr_file(group.last_job).relative_to(paths.experiment)
+        fix = (group.location or config.main_file.name) if group.wrapper_bug else "the cause"
+        return (f"{group.count} jobs in a row failed the same way ({group.kind}): {group.reason}{where} "
+                f"(jobs {group.first_job}..{group.last_job}); read {output} and its .out beside it. "
+                f"{self.cost(group)}. Fix {fix}, then `spearmint-nn run "
+                f"{paths.experiment}` again to go on"
+                + ("" if group.wrapper_bug else
+                   f" (stop-after-identical-failures: {config.stop_after_identical_failures})"))

@@ -1,9 +1,10 @@
 """The experiment daemon: proposes jobs, hands them to a driver, records what they return.
 
 One main thread owns the store (it alone writes ``jobs/``). It sleeps until something happens:
-a watchdog event in ``results/``, ``jobs/pending/`` or ``requests/`` (the fast path on one
-machine), the periodic driver poll every ``polling-time`` seconds (what guarantees progress on
-NFS, where inotify misses other machines' writes), a finished proposal, or a stop signal
+a file event in ``results/``, ``jobs/pending/`` or ``requests/``
+(:mod:`~spearmint_nn.daemon.file_events`, the fast path on one machine), the periodic driver
+poll every ``polling-time`` seconds (what guarantees progress on NFS, where inotify misses other
+machines' writes), a finished proposal, or a stop signal
 (:mod:`~spearmint_nn.daemon.stopping`). Each wake handles everything that is ready at once, so
 ten jobs finishing together are ten records and one refit.
 
@@ -11,7 +12,8 @@ Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Prop
 one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and ``daemon.log``);
 the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`; jobs are
 handed to the driver, and failed submissions retried, by
-:class:`~spearmint_nn.daemon.submitter.Submitter`; interrupted jobs are submitted again as
+:class:`~spearmint_nn.daemon.submitter.Submitter`, as many as the site's limits let in
+(:class:`~spearmint_nn.daemon.site_limits.SiteLimits`); interrupted jobs are submitted again as
 their next attempt (:mod:`spearmint_nn.daemon.reattempts`); result files
 are read as :class:`~spearmint_nn.experiment.results.JobResult`; failures that repeat are
 counted by :class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures before any
@@ -31,7 +33,7 @@ from typing import Any, Callable, Mapping, TextIO
 from ..experiment.config import LIVE_KEYS, ExperimentConfig, load_config
 from ..errors import ConfigError
 from ..experiment.failures import FailureGroup, FailureStreak, read_output_tail
-from ..drivers.base import PollError, SubmitError
+from ..drivers.base import PollError
 from ..problem.space_edits import EarlierJobs, fit_to_space
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
 from ..text import params_text, plain
@@ -43,11 +45,13 @@ from ..experiment.store import Store
 from .driving import cancel_jobs, cancel_requested_jobs, make_driver
 from .before_success import FailuresBeforeSuccess
 from .stopping import StopSignals
+from .site_limits import SiteLimits
 from .submitter import Submitter
 from .summaries import SummaryWriter
 from . import reattempts
 from .late_results import LateResults
 from .wrapper_check import check_wrapper_before_jobs
+from .file_events import watch
 
 # Points asked of the optimizer at once. The GP proposes them one after another (~1 s each), so
 # 800 free slots asked in one call would start no job for minutes; in chunks the first jobs start
@@ -124,6 +128,7 @@ class Daemon:
         self.store.create_dirs()
         self.reporter = Reporter(self.paths.log, self._stream)
         self._submitter = Submitter(self.config, self.driver, self.store, self.reporter)
+        self._site_limits = SiteLimits(self.paths, self.reporter, self.driver.name)
         for line in (warning, lock.took_over):  # a wrapper to fix; a daemon elsewhere taken for dead
             if line is not None:
                 self.reporter.event("warning", line)
@@ -138,7 +143,9 @@ class Daemon:
             self._load()
             self._replay()
             self._resume()
-            observer = self._watch()
+            observer = watch((self.paths.results, self.paths.job_dir(JobState.PENDING), self.paths.requests),
+                             self._wake, lambda why: self.reporter.event("warning", f"{why}; relying on polling "
+                                                                         f"every {self.config.polling_time:g} s"))
             return self._loop()
         finally:
             if observer is not None:
@@ -212,31 +219,6 @@ class Daemon:
             self.reporter.event("replayed", f"{replayed} finished job(s) shown to the model"
                                 + (f" ({adapted})" if adapted else ""))
 
-    def _watch(self) -> Any:
-        """Watchdog observer waking the loop on changes (None if inotify is unavailable)."""
-        from watchdog.events import FileSystemEventHandler
-        from watchdog.observers import Observer
-
-        wake = self._wake
-
-        class WakeOnChange(FileSystemEventHandler):
-            def on_any_event(self, event: Any) -> None:
-                name = os.path.basename(getattr(event, "dest_path", "") or event.src_path)
-                if not name.startswith("."):  # skip temporary files of atomic writes
-                    wake.set()
-
-        observer = Observer()
-        try:
-            for folder in (self.paths.results, self.paths.job_dir(JobState.PENDING), self.paths.requests):
-                observer.schedule(WakeOnChange(), str(folder), recursive=False)
-            observer.daemon = True
-            observer.start()
-        except OSError as exc:
-            self.reporter.event("warning", f"file events unavailable ({exc}); relying on polling every "
-                                f"{self.config.polling_time:g} s")
-            return None
-        return observer
-
     def _loop(self) -> int:
         next_poll = 0.0
         self.summaries.mark_stale()  # a killed daemon may have left them behind the job files
@@ -260,7 +242,8 @@ class Daemon:
             if self._stop.stopping:
                 return self._shutdown(self._stop.why(), exit_code=self._stop.exit_code())
             if self._failing_the_same_way is not None:
-                return self._shutdown(self._same_failure_message(self._failing_the_same_way), exit_code=1)
+                return self._shutdown(self._before_success.stop_message(self._failing_the_same_way, self.config),
+                                      exit_code=1)
             if self.config.max_finished_jobs is not None and self._finished() >= self.config.max_finished_jobs:
                 self._take_model_best(self._proposer.final_model_best(PROPOSER_JOIN_SECONDS))
                 return self._shutdown("budget reached")
@@ -287,19 +270,6 @@ class Daemon:
                     f"(run again to collect them)")
         self.reporter.event("stopped", f"{why}: {self._finished()} finished, {best_text}{left}")
         return exit_code
-
-    def _same_failure_message(self, group: FailureGroup) -> str:
-        """Why the daemon stops on a streak: the error, where, which output to read, what the
-        failed jobs cost and how to go on."""
-        where = f" at {group.location}" if group.location else ""
-        output = self.paths.stderr_file(group.last_job).relative_to(self.paths.experiment)
-        fix = (group.location or self.config.main_file.name) if group.wrapper_bug else "the cause"
-        return (f"{group.count} jobs in a row failed the same way ({group.kind}): {group.reason}{where} "
-                f"(jobs {group.first_job}..{group.last_job}); read {output} and its .out beside it. "
-                f"{self._before_success.cost(group)}. Fix {fix}, then `spearmint-nn run "
-                f"{self.paths.experiment}` again to go on"
-                + ("" if group.wrapper_bug else
-                   f" (stop-after-identical-failures: {self.config.stop_after_identical_failures})"))
 
     # -- config.json edited while running -----------------------------------------------------
 
@@ -361,7 +331,8 @@ class Daemon:
 
     def _free_slots(self) -> int:
         counts = self.store.counts()
-        slots = self.config.max_concurrent - counts["pending"] - counts["running"]
+        running = counts["running"]
+        slots = self._site_limits.target(self.config.max_concurrent, running) - counts["pending"] - running
         budget = self._budget_left()
         return slots if budget is None else min(slots, budget)
 
@@ -448,7 +419,8 @@ class Daemon:
     def _submit_pending(self) -> None:
         running, now, batch = self.store.counts()["running"], time.monotonic(), []
         for job in self.store.jobs(JobState.PENDING):
-            if running + len(batch) >= self.config.max_concurrent or self._stop.stopping:
+            if running + len(batch) >= self._site_limits.target(self.config.max_concurrent, running) \
+                    or self._stop.stopping:
                 break
             if self._submitter.retries.waiting(job.id, now):
                 continue
@@ -458,15 +430,24 @@ class Daemon:
                 break  # the driver's own slots are full: the job waits for a later wake
             batch.append(job.id)
             if len(batch) >= self.driver.max_batch:  # (1: one at a time, has_room asked before each)
-                self._submit(*batch)
+                if self._submit(*batch):
+                    return  # the site takes no more now
                 running, batch = self.store.counts()["running"], []
         self._submit(*batch)  # together: a batch driver's one job array
 
-    def _submit(self, *job_ids: int) -> None:
-        rejected = self._submitter.submit(job_ids)
-        for job_id, refused in rejected:
+    def _submit(self, *job_ids: int) -> bool:
+        """Submit pending jobs; True when the site refused them for its limits (pending again)."""
+        if not job_ids:
+            return False
+        outcome = self._submitter.submit(job_ids)
+        for job_id, refused in outcome.rejected:
             self._fail(job_id, "submit_rejected", refused.reason)
-        self._submitter.check_rejects(rejected)  # after every refused job is recorded
+        self._submitter.check_rejects(outcome.rejected)  # after every refused job is recorded
+        if outcome.site_limited is not None and len(job_ids) > 1:
+            # a site may take fewer than the array's jobs (SLURM counts each of its tasks against
+            # MaxSubmitJobs): one at a time, until the site refuses one
+            return any(self._submit(job_id) for job_id in outcome.site_limited.job_ids)
+        return self._site_limits.after_submit(outcome, self.store, self.config.max_concurrent)
 
     # -- results -----------------------------------------------------------------------------
 
@@ -511,12 +492,14 @@ class Daemon:
         by_sid = {job.scheduler_id: job.id for job in self.store.jobs(JobState.RUNNING)
                   if job.driver == self.driver.name and job.scheduler_id is not None}
         if not by_sid:
+            self._site_limits.polled(())  # none of its jobs waits in the queue any more
             return False
         try:
             statuses = self.driver.poll(list(by_sid))
         except PollError as exc:
             self.reporter.event("warning", f"poll of the {self.driver.name} driver failed ({exc}); trying again later")
             return False
+        self._site_limits.polled(statuses.values())
         changed = False
         for sid, status in statuses.items():
             job_id = by_sid.get(sid)

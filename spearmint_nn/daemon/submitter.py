@@ -6,7 +6,9 @@ A transient error (the scheduler's controller restarting, a full queue) puts the
 pending and tries again after 2, 4, 8 ... s, up to 10 min apart, about 17 minutes in all; after
 :data:`MAX_SUBMIT_ATTEMPTS` of them the job fails "submit_rejected". A permanent rejection fails
 the job at once, and :data:`MAX_SUBMIT_REJECTS` of them in a row stop the daemon, since the
-driver would reject every job the same way.
+driver would reject every job the same way. A refusal for a limit of the site (a per-user cap,
+:class:`~spearmint_nn.drivers.base.SiteLimitError`) is neither: the job goes back to pending
+and the daemon holds back (spearmint_nn.daemon.site_limits).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import re
 import time
 from typing import Sequence
 
-from ..drivers.base import Driver, JobSpec, SubmitError
+from ..drivers.base import Driver, JobSpec, SiteLimitError, SubmitError
 from ..errors import DaemonError
 from ..experiment.claims import read_claim
 from ..experiment.config import ExperimentConfig
@@ -105,6 +107,24 @@ class Rejected:
     error: SubmitError
 
 
+@dataclasses.dataclass(frozen=True)
+class SiteLimited:
+    """A submission the scheduler refused for a limit of the site: its jobs are pending again."""
+
+    job_ids: tuple[int, ...]
+    message: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SubmitOutcome:
+    """What one :meth:`Submitter.submit` came to: the jobs that now have a scheduler id, those
+    the driver refused for good (with what to fail each for), and a refusal for a site's limit."""
+
+    accepted: tuple[int, ...] = ()
+    rejected: tuple[tuple[int, Rejected], ...] = ()
+    site_limited: SiteLimited | None = None
+
+
 class Submitter:
     """Hands pending jobs to the driver: several at once (one ``submit_many`` call, a job array
     for a batch driver) when the driver takes them so.
@@ -127,9 +147,8 @@ class Submitter:
     def spec(self, job_id: int) -> JobSpec:
         return job_spec(self.config, self.driver, job_id, self.store.get(job_id).fields.get("attempt", 1))
 
-    def submit(self, job_ids: Sequence[int]) -> list[tuple[int, Rejected]]:
-        """Submit pending jobs together; the jobs the driver refused for good, with what to fail
-        each for (a job array refused is each of its jobs refused)."""
+    def submit(self, job_ids: Sequence[int]) -> SubmitOutcome:
+        """Submit pending jobs together (a job array refused is each of its jobs refused)."""
         for job_id in job_ids:
             self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None, submitting=time.time())
         answers: dict[int, str | SubmitError] = {}
@@ -145,13 +164,15 @@ class Submitter:
                                 f"as {found}", job=job_id)
         if specs:
             answers.update(zip((spec.job_id for spec in specs), self.driver.submit_many(specs)))
-        if len(specs) > 1:
-            self.reporter.event("submitted", f"jobs {', '.join(str(spec.job_id) for spec in specs)} in one "
-                                f"submission to the {self.driver.name} driver (a job array)")
-        rejected = []
+        accepted: list[int] = []
+        rejected: list[tuple[int, Rejected]] = []
+        limited: list[tuple[int, str]] = []
         for job_id in job_ids:
             answer = answers[job_id]
-            if isinstance(answer, SubmitError):
+            if isinstance(answer, SiteLimitError):
+                self.store.move(job_id, JobState.PENDING)  # counted nowhere: it waits for the site
+                limited.append((job_id, str(answer)))
+            elif isinstance(answer, SubmitError):
                 after = self.retries.failed(job_id, answer)
                 if after.retry_in is None:
                     rejected.append((job_id, Rejected(after.reason, answer)))
@@ -159,12 +180,17 @@ class Submitter:
                 self.store.move(job_id, JobState.PENDING)
                 self.reporter.event("warning", f"job {job_id}: submission failed ({answer}); "
                                     f"retrying in {after.retry_in:g} s")
-                continue
-            self.retries.succeeded(job_id)
-            self.submitted_here.add(job_id)
-            self.store.update(job_id, scheduler_id=answer, submitted=time.time())
-            self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {answer}", job=job_id)
-        return rejected
+            else:
+                accepted.append(job_id)
+                self.retries.succeeded(job_id)
+                self.submitted_here.add(job_id)
+                self.store.update(job_id, scheduler_id=answer, submitted=time.time())
+                self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {answer}", job=job_id)
+        if len(specs) > 1 and accepted:
+            self.reporter.event("submitted", f"jobs {', '.join(str(spec.job_id) for spec in specs)} in one "
+                                f"submission to the {self.driver.name} driver (a job array)")
+        site_limited = SiteLimited(tuple(job for job, _ in limited), limited[0][1]) if limited else None
+        return SubmitOutcome(tuple(accepted), tuple(rejected), site_limited)
 
     def check_rejects(self, rejected: Sequence[tuple[int, Rejected]]) -> None:
         """Stop the daemon (:class:`DaemonError`) once the driver has rejected too many jobs in a

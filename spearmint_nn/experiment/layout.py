@@ -50,6 +50,14 @@
                                          {"related": [{name, observations, used,
                                          correlation: [mean, sd] | null}], "written"}
             results.csv, best.json       summaries, rewritten atomically
+            site_limit.json              while a limit of the site holds the daemon back
+                                         (spearmint_nn.daemon.site_limits): {"held": {"in_flight"
+                                         (jobs the site accepted), "since" (unix time), "message"
+                                         (the scheduler's refusal)} | null, "queued": {"jobs",
+                                         "reason"} (jobs the scheduler queues for a limit, e.g.
+                                         AssocMaxJobsLimit) | null, "written"}; absent otherwise
+                                         (a stopped daemon's is ignored by status and removed by
+                                         the next daemon)
             daemon.log
 
 The daemon is the only writer of ``jobs/``, ``inputs/`` and the summaries; a job is the only
@@ -178,6 +186,7 @@ class ExperimentPaths:
         self.results_csv = self.state / "results.csv"
         self.best_json = self.state / "best.json"
         self.log = self.state / "daemon.log"
+        self.site_limit = self.state / "site_limit.json"
 
     def job_dir(self, state: str) -> Path:
         return self.jobs / state

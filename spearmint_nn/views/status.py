@@ -283,6 +283,7 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "counts": snap.counts,
         "finished": snap.budget_used,
         "max_finished_jobs": config.max_finished_jobs,
+        "max_concurrent": config.max_concurrent,
         "objective": config.objective,
         "direction": config.direction,
         "best": best_summary(snap.best) if snap.best else None,
@@ -298,7 +299,39 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "failure_groups": [group.as_dict() for group in groups[:JSON_FAILURE_GROUPS]],
         "failure_group_count": len(groups),
         "related": read_related_summary(config),
+        # a stopped daemon's file says nothing of now
+        "site_limit": read_site_limit(snap.store.paths) if snap.daemon["running"] is not False else None,
     }
+
+
+def read_site_limit(paths: ExperimentPaths) -> dict[str, Any] | None:
+    """The site's limits as the daemon last wrote them (layout: site_limit.json):
+    ``{"held": {"in_flight", "since", "message"} | None, "queued": {"jobs", "reason"} | None}``;
+    None when neither holds (spearmint_nn.daemon.site_limits)."""
+    data = read_json(paths.site_limit)
+    if not isinstance(data, dict):
+        return None
+    held, queued = data.get("held"), data.get("queued")
+    held = {key: held.get(key) for key in ("in_flight", "since", "message")} if isinstance(held, dict) else None
+    queued = {key: queued.get(key) for key in ("jobs", "reason")} if isinstance(queued, dict) else None
+    return {"held": held, "queued": queued} if held or queued else None
+
+
+def site_limit_lines(site_limit: Mapping[str, Any] | None, max_concurrent: int | None) -> list[str]:
+    """What holds the daemon back at the site's limits, for status."""
+    if not site_limit:
+        return []
+    lines = []
+    held, queued = site_limit["held"], site_limit["queued"]
+    if held:
+        since = held["since"]
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if isinstance(since, (int, float)) else "?"
+        lines.append(f"site limit: the scheduler takes no more jobs since {when}; {held['in_flight']} in flight "
+                     f"(max-concurrent {max_concurrent}), no job fails for it: {held['message']}")
+    if queued:
+        lines.append(f"site limit: {queued['jobs']} job(s) wait in the queue for a limit of the site "
+                     f"({queued['reason']})")
+    return lines
 
 
 def running_attempt(snap: Snapshot, job: Job) -> int | None:
@@ -365,6 +398,7 @@ def status_text(summary: dict[str, Any]) -> str:
     lines += related_lines(summary.get("related"))
     if summary["attempts"]["interrupted_jobs"]:
         lines.append(f"attempts: {attempts_text(summary['attempts'])}")
+    lines += site_limit_lines(summary.get("site_limit"), summary.get("max_concurrent"))
     if summary["running"]:
         lines.append("running:")
         lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s"

@@ -7,6 +7,10 @@
 # STATE_DIR, and finishes with a smoke-test job that must show up as COMPLETED in sacct.
 # Idempotent: healthy daemons are left alone (rerun it to restart one that was stopped);
 # daemons whose generated config changed are restarted. Run as root.
+# Association and QOS limits are enforced (AccountingStorageEnforce=limits,qos), with the
+# associations ordinary jobs need: users root and $SUDO_USER in accounts "root" (their default)
+# and "limits" (for tests that cap a user there: tests/cluster/test_site_limits.py), which may
+# also use QOS "limits".
 #
 # Usage:  slurm-up.sh [STATE_DIR]
 # Environment (optional):
@@ -153,6 +157,10 @@ AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$DBD_PORT
 # connections to slurmdbd take the munge socket from here, not from AuthInfo
 AccountingStoragePass=$MUNGE_SOCK
+# Limits of associations and QOS are enforced, as on a site that caps its users (MaxSubmitJobs,
+# MaxJobs): a job needs an association (cluster, account, user; created below by sacctmgr) and a
+# valid QOS. The limits themselves are none, except where a test sets one for its run.
+AccountingStorageEnforce=limits,qos
 NodeName=$HOST NodeAddr=127.0.0.1 NodeHostname=$HOST CPUs=$CPUS RealMemory=$REAL_MEM State=UNKNOWN
 # Preemption by partition: a job of "high" (higher PriorityTier) takes the CPUs of running jobs
 # of "preemptible", which SLURM requeues, or of "preemptible-cancel", which it stops for good
@@ -225,6 +233,33 @@ wait_until 30 sacctmgr -n -P list cluster format=cluster || { show_log "$LOGD/sl
 # the cluster must exist in the database before slurmctld registers with it
 if ! sacctmgr -n -P list cluster format=cluster | grep -qx "$CLUSTER"; then
     sacctmgr -i add cluster "$CLUSTER" >/dev/null || die "sacctmgr add cluster $CLUSTER failed"
+fi
+# The associations every job needs now that limits are enforced: each user that submits (root,
+# who runs the tests, and the user who called sudo) in the default account "root", and in the
+# account "limits", kept for the tests of site limits, which set a per-user cap on it alone for a
+# while, so that jobs of other tests (account root) are never capped.
+assoc_users() {          # ACCOUNT -> users with an association in it
+    sacctmgr -n -P list assoc cluster="$CLUSTER" account="$1" format=user | sed '/^$/d'
+}
+# QOS "limits" (no limits of its own until a test sets one) is open to the account "limits"
+if ! sacctmgr -n -P list qos format=name | grep -qx limits; then
+    sacctmgr -i add qos limits >/dev/null || die "sacctmgr add qos limits failed"
+fi
+for account in root limits; do
+    if ! sacctmgr -n -P list account format=account | grep -qx "$account"; then
+        sacctmgr -i add account "$account" cluster="$CLUSTER" description="spearmint-nn tests" >/dev/null \
+            || die "sacctmgr add account $account failed"
+    fi
+    for user in root ${SUDO_USER:-}; do
+        [[ $user == root || $(id -u "$user" 2>/dev/null) ]] || continue
+        assoc_users "$account" | grep -qx "$user" && continue
+        sacctmgr -i add user "$user" account="$account" cluster="$CLUSTER" >/dev/null \
+            || die "sacctmgr add user $user account=$account failed"
+    done
+done
+if ! sacctmgr -n -P list assoc cluster="$CLUSTER" account=limits user=root format=qos | grep -qw limits; then
+    sacctmgr -i modify user where name=root account=limits cluster="$CLUSTER" set qos+=limits >/dev/null \
+        || die "sacctmgr could not open QOS limits to account limits"
 fi
 
 # ---------------------------------------------------------------- slurmctld + slurmd

@@ -78,13 +78,18 @@ class Cluster:
 def usable(cluster: Cluster, problem: str | None) -> Cluster:
     """``cluster``, unless ``problem`` says why it cannot be used: then the test is skipped (a
     failure with ``SPEARMINT_REQUIRE_CLUSTERS=1``, as in CI)."""
+    require_scheduler(cluster.driver, cluster.title, problem)
+    return cluster
+
+
+def require_scheduler(driver: str, title: str, problem: str | None) -> None:
+    """Skip the test when ``problem`` says why the scheduler cannot be used (a failure with
+    ``SPEARMINT_REQUIRE_CLUSTERS=1``, as in CI)."""
     if problem:
-        message = (f"no usable {cluster.title}: {problem}; start one as root with: "
-                   f"bash tests/cluster/{cluster.up_script.name}")
+        message = f"no usable {title}: {problem}; start one as root with: bash tests/cluster/{driver}-up.sh"
         if os.environ.get("SPEARMINT_REQUIRE_CLUSTERS") == "1":
             pytest.fail(message)
         pytest.skip(message)
-    return cluster
 
 
 def pid_alive(pid: int) -> bool:
