@@ -10,8 +10,10 @@ refuses the job; the driver recognises the refusal from the scheduler's own word
 :class:`SiteLimits` is the daemon's answer. On a refusal the job goes back to pending (it is not
 failed, and the refusal counts toward no retry limit); the daemon's in-flight target, which
 bounds both the submissions and the new proposals, is held at what the site accepted: the
-experiment's jobs in flight when it refused. One console line says so when the cap is first
-met, and one when it lifts. From then on:
+experiment's jobs in flight when it refused. (A job array refused says less: SLURM counts each
+of its tasks against ``MaxSubmitJobs``, so fewer jobs may still fit. The daemon then submits
+its jobs one by one, and only the refusal of a single job reaches :class:`SiteLimits`.) One
+console line says so when the cap is first met, and one when it lifts. From then on:
 
 - after any refusal nothing is submitted for a short pause (:data:`RETRY_S`, doubling with each
   refusal in a row up to :data:`PROBE_MAX_S`, back to the start at the next success), so that

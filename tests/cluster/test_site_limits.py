@@ -23,6 +23,7 @@ import pytest
 from helpers import batch_scenarios as scenarios
 from helpers.experiments import all_jobs
 from spearmint_nn.drivers.base import JobSpec, SiteLimitError
+from spearmint_nn.drivers.sge import SgeDriver
 from spearmint_nn.drivers.slurm import SlurmDriver
 from test_sge import sge_problem
 from test_slurm import slurm_problem
@@ -113,6 +114,22 @@ def test_slurm_refusals_and_waits_for_a_cap_are_recognised(tmp_path, slurm):
             assert len(waiting) == 1 and "AssocMaxJobsLimit" in waiting[0].reason
     finally:
         driver.cancel(ids)
+
+
+@pytest.mark.slurm
+def test_slurm_counts_each_task_of_an_array_against_max_submit_jobs(tmp_path, slurm):
+    """Under MaxSubmitJobs=3 an array of 5 is refused for the site's limit (SLURM counts its
+    tasks), while one of 3 is taken: why the daemon submits a refused array job by job."""
+    driver = SlurmDriver({"account": "limits", "name-prefix": "sm-", "extra-args": ["--hold"]}, tmp_path)
+    taken: list[str] = []
+    try:
+        with slurm_cap("user", {"MaxSubmitJobs": CAP}):
+            answers = driver.submit_many([spec(tmp_path / "five", i) for i in range(1, 6)])
+            assert all(isinstance(answer, SiteLimitError) for answer in answers), answers
+            taken = driver.submit_many([spec(tmp_path / "three", i) for i in range(1, 4)])
+            assert all(isinstance(answer, str) for answer in taken), taken
+    finally:
+        driver.cancel([answer for answer in taken if isinstance(answer, str)])
 
 
 def status_json(exp: Path) -> dict:
@@ -216,5 +233,23 @@ def test_sge_max_u_jobs_of_3_holds_8_jobs_at_3_in_flight(tmp_path, sge):
     def queued() -> int:
         listing = run(["qstat", "-xml"]).stdout
         return len(re.findall(r"<JB_name>sm-e2e-sge-\d+</JB_name>", listing))
+    with sge_max_u_jobs(CAP, tmp_path / "conf"):  # one job per submission: Grid Engine counts
+        # a job array as one job against max_u_jobs, so the first 6 jobs as an array would not meet it
+        eight_jobs_under_a_cap(tmp_path, sge, queued, "jobs are allowed per user", **{"array-size": 1})
+
+
+@pytest.mark.sge
+def test_sge_counts_an_array_once_against_max_u_jobs(tmp_path, sge):
+    """Under max_u_jobs=3 an array of 5 jobs is one job: taken, and two single jobs beside it;
+    the next single job is refused for the site's limit."""
+    driver = SgeDriver({"name-prefix": "sm-", "extra-args": ["-h"]}, tmp_path)
+    taken: list[str] = []
     with sge_max_u_jobs(CAP, tmp_path / "conf"):
-        eight_jobs_under_a_cap(tmp_path, sge, queued, "jobs are allowed per user")
+        try:
+            taken = driver.submit_many([spec(tmp_path / "array", i) for i in range(1, 6)])
+            assert all(isinstance(answer, str) for answer in taken), taken
+            taken += [driver.submit(spec(tmp_path / "single", i)) for i in (6, 7)]
+            with pytest.raises(SiteLimitError, match="jobs are allowed per user"):
+                driver.submit(spec(tmp_path / "single", 8))
+        finally:
+            driver.cancel(taken)
