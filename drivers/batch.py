@@ -466,7 +466,9 @@ class BatchDriver(Driver):
             if not (scripts / f"{base}.json").exists():
                 break
             base = f"array-{first.job_id:06d}.{copy}"
-        name = self.job_name(first) + "-array"
+        # the name tells the array apart from an earlier one of the same first job (whose
+        # submission failed): find_submitted looks a job up by its array's name
+        name = self.job_name(first) + "-array" + base.partition(".")[2]
         outputs = tuple(self.path_word(first.stdout.parent / f"{base}-") + self.task_in_path + suffix
                         for suffix in (".out", ".err"))
         array = dataclasses.replace(first, script_path=scripts / f"{base}.sh")

@@ -318,10 +318,14 @@ def test_jobs_submitted_together_are_one_sbatch_whose_script_runs_each_tasks_job
     stray = subprocess.run(["bash", str(specs[0].script_path)], env={"SLURM_ARRAY_TASK_ID": "7", "PATH": "/usr/bin:/bin"},
                            capture_output=True, text=True, timeout=30)
     assert stray.returncode == 1 and "no job for array task 7" in stray.stderr
-    # a second array from the same first job (its first submission failed) gets files of its own
+    # a second array from the same first job (its first submission failed) gets files and a name
+    # of its own: a job of the first array is never taken for the second's task of its index
     assert driver.submit_many(specs[:2]) == ["366_0", "366_1"]
     assert specs[0].script_path.resolve() == state / "scripts" / "array-000005.2.sh"
     assert (state / "scripts" / "array-000005.sh").exists()
+    argv = calls.read_text().splitlines()
+    assert argv[argv.index("--job-name") + 1] == "p-e-5-array2"
+    assert driver._array_task(specs[2]) == ("p-e-5-array", 2)
 
 
 def test_a_job_last_submitted_in_an_array_is_found_as_its_task(tmp_path, fake_path):
