@@ -78,7 +78,8 @@ def draw_curves(snap: Snapshot, fig: "Figure | SubFigure") -> None:
                     label=f"best job {best_id}")
     if curves:
         steps = np.concatenate([c.steps for c in curves])
-        ax.set_xlim(steps.min(), steps.max() if steps.max() > steps.min() else steps.min() + 1)
+        span = max(steps.max() - steps.min(), 1.0)
+        ax.set_xlim(steps.min() - 0.02 * span, steps.max() + 0.02 * span)  # room for the running jobs' dots
         # a diverged curve must not squash the others (as in the convergence plot)
         limits = value_limits(np.concatenate([c.values for c in curves]), snap.sign)
         if limits is not None:
