@@ -30,8 +30,9 @@ wrapper that cannot resume must not be restarted from scratch in a loop.
 
 SHELL wrappers get the same through the environment: ``SPEARMINT_CHECKPOINT_DIR``,
 ``SPEARMINT_ATTEMPT``, ``SPEARMINT_REPORT_FILE`` (append ``<step> <value>`` lines to it, e.g.
-``echo "$epoch $loss" >> "$SPEARMINT_REPORT_FILE"``), the warning as the signal :data:`WARNING_SIGNAL` (SIGUSR1) sent to the
-command, and exit status :data:`RESUME_EXIT_STATUS` (99) to ask to be resumed.
+``echo "$epoch $loss" >> "$SPEARMINT_REPORT_FILE"``), the warning as the signal
+:data:`WARNING_SIGNAL` (SIGUSR1) sent to the command, and exit status
+:data:`RESUME_EXIT_STATUS` (99) to ask to be resumed.
 
 Torch-free and numpy-free, and imports nothing else of the package: it costs a job nothing.
 """

@@ -49,7 +49,10 @@ class ProgressReports:
     def poll(self) -> bool:
         """Read what the running jobs appended since the last poll and record it in their job
         files; True when any record changed."""
-        reporting = report_names(self.store.paths.reports) & self.store.ids(JobState.RUNNING)
+        running = self.store.ids(JobState.RUNNING)
+        if not running:
+            return False
+        reporting = report_names(self.store.paths.reports) & running
         changed = False
         for job_id in sorted(reporting):
             fields = self._read_new(job_id)
