@@ -8,18 +8,18 @@ machines' writes), a finished proposal, or a stop signal
 (:mod:`~spearmint_nn.daemon.stopping`). Each wake handles everything that is ready at once, so
 ten jobs finishing together are ten records and one refit.
 
-Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Proposer`); every event is
-one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and ``daemon.log``);
-the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`; jobs are
-handed to the driver, and failed submissions retried, by
+Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Proposer`); every
+event is one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and
+``daemon.log``); the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`;
+jobs are handed to the driver, and failed submissions retried, by
 :class:`~spearmint_nn.daemon.submitter.Submitter`, as many as the site's limits let in
 (:class:`~spearmint_nn.daemon.site_limits.SiteLimits`); interrupted jobs are submitted again as
-their next attempt (:mod:`spearmint_nn.daemon.reattempts`); result files
-are read as :class:`~spearmint_nn.experiment.results.JobResult`; failures that repeat are
-counted by :class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures before any
-success are held back or recorded as a wrapper bug by
-:class:`~spearmint_nn.daemon.before_success.FailuresBeforeSuccess` (the budget's count is
-:meth:`~spearmint_nn.experiment.store.Store.finished_count`).
+their next attempt (:mod:`spearmint_nn.daemon.reattempts`); running jobs' learning curves are
+read by :class:`~spearmint_nn.daemon.progress_reports.ProgressReports`; result files are read as
+:class:`~spearmint_nn.experiment.results.JobResult`; failures that repeat are counted by
+:class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures before any success are held
+back or recorded as a wrapper bug by :class:`~spearmint_nn.daemon.before_success.FailuresBeforeSuccess`
+(the budget's count: :meth:`~spearmint_nn.experiment.store.Store.finished_count`).
 """
 from __future__ import annotations
 
@@ -440,8 +440,6 @@ class Daemon:
 
     def _submit(self, *job_ids: int) -> bool:
         """Submit pending jobs; True when the site refused them for its limits (pending again)."""
-        if not job_ids:
-            return False
         outcome = self._submitter.submit(job_ids)
         for job_id, refused in outcome.rejected:
             self._fail(job_id, "submit_rejected", refused.reason)
