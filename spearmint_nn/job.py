@@ -17,22 +17,33 @@ the job, so it works in the PYTHON wrapper's ``main`` and in any process the wra
                 job.resume_later()               # this attempt ends; the next one resumes
         return loss
 
+Progress (a learning curve) is one call per step, epoch or evaluation, which the daemon reads
+as the job runs (``status``, ``results.csv``, the HTML report)::
+
+        for epoch in range(50):
+            loss = train_one_epoch()
+            job.report(epoch, loss)
+
 Asking to be resumed needs the experiment's ``"resume"`` key in config.json: without it the
 scheduler is not asked for a warning and an attempt that stops early is a failure, because a
 wrapper that cannot resume must not be restarted from scratch in a loop.
 
 SHELL wrappers get the same through the environment: ``SPEARMINT_CHECKPOINT_DIR``,
-``SPEARMINT_ATTEMPT``, the warning as the signal :data:`WARNING_SIGNAL` (SIGUSR1) sent to the
-command, and exit status :data:`RESUME_EXIT_STATUS` (99) to ask to be resumed.
+``SPEARMINT_ATTEMPT``, ``SPEARMINT_REPORT_FILE`` (append ``<step> <value>`` lines to it, e.g.
+``echo "$epoch $loss" >> "$SPEARMINT_REPORT_FILE"``), the warning as the signal
+:data:`WARNING_SIGNAL` (SIGUSR1) sent to the command, and exit status
+:data:`RESUME_EXIT_STATUS` (99) to ask to be resumed.
 
 Torch-free and numpy-free, and imports nothing else of the package: it costs a job nothing.
 """
 from __future__ import annotations
 
+import operator
 import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 #: The job's checkpoint folder: absolute, created before the wrapper starts, kept across attempts.
 CHECKPOINT_DIR_VARIABLE = "SPEARMINT_CHECKPOINT_DIR"
@@ -43,6 +54,9 @@ ATTEMPT_VARIABLE = "SPEARMINT_ATTEMPT"
 #: started never sees the signal; every process of the job sees the file, whatever its process
 #: group or signal handlers, and one stat per call is cheap next to a training step.
 WARNING_FILE_VARIABLE = "SPEARMINT_WARNING_FILE"
+#: The job's report file (``.spearmint/reports/<id>.txt``), appended to by :func:`report`;
+#: its format is :mod:`spearmint_nn.experiment.curves`'s.
+REPORT_FILE_VARIABLE = "SPEARMINT_REPORT_FILE"
 #: The signal schedulers send before the time limit, and the runner sends on to a SHELL command.
 WARNING_SIGNAL = signal.SIGUSR1
 #: The exit status by which a SHELL command that saved its checkpoint asks to be resumed
@@ -94,6 +108,50 @@ def resume_later() -> None:
     """End this attempt and ask to be run again, resuming from :func:`checkpoint_dir`: raises
     :class:`ResumeLater`, which the runner catches. Save the checkpoint first."""
     raise ResumeLater("the wrapper asked to be resumed from its checkpoint")
+
+
+def _report_number(number: Any, what: str) -> int | float:
+    """A step or value as a plain int or float (numpy and torch scalars, a tensor of one element)."""
+    wrong = TypeError(f"spearmint_nn.job.report: {what} must be a number, not {type(number).__name__}")
+    if hasattr(number, "item") and not isinstance(number, (int, float)):  # numpy or torch, one element
+        try:
+            number = number.item()
+        except (TypeError, ValueError, RuntimeError):
+            raise wrong from None
+    if isinstance(number, (bool, str, bytes)) or number is None:
+        raise wrong
+    if isinstance(number, int) or (what == "step" and hasattr(number, "__index__")):
+        return operator.index(number)
+    try:
+        return float(number)
+    except (TypeError, ValueError):
+        raise wrong from None
+
+
+def report(step: Any, value: Any) -> None:
+    """Report the objective's ``value`` at ``step`` (an epoch, a number of samples, seconds: any
+    number, growing from one report to the next): one line appended to the job's report file
+    (``$SPEARMINT_REPORT_FILE``) and flushed at once, so the daemon sees it at its next poll. The
+    job's curve continues across its attempts. Reports are progress only: the job's result is
+    still what ``main`` returns.
+
+    A value that is NaN or infinite (a diverged training) is written as such and skipped by the
+    daemon, with one warning in the job's record; a step or value that is not a number is a
+    TypeError. Outside a job (``main`` run by hand) nothing is written, so the same code runs
+    anywhere.
+    """
+    step, value = _report_number(step, "step"), _report_number(value, "value")
+    path = os.environ.get(REPORT_FILE_VARIABLE)
+    if not path:
+        return
+    # One write of the whole line with O_APPEND: a reader sees a line whole or not yet at all
+    # (spearmint_nn.experiment.curves ignores a last line without its newline). Opened and closed
+    # per report: close is what makes an NFS client send the line to the server.
+    handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(handle, f"{step!r} {value!r}\n".encode("ascii"))
+    finally:
+        os.close(handle)
 
 
 def _warning_arrived() -> None:

@@ -58,6 +58,14 @@ with no result file but ``attempts/<id>-<n>.json`` (:mod:`spearmint_nn.experimen
 exit code 0, when config.json has ``resume``; without it, that is an "exit_code" failure.
 ``--attempt N`` runs the job as attempt N (the daemon's next attempt of such a job); the final
 result's ``attempts`` lists the checkpointed attempts before it.
+
+Progress reports (a learning curve): the environment also holds ``SPEARMINT_REPORT_FILE``, the
+job's ``.spearmint/reports/<id>.txt`` (its folder exists before the wrapper starts; the first
+report creates the file). A PYTHON wrapper calls ``spearmint_nn.job.report(step, value)``; a
+SHELL command, or anything it starts, appends lines ``<step> <value>``, each in one write that
+ends with its newline (``echo "$epoch $loss" >> "$SPEARMINT_REPORT_FILE"``). The file is kept
+across attempts; before attempt n >= 2 the runner appends ``# attempt <n>``. The daemon reads it
+as the job runs (format and parser: :mod:`spearmint_nn.experiment.curves`).
 """
 from __future__ import annotations
 
@@ -293,8 +301,24 @@ def _prepare_attempt(paths: ExperimentPaths, job_id: int, attempt: int, watch: W
     checkpoints = paths.checkpoint_dir(job_id)
     checkpoints.mkdir(parents=True, exist_ok=True)
     watch.attach(paths.warning_file(job_id, attempt))
+    _mark_attempt(paths.report_file(job_id), attempt)
     os.environ.update({job.CHECKPOINT_DIR_VARIABLE: str(checkpoints), job.ATTEMPT_VARIABLE: str(attempt),
-                       job.WARNING_FILE_VARIABLE: str(paths.warning_file(job_id, attempt))})
+                       job.WARNING_FILE_VARIABLE: str(paths.warning_file(job_id, attempt)),
+                       job.REPORT_FILE_VARIABLE: str(paths.report_file(job_id))})
+
+
+def _mark_attempt(report_file: Path, attempt: int) -> None:
+    """Create the reports folder, and from the second attempt on append ``# attempt <n>`` to the
+    job's report file (spearmint_nn.experiment.curves), so that the curve says which attempt
+    each report came from. A last line that an earlier attempt left without its newline (it was
+    killed mid-write) is ended first, so that the mark is not glued to it."""
+    report_file.parent.mkdir(parents=True, exist_ok=True)
+    if attempt < 2:
+        return
+    with open(report_file, "ab+") as handle:
+        handle.seek(0, os.SEEK_END)
+        unfinished = handle.tell() > 0 and (handle.seek(-1, os.SEEK_END), handle.read(1))[1] != b"\n"
+        handle.write((b"\n" if unfinished else b"") + f"# attempt {attempt}\n".encode("ascii"))
 
 
 def run_job(experiment_dir: str | Path, job_id: int, attempt: int | None = None) -> int:
@@ -303,7 +327,7 @@ def run_job(experiment_dir: str | Path, job_id: int, attempt: int | None = None)
     # The warning is handled from the start (unhandled, it would kill the runner). The process
     # is left as found (handler, environment): a job may run inside a caller's process.
     watch = WarningWatch(job_id).install()
-    names = (job.CHECKPOINT_DIR_VARIABLE, job.ATTEMPT_VARIABLE, job.WARNING_FILE_VARIABLE)
+    names = (job.CHECKPOINT_DIR_VARIABLE, job.ATTEMPT_VARIABLE, job.WARNING_FILE_VARIABLE, job.REPORT_FILE_VARIABLE)
     saved = {name: os.environ.get(name) for name in names}
     try:
         return _run_attempt(ExperimentPaths(experiment_dir), job_id, attempt, watch)

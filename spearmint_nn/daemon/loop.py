@@ -8,18 +8,18 @@ machines' writes), a finished proposal, or a stop signal
 (:mod:`~spearmint_nn.daemon.stopping`). Each wake handles everything that is ready at once, so
 ten jobs finishing together are ten records and one refit.
 
-Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Proposer`); every event is
-one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and ``daemon.log``);
-the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`; jobs are
-handed to the driver, and failed submissions retried, by
+Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Proposer`); every
+event is one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and
+``daemon.log``); the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`;
+jobs are handed to the driver, and failed submissions retried, by
 :class:`~spearmint_nn.daemon.submitter.Submitter`, as many as the site's limits let in
 (:class:`~spearmint_nn.daemon.site_limits.SiteLimits`); interrupted jobs are submitted again as
-their next attempt (:mod:`spearmint_nn.daemon.reattempts`); result files
-are read as :class:`~spearmint_nn.experiment.results.JobResult`; failures that repeat are
-counted by :class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures before any
-success are held back or recorded as a wrapper bug by
-:class:`~spearmint_nn.daemon.before_success.FailuresBeforeSuccess` (the budget's count is
-:meth:`~spearmint_nn.experiment.store.Store.finished_count`).
+their next attempt (:mod:`spearmint_nn.daemon.reattempts`); running jobs' learning curves are
+read by :class:`~spearmint_nn.daemon.progress_reports.ProgressReports`; result files are read as
+:class:`~spearmint_nn.experiment.results.JobResult`; failures that repeat are counted by
+:class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures before any success are held
+back or recorded as a wrapper bug by :class:`~spearmint_nn.daemon.before_success.FailuresBeforeSuccess`
+(the budget's count: :meth:`~spearmint_nn.experiment.store.Store.finished_count`).
 """
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ from .submitter import Submitter
 from .summaries import SummaryWriter
 from . import reattempts
 from .late_results import LateResults
+from .progress_reports import ProgressReports
 from .wrapper_check import check_wrapper_before_jobs
 from .file_events import watch
 
@@ -129,6 +130,7 @@ class Daemon:
         self.reporter = Reporter(self.paths.log, self._stream)
         self._submitter = Submitter(self.config, self.driver, self.store, self.reporter)
         self._site_limits = SiteLimits(self.paths, self.reporter, self.driver.name)
+        self._curves = ProgressReports(self.store, self.reporter)  # the running jobs' learning curves
         for line in (warning, lock.took_over):  # a wrapper to fix; a daemon elsewhere taken for dead
             if line is not None:
                 self.reporter.event("warning", line)
@@ -232,6 +234,7 @@ class Daemon:
             if time.monotonic() >= next_poll:
                 changed |= self._take_late_results()  # first: its listing of results/ refreshes NFS's view
                 changed |= self._poll_driver()
+                self._curves.poll()  # running jobs' curves: nothing in the summaries changes
                 self._reload_config()
                 next_poll = time.monotonic() + self.config.polling_time
             changed |= self._handle_requests()
@@ -437,8 +440,6 @@ class Daemon:
 
     def _submit(self, *job_ids: int) -> bool:
         """Submit pending jobs; True when the site refused them for its limits (pending again)."""
-        if not job_ids:
-            return False
         outcome = self._submitter.submit(job_ids)
         for job_id, refused in outcome.rejected:
             self._fail(job_id, "submit_rejected", refused.reason)
@@ -477,7 +478,7 @@ class Daemon:
             self._fail(job_id, exc.failure, str(exc), **fields)
             return True
         job = self.store.move(job_id, JobState.COMPLETE, values=values, value=values[self.config.objective],
-                              finished=time.time(), **fields)
+                              finished=time.time(), **fields, **self._curves.final(job_id))
         self._count_held_back()
         others = "".join(f" {t}={v:.6g}" for t, v in values.items() if t != self.config.objective)
         duration = f" in {fields['duration']:.1f} s" if "duration" in fields else ""
@@ -549,7 +550,7 @@ class Daemon:
         job = self.store.move(job_id, JobState.FAILED, failure=failure, reason=plain(reason),
                               stderr_tail=read_output_tail(self.paths.stderr_file(job_id)),
                               stdout_tail=read_output_tail(self.paths.stdout_file(job_id)),
-                              finished=time.time(), **fields)
+                              finished=time.time(), **{**self._curves.final(job_id), **fields})
         self._ended_seen.pop(job_id, None)
         self._note_outcome(self._after_failure(job))
 

@@ -73,13 +73,14 @@ class SummaryWriter:
 
 def job_table(jobs: Iterable[Job], config: ExperimentConfig) -> tuple[list[str], list[list[Any]]]:
     """Header and rows (one per job, in the order given) of the job table shared by results.csv
-    and ``spearmint-nn report``; ``best_so_far`` is the running best objective."""
+    and ``spearmint-nn report``; ``best_so_far`` is the running best objective, ``last_step`` and
+    ``last_value`` the job's last progress report (empty when it reported none)."""
     tasks = list(config.tasks.names)
     columns = [(var.name if var.size == 1 else f"{var.name}[{i}]", var.name, i)
                for var in config.space.variables for i in range(var.size)]
     header = (["id", "state", "source", "value", "feasible"] + [f"task:{t}" for t in tasks]
               + [column for column, _, _ in columns]
-              + ["duration", "attempts", "failure", "reason", "best_so_far"])
+              + ["duration", "attempts", "last_step", "last_value", "failure", "reason", "best_so_far"])
     rows, best_so_far = [], None
     sign = parse_direction(config.direction)
     for job in jobs:
@@ -97,7 +98,7 @@ def job_table(jobs: Iterable[Job], config: ExperimentConfig) -> tuple[list[str],
                      {JobState.COMPLETE: "yes" if feasible else "no", JobState.FAILED: "no"}.get(job.state, "")]
                     + [values.get(t, "") for t in tasks] + cells
                     + [fields.get("duration", ""), "" if job.attempts is None else job.attempts,
-                       fields.get("failure", ""), fields.get("reason", ""),
+                       fields.get("last_step", ""), fields.get("last_value", ""), fields.get("failure", ""), fields.get("reason", ""),
                        "" if best_so_far is None else best_so_far])
     return header, rows
 

@@ -32,6 +32,13 @@
             checkpoints/000042/          the job's own checkpoint folder ($SPEARMINT_CHECKPOINT_DIR),
                                          created by the runner before the wrapper starts, kept
                                          across the job's attempts, never deleted by spearmint-nn
+            reports/000042.txt           the job's learning curve ($SPEARMINT_REPORT_FILE;
+                                         spearmint_nn.job.report): lines "<step> <value>"
+                                         appended as it runs, kept across its attempts, before
+                                         attempt n >= 2 a line "# attempt <n>" written by the
+                                         runner; format and parser in spearmint_nn.experiment.curves.
+                                         The daemon reads what was appended at each poll and keeps
+                                         a summary in the job file (reports, last_step, ...)
             attempts/000042-1.json       attempt 1 of job 42 ended to be resumed from its checkpoint
                                          (experiment key "resume"): no result yet, but this
                                          record, an entry of "attempts" below with outcome
@@ -61,7 +68,8 @@
             daemon.log
 
 The daemon is the only writer of ``jobs/``, ``inputs/`` and the summaries; a job is the only
-writer of its own ``results/``, ``claims/``, ``attempts/``, ``checkpoints/`` and ``output/`` files. That split keeps the folder
+writer of its own ``results/``, ``claims/``, ``attempts/``, ``checkpoints/``, ``reports/`` and ``output/``
+files. That split keeps the folder
 consistent when either side dies.
 
 Submission is two writes around the driver call: the job moves to ``running`` with
@@ -97,6 +105,13 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
                   claim), "scheduler_id"
                   (the daemon's, for an attempt it submitted again after)}]; while the job waits
                   or runs again, the attempts that ended so far; absent for jobs run by older runners
+    reports, last_step, last_value  the job's learning curve so far (running and later): how many
+                  reports its file ``reports/<id>.txt`` holds, and the step and value of the last
+                  one written; absent while it has none. The daemon rewrites them at each poll
+                  that finds new lines (and once more when the job ends); the file is the full
+                  curve, read again from its start by a restarted daemon
+    report_warning  one line saying the job's report file has lines that are not reports
+                  (garbage, NaN, inf), which are skipped; set once, the first time one is read
     attempt       the attempt the job is submitted for, when the daemon submitted it again
                   (spearmint_nn.daemon.reattempts); its runner runs with ``--attempt <n>``
     predicted_duration  seconds the duration model predicted when EI per second proposed the job
@@ -177,6 +192,7 @@ class ExperimentPaths:
         self.claims = self.state / "claims"
         self.attempts = self.state / "attempts"
         self.checkpoints = self.state / "checkpoints"
+        self.reports = self.state / "reports"
         self.scripts = self.state / "scripts"
         self.requests = self.state / "requests"
         self.model = self.state / "model"
@@ -215,6 +231,10 @@ class ExperimentPaths:
     def checkpoint_dir(self, job_id: int) -> Path:
         """The job's checkpoint folder, kept across its attempts: ``checkpoints/000042/``."""
         return self.checkpoints / f"{job_id:06d}"
+
+    def report_file(self, job_id: int) -> Path:
+        """The job's learning curve, appended to by the job across its attempts: ``reports/000042.txt``."""
+        return self.reports / f"{job_id:06d}.txt"
 
     def stdout_file(self, job_id: int) -> Path:
         return self.output / f"{job_id:06d}.out"

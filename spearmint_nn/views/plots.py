@@ -8,6 +8,8 @@ stacks the sections into one image and the HTML report embeds them one by one:
   apart, as in figure 5(b) of the DNGO paper; for a noisy objective the model's best (best.json's
   ``model_best``: the evaluated point with the lowest posterior mean) is drawn at its job with
   its predicted mean +- std, beside the best observed value, which is then the luckiest draw;
+* ``curves``: the learning curves the jobs reported (``spearmint_nn.job.report``), value
+  against step, one line per job, running ones apart (:mod:`.curve_plots`);
 * ``parameters``: the objective against each parameter, one small panel per element (log axis
   for ``"scale": "log"``, one category per option for ENUM; failed jobs as ticks on the axis);
 * ``coordinates`` and ``landing``: every job across all parameters at once, in parallel
@@ -40,7 +42,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..experiment.layout import ExperimentPaths
-from . import job_plots, model_plots, run_plots
+from . import curve_plots, job_plots, model_plots, run_plots
 from .plot_parts import (BEST, FAILED, FEASIBLE, INFEASIBLE, MODEL_BEST, RASTERIZE_ABOVE, Outcomes, SearchMarks,
                          axis_unit, best_so_far, duration_pairs, element, elapsed, encoded_column_labels,
                          format_parameter_axis, outcomes, parameter_columns, parameter_positions, read_warpings,
@@ -309,6 +311,8 @@ def sections(snap: Snapshot, optimum: float | None = None) -> list[Section]:
     """The sections that have something to show for this experiment, in report order;
     ``optimum``, the objective's known minimum, turns the best-so-far curves into regret."""
     out = [Section("convergence", "Convergence", 6.4, lambda fig: draw_convergence(snap, fig, optimum))]
+    if curve_plots.has_curves(snap):
+        out.append(Section("curves", "Learning curves", 4.6, lambda fig: curve_plots.draw_curves(snap, fig)))
     n_params = min(len(parameter_columns(snap)), MAX_PARAMETER_PANELS)
     if n_params and snap.finished:
         rows = math.ceil(n_params / min(4, n_params))

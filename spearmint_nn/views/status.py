@@ -289,8 +289,8 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "best": best_summary(snap.best) if snap.best else None,
         "model_best": snap.model_best,
         "running": [{"id": j.id, "scheduler_id": j.scheduler_id, "driver": j.driver,
-                     "age_s": round(now - j.fields.get("submitted", now), 1), "attempt": running_attempt(snap, j)}
-                    for j in snap.in_state(JobState.RUNNING)],
+                     "age_s": round(now - j.fields.get("submitted", now), 1), "attempt": running_attempt(snap, j),
+                     **curve_fields(j)} for j in snap.in_state(JobState.RUNNING)],
         "attempts": attempt_counts([j for j in snap.jobs if j.state in FINAL_STATES]),
         "recent_failures": [{"id": j.id, "failure": j.failure, "reason": j.reason} for j in recent],
         "feasibility": snap.feasibility,
@@ -332,6 +332,29 @@ def site_limit_lines(site_limit: Mapping[str, Any] | None, max_concurrent: int |
         lines.append(f"site limit: {queued['jobs']} job(s) wait in the queue for a limit of the site "
                      f"({queued['reason']})")
     return lines
+
+
+def curve_fields(job: Job) -> dict[str, Any]:
+    """A running job's progress as the daemon last read its reports (layout: ``reports``,
+    ``last_step``, ``last_value``): 0 reports and nulls before the first."""
+    reports = job.fields.get("reports")
+    reports = reports if isinstance(reports, int) and not isinstance(reports, bool) else 0
+    step = job.fields.get("last_step")
+    return {"reports": reports, "last_step": step if _is_number(step) else None,
+            "last_value": finite_float(job.fields.get("last_value"))}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def curve_text(running: Mapping[str, Any]) -> str:
+    """``  step 12: 0.4321 (12 reports)`` for a running job that reported, else ""."""
+    if not running.get("reports") or running.get("last_value") is None:
+        return ""
+    step = running["last_step"]
+    step = f"{step:g}" if isinstance(step, float) else str(step)
+    return f"  step {step}: {running['last_value']:.6g} ({running['reports']} reports)"
 
 
 def running_attempt(snap: Snapshot, job: Job) -> int | None:
@@ -402,7 +425,8 @@ def status_text(summary: dict[str, Any]) -> str:
     if summary["running"]:
         lines.append("running:")
         lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s"
-                  + (f"  attempt {r['attempt']}" if (r["attempt"] or 1) > 1 else "") for r in summary["running"]]
+                  + (f"  attempt {r['attempt']}" if (r["attempt"] or 1) > 1 else "") + curve_text(r)
+                  for r in summary["running"]]
     if summary["failure_groups"]:
         shown = summary["failure_groups"][:STATUS_FAILURE_GROUPS]
         lines.append(failures_heading(summary["failures_by_kind"], summary["failure_group_count"]))

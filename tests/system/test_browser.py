@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.views.html_report import write_html
 from spearmint_nn.views.status import take_snapshot
 from helpers.experiments import write_finished_experiment as write_experiment
@@ -123,6 +124,10 @@ def _column(driver: WebDriver, index: int) -> list[str]:
 
 def test_report_loads_cleanly_sorts_on_click_and_renders(browser, tmp_path):
     exp = write_experiment(tmp_path, 40, failures=True, constraint=True, running=2)
+    paths = ExperimentPaths(exp)
+    paths.reports.mkdir()
+    for job_id in (1, 2, 41, 42):  # learning curves of two finished and both running jobs
+        paths.report_file(job_id).write_text("".join(f"{s} {job_id / s!r}\n" for s in range(1, 9)))
     snap = take_snapshot(exp)
     report = write_html(snap, tmp_path / "out" / "report.html")
     browser.call("POST", browser.s("/url"), {"url": report.as_uri()})
@@ -141,7 +146,7 @@ def test_report_loads_cleanly_sorts_on_click_and_renders(browser, tmp_path):
     assert "ValueError: <b>bad</b>" in browser.script("return document.querySelector('#failures pre').textContent")
     shown = browser.script("return Array.prototype.map.call(document.querySelectorAll('#plots figure'),"
                            " function (f) { return f.id; })")
-    assert shown == ["plot-convergence", "plot-parameters", "plot-coordinates", "plot-landing", "plot-failures",
+    assert shown == ["plot-convergence", "plot-curves", "plot-parameters", "plot-coordinates", "plot-landing", "plot-failures",
                      "plot-phases"]
     assert all(browser.script("return Array.prototype.map.call(document.images, function (i) {"
                               " return i.complete && i.naturalWidth > 500; })"))

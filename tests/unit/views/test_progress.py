@@ -192,7 +192,8 @@ def test_status_json_is_stable(tmp_path):
     assert set(status["best"]) == {"id", "value", "values", "params", "duration", "finished"}
     assert status["best"]["id"] == snap.best.id and status["best"]["params"] == snap.best.params
     assert [r["id"] for r in status["running"]] == [21, 22]
-    assert all(set(r) == {"id", "scheduler_id", "driver", "age_s", "attempt"} for r in status["running"])
+    assert all(set(r) == {"id", "scheduler_id", "driver", "age_s", "attempt", "reports", "last_step", "last_value"}
+               for r in status["running"])
     # jobs written without attempts ran once; running jobs whose runner has not started have none
     assert status["attempts"] == {"total": 20, "interrupted_jobs": 0}
     assert [r["attempt"] for r in status["running"]] == [None, None]
