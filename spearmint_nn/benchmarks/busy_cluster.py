@@ -14,7 +14,8 @@ Reported, from the scheduler's own accounting (``sacct``, ``qacct``) of the expe
 
 - **busy share**: the slot-time in use over all slots' time, from the first job's start to the
   last job's start (until then the experiment had budget left; afterwards a free slot has no job
-  to take). Accounting times are whole seconds.
+  to take). Accounting times are whole seconds. Also the same share in steady running: without
+  the first minute and the minute after each restart.
 - **scheduler calls per minute** of the daemon: every scheduler command the daemon runs goes
   through a logging shim put first on its ``PATH``;
 - **the daemon's CPU**: user + system seconds of the daemon processes and what they ran, as a
@@ -245,12 +246,22 @@ def sge_intervals(prefix: str, since: float) -> list[tuple[float, float]]:
     return intervals
 
 
-def busy_share(intervals: Sequence[tuple[float, float]], slots: int) -> dict[str, Any]:
-    """Slot-time in use over all slots' time from the first start to the last start."""
+def busy_share(intervals: Sequence[tuple[float, float]], slots: int,
+               disturbed: Sequence[float] = (), settle_s: float = 60.0) -> dict[str, Any]:
+    """Slot-time in use over all slots' time from the first start to the last start; and the
+    same outside the first ``settle_s`` seconds and the ``settle_s`` after each time in
+    ``disturbed`` (the restarts): the share in steady running."""
     first = min(begin for begin, _ in intervals)
     last = max(begin for begin, _ in intervals)
-    used = sum(max(0.0, min(end, last) - begin) for begin, end in intervals)
-    return {"busy_share": used / (slots * (last - first)) if last > first else None,
+
+    def share(lo: float, hi: float) -> tuple[float, float]:
+        return sum(max(0.0, min(end, hi) - max(begin, lo)) for begin, end in intervals), slots * max(0.0, hi - lo)
+    cuts = sorted([first, *disturbed])
+    steady = [(max(a + settle_s, first), min(b, last)) for a, b in zip(cuts, [*cuts[1:], last])]
+    used, offered = (sum(part) for part in zip(*(share(lo, hi) for lo, hi in steady if hi > lo))) \
+        if any(hi > lo for lo, hi in steady) else (0.0, 0.0)
+    return {"busy_share": share(first, last)[0] / (slots * (last - first)) if last > first else None,
+            "steady_busy_share": used / offered if offered else None,
             "window_s": last - first, "accounted_jobs": len(intervals)}
 
 
@@ -297,7 +308,8 @@ def run(scheduler: str, jobs: int, slots: int, seconds: tuple[int, int], restart
         intervals = accounting(prefix, since)
     return {"scheduler": scheduler, "jobs": jobs, "slots": slots, "seconds": list(seconds),
             "model": model or "default", "awk_loops": loops, "driver_options": driver,
-            **busy_share(intervals, slots), "ledger": check_ledgers(folder, jobs),
+            **busy_share(intervals, slots, [event["at"] for event in outcome["events"].values()]),
+            "ledger": check_ledgers(folder, jobs),
             "scheduler_calls": scheduler_calls(log, outcome["daemon_wall_s"] / 60),
             "daemon_cpu_s": round(outcome["daemon_cpu_s"], 1), "daemon_wall_s": round(outcome["daemon_wall_s"], 1),
             "daemon_cpu_share": round(outcome["daemon_cpu_s"] / outcome["daemon_wall_s"], 3),
@@ -305,12 +317,12 @@ def run(scheduler: str, jobs: int, slots: int, seconds: tuple[int, int], restart
 
 
 def table(results: Sequence[dict[str, Any]]) -> str:
-    rows = [("scheduler", "jobs / slots", "job seconds", "busy share", "scheduler calls/min", "daemon CPU",
+    rows = [("scheduler", "jobs / slots", "job seconds", "busy share (steady)", "scheduler calls/min", "daemon CPU",
              "ran once / complete / failed", "nothing lost or repeated")]
     for r in results:
         ledger = r["ledger"]
         rows.append((r["scheduler"], f"{r['jobs']} / {r['slots']}", f"{r['seconds'][0]}-{r['seconds'][1]}",
-                     f"{100 * r['busy_share']:.1f}%", f"{r['scheduler_calls']['per_minute']:g}",
+                     f"{100 * r['busy_share']:.1f}% ({100 * r['steady_busy_share']:.1f}%)", f"{r['scheduler_calls']['per_minute']:g}",
                      f"{r['daemon_cpu_s']:g} s ({100 * r['daemon_cpu_share']:.0f}% of a core)",
                      f"{ledger['ran_once']} / {ledger['complete']} / {ledger['failed']}", "yes" if ledger["ok"] else "NO"))
     return "\n".join("| " + " | ".join(row) + " |" for row in [rows[0], tuple("---" for _ in rows[0]), *rows[1:]])
