@@ -322,10 +322,14 @@ def table(results: Sequence[dict[str, Any]]) -> str:
     for r in results:
         ledger = r["ledger"]
         rows.append((r["scheduler"], f"{r['jobs']} / {r['slots']}", f"{r['seconds'][0]}-{r['seconds'][1]}",
-                     f"{100 * r['busy_share']:.1f}% ({100 * r['steady_busy_share']:.1f}%)", f"{r['scheduler_calls']['per_minute']:g}",
+                     f"{_percent(r['busy_share'])} ({_percent(r['steady_busy_share'])})", f"{r['scheduler_calls']['per_minute']:g}",
                      f"{r['daemon_cpu_s']:g} s ({100 * r['daemon_cpu_share']:.0f}% of a core)",
                      f"{ledger['ran_once']} / {ledger['complete']} / {ledger['failed']}", "yes" if ledger["ok"] else "NO"))
     return "\n".join("| " + " | ".join(row) + " |" for row in [rows[0], tuple("---" for _ in rows[0]), *rows[1:]])
+
+
+def _percent(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.1f}%"  # None: a run too short for the window
 
 
 def main(argv: Sequence[str] | None = None) -> int:

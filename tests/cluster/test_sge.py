@@ -32,12 +32,19 @@ def sge_problem() -> str | None:
     return None
 
 
+def running() -> set[str]:
+    """Ids of the running jobs, an array's task as ``12345.3`` (qstat shows its index in a
+    column of its own, the last)."""
+    lines = subprocess.run(["qstat", "-s", "r"], capture_output=True, text=True, timeout=60).stdout.splitlines()[2:]
+    rows = [line.split() for line in lines if line.strip()]
+    return {row[0] if len(row) < 10 else f"{row[0]}.{row[9]}" for row in rows}
+
+
 def requeue(sid: str) -> None:
     """``qmod -rj`` once Grid Engine has had the job running for a few seconds: a job rescheduled
     just after it was dispatched was seen here to be marked (qacct: "failed 25 : rescheduling",
     no start time) but not stopped, and to run on."""
-    scenarios.wait_for(lambda: sid in subprocess.run(["qstat", "-s", "r"], capture_output=True, text=True,
-                                                     timeout=60).stdout.split(), 60, f"job {sid} to run")
+    scenarios.wait_for(lambda: sid in running(), 60, f"job {sid} to run")
     time.sleep(5)
     subprocess.run(["qmod", "-rj", sid], check=True, timeout=60, capture_output=True)
 
