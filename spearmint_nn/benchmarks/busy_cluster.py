@@ -15,7 +15,8 @@ Reported, from the scheduler's own accounting (``sacct``, ``qacct``) of the expe
 - **busy share**: the slot-time in use over all slots' time, from the first job's start to the
   last job's start (until then the experiment had budget left; afterwards a free slot has no job
   to take). Accounting times are whole seconds. Also the same share in steady running: without
-  the first minute and the minute after each restart.
+  the first minute (``--settle``), nor the controller's down time and the minute after each
+  restart.
 - **scheduler calls per minute** of the daemon: every scheduler command the daemon runs goes
   through a logging shim put first on its ``PATH``;
 - **the daemon's CPU**: user + system seconds of the daemon processes and what they ran, as a
@@ -247,21 +248,22 @@ def sge_intervals(prefix: str, since: float) -> list[tuple[float, float]]:
 
 
 def busy_share(intervals: Sequence[tuple[float, float]], slots: int,
-               disturbed: Sequence[float] = (), settle_s: float = 60.0) -> dict[str, Any]:
+               disturbed: Sequence[tuple[float, float]] = (), settle_s: float = 60.0) -> dict[str, Any]:
     """Slot-time in use over all slots' time from the first start to the last start; and the
-    same outside the first ``settle_s`` seconds and the ``settle_s`` after each time in
-    ``disturbed`` (the restarts): the share in steady running."""
+    same in steady running: without the first ``settle_s`` seconds, nor each (from, to) in
+    ``disturbed`` (a restart: the controller down) and the ``settle_s`` seconds after it."""
     first = min(begin for begin, _ in intervals)
     last = max(begin for begin, _ in intervals)
-
-    def share(lo: float, hi: float) -> tuple[float, float]:
-        return sum(max(0.0, min(end, hi) - max(begin, lo)) for begin, end in intervals), slots * max(0.0, hi - lo)
-    cuts = sorted([first, *disturbed])
-    steady = [(max(a + settle_s, first), min(b, last)) for a, b in zip(cuts, [*cuts[1:], last])]
-    used, offered = (sum(part) for part in zip(*(share(lo, hi) for lo, hi in steady if hi > lo))) \
-        if any(hi > lo for lo, hi in steady) else (0.0, 0.0)
-    return {"busy_share": share(first, last)[0] / (slots * (last - first)) if last > first else None,
-            "steady_busy_share": used / offered if offered else None,
+    used = sum(max(0.0, min(end, last) - begin) for begin, end in intervals)
+    excluded = [(first, first + settle_s), *((start, end + settle_s) for start, end in disturbed)]
+    steady_used = steady_offered = 0.0
+    for second in range(int(first), int(last)):  # whole seconds, as the accounting's times
+        if any(start <= second < end for start, end in excluded):
+            continue
+        steady_offered += slots
+        steady_used += sum(1 for begin, end in intervals if begin <= second and end >= second + 1)
+    return {"busy_share": used / (slots * (last - first)) if last > first else None,
+            "steady_busy_share": steady_used / steady_offered if steady_offered else None,
             "window_s": last - first, "accounted_jobs": len(intervals)}
 
 
@@ -289,7 +291,7 @@ def scheduler_calls(log: Path, minutes: float) -> dict[str, Any]:
 
 def run(scheduler: str, jobs: int, slots: int, seconds: tuple[int, int], restart_daemon_at: float,
         restart_controller_at: float, model: str | None, loops: int, driver: dict[str, Any],
-        workdir: Path) -> dict[str, Any]:
+        workdir: Path, settle_s: float = 60.0) -> dict[str, Any]:
     bring_up(scheduler, slots)
     prefix = f"bc{int(time.time()) % 10 ** 6}-"
     folder = workdir / "experiment"
@@ -308,7 +310,8 @@ def run(scheduler: str, jobs: int, slots: int, seconds: tuple[int, int], restart
         intervals = accounting(prefix, since)
     return {"scheduler": scheduler, "jobs": jobs, "slots": slots, "seconds": list(seconds),
             "model": model or "default", "awk_loops": loops, "driver_options": driver,
-            **busy_share(intervals, slots, [event["at"] for event in outcome["events"].values()]),
+            **busy_share(intervals, slots, [(event["at"], event["at"] + event.get("down_s", 0.0))
+                                            for event in outcome["events"].values()], settle_s),
             "ledger": check_ledgers(folder, jobs),
             "scheduler_calls": scheduler_calls(log, outcome["daemon_wall_s"] / 60),
             "daemon_cpu_s": round(outcome["daemon_cpu_s"], 1), "daemon_wall_s": round(outcome["daemon_wall_s"], 1),
@@ -343,6 +346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--restart-controller-at", type=float, default=0.6)
     parser.add_argument("--model", default=None, help="the config's model key (default: the config default)")
     parser.add_argument("--array-size", type=int, default=None, help="the driver's array-size (default: its default)")
+    parser.add_argument("--settle", type=float, default=60.0,
+                        help="seconds after the start and after each restart left out of the steady share")
     parser.add_argument("--awk-loops", type=int, default=100000, help="iterations of each job's computation")
     parser.add_argument("--workdir", type=Path, default=None, help="kept afterwards (default: a temporary folder)")
     parser.add_argument("--json", type=Path, default=None)
@@ -356,7 +361,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 results.append(run(scheduler, args.jobs, args.slots, (low, high), args.restart_daemon_at,
                                    args.restart_controller_at, args.model, args.awk_loops,
-                                   {} if args.array_size is None else {"array-size": args.array_size}, workdir))
+                                   {} if args.array_size is None else {"array-size": args.array_size}, workdir,
+                                   args.settle))
             finally:
                 bring_up(scheduler, None)  # back to the size the tests expect
         print(table(results[-1:]), flush=True)

@@ -27,7 +27,7 @@ def test_fifty_jobs_eight_at_once_through_two_restarts(tmp_path: Path, scheduler
     scenarios.require_scheduler(scheduler, scheduler, PROBLEMS[scheduler]())
     summary = tmp_path / "summary.json"
     done = subprocess.run([sys.executable, "-m", "spearmint_nn.benchmarks.busy_cluster", "--scheduler", scheduler,
-                           "--jobs", "50", "--slots", "8", "--seconds", "6,12", "--model", "sobol",
+                           "--jobs", "50", "--slots", "8", "--seconds", "6,12", "--model", "sobol", "--settle", "10",
                            "--workdir", str(tmp_path / "work"), "--json", str(summary)],
                           capture_output=True, text=True, timeout=1200)
     console = (tmp_path / "work" / scheduler / "experiment" / "console.log")
@@ -39,6 +39,7 @@ def test_fifty_jobs_eight_at_once_through_two_restarts(tmp_path: Path, scheduler
     assert set(result["restarts"]) == {"daemon_restart", "controller_restart"}, result["restarts"]
     assert result["daemon_exit_codes"][0] == -9 and result["daemon_exit_codes"][-1] == 0
     assert result["accounted_jobs"] >= 50  # the accounting saw every job (array tasks each)
-    # 8 slots, jobs of 6-12 s, a restart of each: busy well over half of the time; a daemon that
-    # submitted one job at a time per poll, or waited for each proposal, stays far below it
-    assert result["busy_share"] > 0.6, result
+    # 8 slots, jobs of 6-12 s: outside the first 10 s, the controller's down time (Grid Engine's
+    # takes 35 s here) and the 10 s after each restart, busy at least 70% of the time (about 90%
+    # in CI); a daemon that submitted one job per poll (2 s) would keep about half of them busy
+    assert result["steady_busy_share"] > 0.7, result
