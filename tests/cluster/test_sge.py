@@ -32,19 +32,19 @@ def sge_problem() -> str | None:
     return None
 
 
-def running() -> set[str]:
-    """Ids of the running jobs, an array's task as ``12345.3`` (qstat shows its index in a
-    column of its own, the last)."""
-    lines = subprocess.run(["qstat", "-s", "r"], capture_output=True, text=True, timeout=60).stdout.splitlines()[2:]
+def in_a_queue(state: str) -> set[str]:
+    """Ids of the jobs in a queue (running or suspended) whose qstat state has the letter
+    ``state``; an array's task as ``12345.3`` (qstat shows its index in a last column of its own)."""
+    lines = subprocess.run(["qstat", "-s", "rs"], capture_output=True, text=True, timeout=60).stdout.splitlines()[2:]
     rows = [line.split() for line in lines if line.strip()]
-    return {row[0] if len(row) < 10 else f"{row[0]}.{row[9]}" for row in rows}
+    return {row[0] if len(row) < 10 else f"{row[0]}.{row[9]}" for row in rows if len(row) >= 9 and state in row[4]}
 
 
 def requeue(sid: str) -> None:
     """``qmod -rj`` once Grid Engine has had the job running for a few seconds: a job rescheduled
     just after it was dispatched was seen here to be marked (qacct: "failed 25 : rescheduling",
     no start time) but not stopped, and to run on."""
-    scenarios.wait_for(lambda: sid in running(), 60, f"job {sid} to run")
+    scenarios.wait_for(lambda: sid in in_a_queue("r"), 60, f"job {sid} to run")
     time.sleep(5)
     subprocess.run(["qmod", "-rj", sid], check=True, timeout=60, capture_output=True)
 
@@ -97,11 +97,7 @@ def test_jobs_suspended_by_a_higher_priority_queue_still_all_finish_once(tmp_pat
         high = subprocess.run(["qsub", "-terse", "-q", "high.q", "-l", "preemption=TRUE", "-o", "/dev/null", "-j", "y",
                                str(script)], capture_output=True, text=True, timeout=60, check=True).stdout.strip()
 
-        def suspended() -> set[str]:
-            lines = subprocess.run(["qstat"], capture_output=True, text=True, timeout=60).stdout.splitlines()[2:]
-            return {fields[0] for fields in map(str.split, lines) if len(fields) > 4 and "S" in fields[4]}
-
-        scenarios.wait_for(lambda: sids & suspended(), 60, "Grid Engine to suspend the experiment's jobs")
+        scenarios.wait_for(lambda: sids & in_a_queue("S"), 60, "Grid Engine to suspend the experiment's jobs")
         assert daemon.wait(timeout=300) == 0
     finally:
         scenarios.stop_daemon(daemon)
