@@ -95,14 +95,10 @@ def test_each_broken_job_fails_once_with_its_reason(tmp_path):
 def test_a_job_started_twice_is_evaluated_once(tmp_path):
     """Two runners of one job at once (a resubmission after a daemon crash): one evaluates, the
     other waits for it and exits with its result; the wrapper ran once."""
-    folder = write_experiment(tmp_path / "exp", quick_config(),
-                              {"wrapper.py": counting_wrapper("time.sleep(1.0)")})
-    paths = ExperimentPaths(folder)
-    for sub in (paths.inputs, paths.results):
-        sub.mkdir(parents=True)
-    atomic_write_json(paths.input_file(5), {"x": [1.0], "y": [2.0]})
-    runners = [subprocess.Popen(command_for(paths.experiment, 5), cwd=folder, stderr=subprocess.PIPE, text=True)
-               for _ in range(3)]
+    paths, _ = _napping_job_5(tmp_path)
+    folder = paths.experiment
+    runners = [subprocess.Popen(command_for(paths.experiment, 5), cwd=folder, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "NAP": "1.0"}) for _ in range(3)]
     outputs = [r.communicate(timeout=60)[1] for r in runners]
     assert [r.returncode for r in runners] == [0, 0, 0]
     assert logged_runs(folder / "runs.txt") == [5]
