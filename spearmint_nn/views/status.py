@@ -223,7 +223,7 @@ class Snapshot:
         for job in self.finished:
             if job.state is JobState.COMPLETE:
                 counts["feasible" if self.is_feasible(job) else "infeasible"] += 1
-            else:
+            elif job.state is JobState.FAILED:  # (a stopped job is no observation of either model)
                 counts["failed" if self.is_counted(job) else "ignored"] += 1
         return counts
 
@@ -291,6 +291,7 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "running": [{"id": j.id, "scheduler_id": j.scheduler_id, "driver": j.driver,
                      "age_s": round(now - j.fields.get("submitted", now), 1), "attempt": running_attempt(snap, j),
                      **curve_fields(j)} for j in snap.in_state(JobState.RUNNING)],
+        "stopped": [stopped_fields(j) for j in snap.in_state(JobState.STOPPED)],
         "attempts": attempt_counts([j for j in snap.jobs if j.state in FINAL_STATES]),
         "recent_failures": [{"id": j.id, "failure": j.failure, "reason": j.reason} for j in recent],
         "feasibility": snap.feasibility,
@@ -342,6 +343,11 @@ def curve_fields(job: Job) -> dict[str, Any]:
     step = job.fields.get("last_step")
     return {"reports": reports, "last_step": step if _is_number(step) else None,
             "last_value": finite_float(job.fields.get("last_value"))}
+
+
+def stopped_fields(job: Job) -> dict[str, Any]:
+    """A job early stopping stopped, for ``status --json``: its curve's summary and why."""
+    return {"id": job.id, **curve_fields(job), "stopped_reason": job.fields.get("stopped_reason")}
 
 
 def _is_number(value: Any) -> bool:
@@ -427,6 +433,9 @@ def status_text(summary: dict[str, Any]) -> str:
         lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s"
                   + (f"  attempt {r['attempt']}" if (r["attempt"] or 1) > 1 else "") + curve_text(r)
                   for r in summary["running"]]
+    if summary.get("stopped"):
+        lines.append(f"stopped early: {len(summary['stopped'])} job(s)")
+        lines += [f"  job {r['id']:>6}{curve_text(r)}  {r['stopped_reason'] or ''}" for r in summary["stopped"]]
     if summary["failure_groups"]:
         shown = summary["failure_groups"][:STATUS_FAILURE_GROUPS]
         lines.append(failures_heading(summary["failures_by_kind"], summary["failure_group_count"]))
