@@ -39,7 +39,7 @@ from ..problem.space_edits import EarlierJobs, fit_to_space
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
 from ..text import params_text, plain
 from .reporting import Reporter
-from ..experiment.jobs import AWAITING_RESULT, SCHEDULER_FAILURES, BadValues, Job, JobState, best_job
+from ..experiment.jobs import AWAITING_RESULT, SCHEDULER_FAILURES, BadValues, Job, JobState, best_job, counts_text
 from ..experiment.lock import LOST_EXIT, hold_for_daemon, lost_line
 from ..experiment.results import JobResult
 from ..experiment.store import Store
@@ -96,7 +96,8 @@ class Daemon:
         self.driver = make_driver(config)
         self.store = Store(self.paths)
         self.summaries = SummaryWriter(self.store, config)
-        self.reporter, self._proposer = None, None  # (a Reporter and a Proposer once run starts)
+        self.reporter: Reporter | None = None
+        self._proposer: Proposer | None = None
         self._wake = threading.Event()
         self._stop = StopSignals(self._wake)  # SIGINT/SIGTERM, and SIGUSR1 before a batch job's time limit
         self._ended_seen: dict[int, float] = {}     # job id -> when the driver first said "ended"
@@ -194,8 +195,7 @@ class Daemon:
                 self.reporter.event("warning", f"job {job.id} was submitted with driver {job.get('driver')}, "
                                     f"not {self.driver.name}: its result is collected when it appears")
         counts = store.counts()
-        self.reporter.event("state", ", ".join(f"{n} {state}" for state, n in counts.items())
-                            + f"; next job id {store.next_id}")
+        self.reporter.event("state", counts_text(counts) + f"; next job id {store.next_id}")
 
     def _resume_submission(self, job_id: int) -> None:
         if not self.paths.result_file(job_id).exists() and not self._submitter.resume(job_id):

@@ -263,6 +263,12 @@ class Job:
         return all(one_number(values.get(name)) is not None and values[name] >= 0 for name in constraints)
 
 
+def counts_text(counts: Mapping[str, int]) -> str:
+    """Jobs per state in words ("0 pending, 2 running, 5 complete, 1 failed"), for the log and
+    ``status``; stopped jobs only when there are some (early stopping is off by default)."""
+    return ", ".join(f"{n} {state}" for state, n in counts.items() if n or state != JobState.STOPPED.value)
+
+
 def best_job(jobs: Iterable[Job], objective: str, constraints: Sequence[str],
              direction: str = "minimize") -> Job | None:
     """The feasible job with the lowest objective value (the highest when ``direction`` is

@@ -22,7 +22,7 @@ from ..experiment.claims import read_claim
 from ..experiment.config import ExperimentConfig, load_config
 from ..experiment.failures import FailureGroup, group_failures
 from ..experiment.jobs import (DEFAULT_IGNORED_FAILURES, FINAL_STATES, Job, JobState, best_job, best_summary,
-                               finite_float)
+                               counts_text, finite_float)
 from ..experiment.layout import ExperimentPaths
 from ..experiment.lock import daemon_state
 from ..experiment.store import Store
@@ -415,7 +415,7 @@ def status_text(summary: dict[str, Any]) -> str:
     counts = summary["counts"]
     budget = summary["max_finished_jobs"]
     lines = [f"experiment {summary['name']} ({summary['experiment']}); daemon {who}",
-             "jobs: " + ", ".join(f"{n} {state}" for state, n in counts.items())
+             "jobs: " + counts_text(counts)
              + f"; {summary['finished']}/{budget if budget is not None else 'unlimited'} finished"]
     lines += _best_lines(summary)
     feas = summary["feasibility"]

@@ -37,7 +37,7 @@ def test_snapshot_counts_best_and_completion_order(tmp_path):
     snap = take_snapshot(exp)
     assert snap.name == "demo" and snap.budget == 50 and snap.concurrency == 2
     assert snap.objective == "loss" and snap.constraints == ("mem",)
-    assert snap.counts == {"pending": 0, "running": 2, "complete": 26, "failed": 4}
+    assert snap.counts == {"pending": 0, "running": 2, "complete": 26, "failed": 4, "stopped": 0}
     finished_times = [job.finished for job in snap.finished]
     assert finished_times == sorted(finished_times) and len(finished_times) == 30
     assert [j.id for j in snap.finished] != sorted(j.id for j in snap.finished)
@@ -185,7 +185,8 @@ def test_status_json_is_stable(tmp_path):
     assert set(status) == {"experiment", "name", "daemon", "counts", "finished", "max_finished_jobs",
                            "objective", "direction", "best", "running", "recent_failures", "feasibility",
                            "failures_by_kind", "failure_groups", "failure_group_count", "model_best", "related",
-                           "outside_variables", "attempts", "max_concurrent", "site_limit"}
+                           "outside_variables", "attempts", "max_concurrent", "site_limit", "stopped"}
+    assert status["stopped"] == []  # no job stopped early (the key is off)
     snap = take_snapshot(exp)
     assert status["counts"] == snap.counts and status["finished"] == snap.budget_used == 20
     assert status["max_finished_jobs"] == 30 and status["objective"] == "loss" and status["name"] == "demo"
