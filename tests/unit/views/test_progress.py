@@ -397,3 +397,26 @@ def test_status_says_why_the_models_best_differs_from_the_best_observed(tmp_path
         model_best.update(id=snap.best.id, mean=mean, value=snap.best.value)
         paths.best_json.write_text(json.dumps({"id": snap.best.id, "model_best": model_best}))
         assert "two bests" not in status_text(status_summary(take_snapshot(exp)))
+
+
+def test_a_stopped_job_shows_in_status_results_csv_and_the_live_line(tmp_path):
+    exp = write_experiment(tmp_path, 6, running=1, budget=10)
+    paths = ExperimentPaths(exp)
+    store = Store(paths).load_all()
+    why = "median rule: its best value 3.2 by step 4 is worse than the median 1.5 of 5 complete jobs at that step"
+    store.move(7, JobState.STOPPED, stopped_reason=why, stopped_step=4, finished=1.8e9, reports=4, last_step=4,
+               last_value=3.5)
+    snap = take_snapshot(exp)
+    assert snap.counts["stopped"] == 1 and snap.budget_used == 7  # one evaluation against the budget
+    assert snap.feasibility == {"feasible": 6, "infeasible": 0, "failed": 0, "ignored": 0}  # not a failure
+    summary = status_summary(snap)
+    assert summary["stopped"] == [{"id": 7, "reports": 4, "last_step": 4, "last_value": 3.5, "stopped_reason": why}]
+    text = status_text(summary)
+    assert "jobs: 0 pending, 0 running, 6 complete, 0 failed, 1 stopped; 7/10 finished" in text, text
+    assert f"stopped early: 1 job(s)\n  job      7  step 4: 3.5 (4 reports)  {why}" in text, text
+    assert "1 stopped" in progress_text(snap)
+    write_summaries(store, load_config(exp, check_driver=False))
+    with open(paths.results_csv, newline="") as handle:
+        rows = {row["id"]: row for row in csv.DictReader(handle)}
+    assert rows["7"]["state"] == "stopped" and rows["7"]["reason"] == why and rows["7"]["last_value"] == "3.5"
+    assert rows["7"]["value"] == "" and rows["7"]["feasible"] == ""
