@@ -153,7 +153,7 @@ KEYS: dict[str, Key] = {
     "resume": Key(None, parse_resume, "{\"warning\": seconds (default 120), \"max-total-time\": seconds or "
                   "[D-]HH:MM:SS (default 10 x driver.time-limit)}: warn each job that long before its time limit "
                   "and let it stop to be resumed from its checkpoint, within max-total-time for all its attempts"),
-    "early-stopping": Key(None, parse_early_stopping, "{\"rule\": median|asha, \"min-steps\", \"max-steps\", and the "
+    "early-stopping": Key(None, parse_early_stopping, "{\"rule\": median|asha|model, \"min-steps\", \"max-steps\", and the "
                           "rule's options}: stop running jobs whose learning curves fall behind (null: never)"),
     "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
                            "failure kinds that say nothing about the point: not shown to the model, not counted"),

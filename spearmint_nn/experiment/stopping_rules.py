@@ -10,12 +10,13 @@ which a job was already judged (``since``), which a restarted daemon does not kn
 
 Keys (unknown ones are an error, naming the key):
 
-* ``rule``: ``"median"`` (the default) or ``"asha"``;
+* ``rule``: ``"median"`` (the default), ``"asha"`` or ``"model"``;
 * ``min-steps`` (default 0): no decision while the job's last reported step is below it;
 * ``max-steps`` (default null): a job's full budget in steps; ASHA needs it (no rung at or
   beyond it);
 * median: ``percentile`` (default 50), ``min-jobs`` (default 5);
-* ASHA: ``reduction-factor`` (default 3), ``min-resource`` (default 1).
+* ASHA: ``reduction-factor`` (default 3), ``min-resource`` (default 1);
+* model: ``probability`` (default 0.05), ``min-jobs`` (default 5).
 
 Whatever the rule, a job whose best value so far is better than the best final value of every
 complete job (the incumbent's) is never stopped: it is on its way to be the new best.
@@ -31,13 +32,14 @@ from ..errors import ConfigError, did_you_mean
 from ..problem.settings import parse_direction
 from .curves import Report
 
-MEDIAN, ASHA = "median", "asha"
-RULES = (MEDIAN, ASHA)
+MEDIAN, ASHA, MODEL = "median", "asha", "model"
+RULES = (MEDIAN, ASHA, MODEL)
 COMMON_KEYS = ("rule", "min-steps", "max-steps")
-RULE_KEYS = {MEDIAN: ("percentile", "min-jobs"), ASHA: ("reduction-factor", "min-resource")}
+RULE_KEYS = {MEDIAN: ("percentile", "min-jobs"), ASHA: ("reduction-factor", "min-resource"),
+             MODEL: ("probability", "min-jobs")}
 # Optuna's MedianPruner defaults: the 50th percentile, and no pruning before 5 trials completed
 # (n_startup_trials); Li et al.'s and Ray Tune's reduction factor 3 and grace period 1.
-DEFAULTS = {"percentile": 50.0, "min-jobs": 5, "reduction-factor": 3.0, "min-resource": 1.0}
+DEFAULTS = {"percentile": 50.0, "min-jobs": 5, "reduction-factor": 3.0, "min-resource": 1.0, "probability": 0.05}
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class StoppingSettings:
     min_jobs: int = int(DEFAULTS["min-jobs"])
     reduction_factor: float = DEFAULTS["reduction-factor"]
     min_resource: float = DEFAULTS["min-resource"]
+    probability: float = DEFAULTS["probability"]
 
 
 @dataclass(frozen=True)
@@ -101,13 +104,19 @@ def parse_early_stopping(path: str, value: Any) -> StoppingSettings | None:
     if max_steps is not None and min_steps >= max_steps:
         raise ConfigError(f"{path}.min-steps", f"must be below max-steps ({min_steps:g} >= {max_steps:g})")
     settings = StoppingSettings(rule=rule, min_steps=min_steps, max_steps=max_steps)
+    if rule in (MEDIAN, MODEL):
+        min_jobs = value.get("min-jobs", DEFAULTS["min-jobs"])
+        if isinstance(min_jobs, bool) or not isinstance(min_jobs, int) or min_jobs < 1:
+            raise ConfigError(f"{path}.min-jobs", f"must be an integer >= 1 (got {min_jobs!r})")
+    if rule == MODEL:
+        probability = _number(f"{path}.probability", value.get("probability", DEFAULTS["probability"]), 0)
+        if probability >= 1:
+            raise ConfigError(f"{path}.probability", f"must be a number from 0 to below 1 (got {probability:g})")
+        return StoppingSettings(rule, min_steps, max_steps, min_jobs=min_jobs, probability=probability)
     if rule == MEDIAN:
         percentile = _number(f"{path}.percentile", value.get("percentile", DEFAULTS["percentile"]), 0)
         if percentile > 100:
             raise ConfigError(f"{path}.percentile", f"must be a number from 0 to 100 (got {percentile:g})")
-        min_jobs = value.get("min-jobs", DEFAULTS["min-jobs"])
-        if isinstance(min_jobs, bool) or not isinstance(min_jobs, int) or min_jobs < 1:
-            raise ConfigError(f"{path}.min-jobs", f"must be an integer >= 1 (got {min_jobs!r})")
         return StoppingSettings(rule, min_steps, max_steps, percentile=percentile, min_jobs=min_jobs)
     if max_steps is None:
         raise ConfigError(f"{path}.max-steps", "required by rule asha: a job's full budget in steps (its rungs "
@@ -157,6 +166,8 @@ def decide(settings: StoppingSettings, curve: Sequence[Report], others: Sequence
         return Decision(False, f"its best so far {best:.6g} beats the best final value {incumbent:.6g}")
     if settings.rule == MEDIAN:
         return median_rule(settings, curve, others, sign)
+    if settings.rule == MODEL:
+        return model_rule(settings, curve, others, sign, incumbent)
     return asha_rule(settings, curve, others, sign, since)
 
 
@@ -228,3 +239,38 @@ def asha_rule(settings: StoppingSettings, curve: Sequence[Report], others: Seque
     if not crossed:
         return Decision(False, f"no new rung reached by step {t:g}")
     return Decision(False, f"in the top 1/{settings.reduction_factor:g} at rung {crossed[-1]:g}")
+
+
+def model_rule(settings: StoppingSettings, curve: Sequence[Report], others: Sequence[Other], sign: float,
+               incumbent: float | None) -> Decision:
+    """A model of where the job is heading, from the complete jobs' curves: stop it when the
+    probability that its final value beats the incumbent's is below ``probability``.
+
+    At the job's last step t, each complete job j whose curve reached t says how much a job
+    still moves from its best by t to its final value: d_j = final_j - best_j(t). The job's
+    final value is modelled as its best by t plus such a move, a mixture of normals centred on
+    best + d_j with Silverman's bandwidth (1.06 sd n^(-1/5), and at least 1% of the moves'
+    range and of the incumbent's size, so that identical moves still leave some doubt): the
+    empirical predictive distribution of learning-curve extrapolation by analogy with the jobs
+    that finished (the spirit of freeze-thaw's "how far will this curve still go", Swersky,
+    Snoek and Adams 2014, without its kernel). It needs ``min-jobs`` complete jobs at t and an
+    incumbent; then P(final better than the incumbent) = mean_j Phi((incumbent - (best + d_j)) / h),
+    sign-flipped for maximisation."""
+    t = max(r.step for r in curve)
+    moves = [o.final - b for o in others if o.final is not None and o.curve
+             and max(r.step for r in o.curve) >= t and (b := running_best(o.curve, sign, t)) is not None]
+    if incumbent is None or len(moves) < settings.min_jobs:
+        return Decision(False, f"{len(moves)} complete job(s) reached step {t:g}, fewer than min-jobs "
+                               f"{settings.min_jobs}")
+    best = running_best(curve, sign)
+    n = len(moves)
+    mean = sum(moves) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in moves) / max(n - 1, 1))
+    floor = 0.01 * max(max(moves) - min(moves), abs(incumbent), 1e-12)
+    h = max(1.06 * sd * n ** -0.2, floor)
+    chance = sum(0.5 * math.erfc(-sign * (incumbent - (best + d)) / (h * math.sqrt(2))) for d in moves) / n
+    if chance < settings.probability:
+        return Decision(True, f"model: P(its final value beats the best {incumbent:.6g}) = {chance:.3g} < "
+                              f"{settings.probability:g}, from its best {best:.6g} by step {t:g} and the moves "
+                              f"after that step of {n} complete jobs")
+    return Decision(False, f"P(its final value beats the best {incumbent:.6g}) = {chance:.3g}")

@@ -7,7 +7,7 @@ from helpers.experiments import quick_config, write_experiment
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.experiment.curves import Report
-from spearmint_nn.experiment.stopping_rules import (ASHA, MEDIAN, Other, StoppingSettings, decide,
+from spearmint_nn.experiment.stopping_rules import (ASHA, MEDIAN, MODEL, Other, StoppingSettings, decide,
                                                     parse_early_stopping, percentile, rungs)
 
 
@@ -140,3 +140,38 @@ def test_config_json_reads_the_key(tmp_path):
     assert load_config(folder, check_driver=False).early_stopping == StoppingSettings(rule=MEDIAN, min_steps=3)
     plain = write_experiment(tmp_path / "plain", quick_config(), wrapper)
     assert load_config(plain, check_driver=False).early_stopping is None
+
+
+# Three complete jobs whose moves from their best by step 2 to their final value are -0.3
+# (0.8 -> 0.5), -0.5 (0.7 -> 0.2) and -0.1 (0.6 -> 0.5): mean -0.3, sd 0.2, bandwidth
+# 1.06 * 0.2 * 3^(-1/5) = 0.1702; the incumbent is 0.2.
+MOVING = [Other(curve((1, 1.0), (2, 0.8)), 0.5), Other(curve((1, 0.9), (2, 0.7)), 0.2),
+          Other(curve((1, 0.8), (2, 0.6)), 0.5)]
+
+
+def test_the_model_rule_stops_a_job_unlikely_to_beat_the_incumbent():
+    # best 0.75 by step 2: finals 0.45, 0.25, 0.65; P = mean(Phi(-1.469), Phi(-0.294), Phi(-2.644))
+    # = mean(0.0709, 0.3845, 0.0041) = 0.153
+    job = curve((1, 0.9), (2, 0.75))
+    kept = decide(StoppingSettings(rule=MODEL, min_jobs=3), job, MOVING)
+    assert not kept.stop and "= 0.153" in kept.why
+    stopped = decide(StoppingSettings(rule=MODEL, min_jobs=3, probability=0.2), job, MOVING)
+    assert stopped.stop and stopped.why.startswith("model: P(its final value beats the best 0.2) = 0.153 < 0.2")
+    # best 0.9 (its last value 1.1 is worse): finals 0.6, 0.4, 0.8, P = mean(0.0094, 0.1201, 0.0002) = 0.0432
+    assert decide(StoppingSettings(rule=MODEL, min_jobs=3), curve((1, 0.9), (2, 1.1)), MOVING).stop
+    # min-jobs, min-steps and the incumbent as for every rule
+    assert not decide(StoppingSettings(rule=MODEL, min_jobs=4), curve((1, 0.9), (2, 1.1)), MOVING).stop
+    assert not decide(StoppingSettings(rule=MODEL, min_jobs=3, min_steps=3), curve((1, 0.9), (2, 1.1)), MOVING).stop
+    assert not decide(StoppingSettings(rule=MODEL, min_jobs=3), curve((1, 0.9), (2, 0.19)), MOVING).stop
+
+
+def test_the_model_rule_maximising():
+    # accuracies moving +0.3, +0.5, +0.1 from their best by step 2 (0.2, 0.3, 0.4) to finals 0.5,
+    # 0.8, 0.5: the incumbent is 0.8. A job at 0.25: finals 0.55, 0.75, 0.35, P(> 0.8) =
+    # mean(Phi(-1.469), Phi(-0.294), Phi(-2.644)) = 0.153 again, by symmetry
+    others = [Other(curve((1, 0.0), (2, 0.2)), 0.5), Other(curve((1, 0.1), (2, 0.3)), 0.8),
+              Other(curve((1, 0.2), (2, 0.4)), 0.5)]
+    settings = StoppingSettings(rule=MODEL, min_jobs=3, probability=0.2)
+    decision = decide(settings, curve((1, 0.1), (2, 0.25)), others, "maximize")
+    assert decision.stop and "= 0.153 < 0.2" in decision.why
+    assert not decide(settings, curve((1, 0.1), (2, 0.45)), others, "maximize").stop
