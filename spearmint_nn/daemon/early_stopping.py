@@ -4,7 +4,7 @@ After each poll's reading of the curves (:class:`~spearmint_nn.daemon.progress_r
 :meth:`EarlyStopping.poll` asks the config's rule
 (:func:`spearmint_nn.experiment.stopping_rules.decide`) about every running job whose curve has
 grown since it was last judged, with the other jobs' curves (from memory, or read once from their
-files) and the complete jobs' final values. A job to stop is cancelled through the driver (one
+files) and the feasible complete jobs' final values. A job to stop is cancelled through the driver (one
 call for all of them) and moved to ``jobs/stopped/`` with ``stopped_reason``, ``stopped_step``
 and its curve's summary.
 
@@ -35,7 +35,7 @@ class EarlyStopping:
     def __init__(self, config: ExperimentConfig, store: Store, curves: ProgressReports, driver: Driver,
                  reporter: Reporter):
         self.settings = config.early_stopping
-        self.objective, self.direction = config.objective, config.direction
+        self.objective, self.constraints, self.direction = config.objective, config.constraints, config.direction
         self.store, self.curves, self.driver, self.reporter = store, curves, driver, reporter
         # job id -> (reports judged, the last step judged): a job is judged again only once its
         # curve grew; a restarted daemon starts empty (the ASHA rule then judges the rung reached)
@@ -84,5 +84,7 @@ class EarlyStopping:
         return [job.params for job in self.store.jobs(JobState.STOPPED)]
 
     def _other(self, job: Job) -> Other:
-        final = job.objective_value(self.objective) if job.state is JobState.COMPLETE else None
+        # a final value is a feasible complete job's: the incumbent and the rules' population
+        # are those of best.json (an infeasible job's value is no target to beat)
+        final = job.objective_value(self.objective) if job.is_feasible(self.objective, self.constraints) else None
         return Other(self.curves.curve(job.id), final)

@@ -59,7 +59,7 @@ class StoppingSettings:
 @dataclass(frozen=True)
 class Other:
     """Another job as a rule sees it: its curve, and its final objective value when it
-    completed (None: running, stopped or failed)."""
+    completed and met its constraints (None: running, stopped, failed or infeasible)."""
 
     curve: Sequence[Report]
     final: float | None = None
