@@ -153,8 +153,9 @@ class Snapshot:
 
     @cached_property
     def finished(self) -> list[Job]:
-        """Complete and failed jobs in order of completion (``finished`` time, then id)."""
-        done = [job for job in self.jobs if job.state in FINAL_STATES]
+        """Complete and failed jobs in order of completion (``finished`` time, then id): the
+        evaluations the plots draw (a job stopped early has no value, and is no failure)."""
+        done = [job for job in self.jobs if job.state in (JobState.COMPLETE, JobState.FAILED)]
         return sorted(done, key=lambda job: (job.finished or 0.0, job.id))
 
     @property
