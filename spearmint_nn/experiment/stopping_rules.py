@@ -25,7 +25,9 @@ Torch-free (the config module reads it in every job process).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError, did_you_mean
@@ -59,10 +61,53 @@ class StoppingSettings:
 @dataclass(frozen=True)
 class Other:
     """Another job as a rule sees it: its curve, and its final objective value when it
-    completed and met its constraints (None: running, stopped, failed or infeasible)."""
+    completed and met its constraints (None: running, stopped, failed or infeasible).
+
+    Its lookups are cached, so that judging every running job at one poll against the same
+    others costs a binary search per other and job, not a pass over each curve (200 jobs in
+    flight against 1000 curves of 50 reports: 10 million steps a poll otherwise)."""
 
     curve: Sequence[Report]
     final: float | None = None
+
+    @cached_property
+    def last_step(self) -> float | None:
+        """The furthest step the job reported (None: no report)."""
+        return max((r.step for r in self.curve), default=None)
+
+    def reached(self, t: float) -> bool:
+        """Whether the job reported at a step >= t."""
+        return self.last_step is not None and self.last_step >= t
+
+    @cached_property
+    def _steps(self) -> list[float] | None:
+        """The steps in file order when they never go back (else None: looked up by a pass)."""
+        steps = [r.step for r in self.curve]
+        return steps if all(a <= b for a, b in zip(steps, steps[1:])) else None
+
+    @cached_property
+    def _prefix_best(self) -> dict[float, list[float]]:
+        return {}
+
+    def best_by(self, t: float, sign: float) -> float | None:
+        """:func:`running_best` of the curve at steps <= t."""
+        if self._steps is None:
+            return running_best(self.curve, sign, t)
+        if sign not in self._prefix_best:
+            prefix, best = [], math.inf
+            for r in self.curve:
+                best = min(best, sign * r.value)
+                prefix.append(sign * best)
+            self._prefix_best[sign] = prefix
+        n = bisect_right(self._steps, t)
+        return self._prefix_best[sign][n - 1] if n else None
+
+    def value_at(self, rung: float) -> float | None:
+        """:func:`value_at_rung` of the curve."""
+        if self._steps is None:
+            return value_at_rung(self.curve, rung)
+        i = bisect_left(self._steps, rung)
+        return self.curve[i].value if i < len(self.curve) else None
 
 
 @dataclass(frozen=True)
@@ -181,8 +226,7 @@ def median_rule(settings: StoppingSettings, curve: Sequence[Report], others: Seq
     least ``min-jobs`` of them. The job's own curve is compared at its latest step, so a job
     whose steps the others never reached is not judged."""
     t = max(r.step for r in curve)
-    reached = [running_best(o.curve, sign, t) for o in others
-               if o.final is not None and o.curve and max(r.step for r in o.curve) >= t]
+    reached = [o.best_by(t, sign) for o in others if o.final is not None and o.reached(t)]
     reached = [v for v in reached if v is not None]
     if len(reached) < settings.min_jobs:
         return Decision(False, f"{len(reached)} complete job(s) reached step {t:g}, fewer than min-jobs "
@@ -228,7 +272,7 @@ def asha_rule(settings: StoppingSettings, curve: Sequence[Report], others: Seque
         crossed = crossed[-1:]
     for rung in crossed:
         mine = value_at_rung(curve, rung)
-        recorded = [v for v in (value_at_rung(o.curve, rung) for o in others) if v is not None] + [mine]
+        recorded = [v for v in (o.value_at(rung) for o in others) if v is not None] + [mine]
         # the top 1/eta in the better direction: at or below the 1/eta quantile when minimising
         q = 100.0 / settings.reduction_factor if sign > 0 else 100.0 * (1 - 1 / settings.reduction_factor)
         cutoff = percentile(recorded, q)
@@ -257,8 +301,8 @@ def model_rule(settings: StoppingSettings, curve: Sequence[Report], others: Sequ
     incumbent; then P(final better than the incumbent) = mean_j Phi((incumbent - (best + d_j)) / h),
     sign-flipped for maximisation."""
     t = max(r.step for r in curve)
-    moves = [o.final - b for o in others if o.final is not None and o.curve
-             and max(r.step for r in o.curve) >= t and (b := running_best(o.curve, sign, t)) is not None]
+    moves = [o.final - b for o in others if o.final is not None and o.reached(t)
+             and (b := o.best_by(t, sign)) is not None]
     if incumbent is None or len(moves) < settings.min_jobs:
         return Decision(False, f"{len(moves)} complete job(s) reached step {t:g}, fewer than min-jobs "
                                f"{settings.min_jobs}")

@@ -8,7 +8,8 @@ from spearmint_nn.errors import ConfigError
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.experiment.curves import Report
 from spearmint_nn.experiment.stopping_rules import (ASHA, MEDIAN, MODEL, Other, StoppingSettings, decide,
-                                                    parse_early_stopping, percentile, rungs)
+                                                    parse_early_stopping, percentile, rungs, running_best,
+                                                    value_at_rung)
 
 
 def curve(*points: tuple[float, float]) -> list[Report]:
@@ -135,8 +136,8 @@ def test_the_key_parses_with_defaults_and_names_the_wrong_key():
 
 def test_config_json_reads_the_key(tmp_path):
     wrapper = {"wrapper.py": "def main(job_id, params):\n    return 0.0\n"}
-    folder = write_experiment(tmp_path / "exp", {**quick_config(), "early-stopping": {"rule": "median", "min-steps": 3}},
-                              wrapper)
+    key = {"early-stopping": {"rule": "median", "min-steps": 3}}
+    folder = write_experiment(tmp_path / "exp", quick_config(**key), wrapper)
     assert load_config(folder, check_driver=False).early_stopping == StoppingSettings(rule=MEDIAN, min_steps=3)
     plain = write_experiment(tmp_path / "plain", quick_config(), wrapper)
     assert load_config(plain, check_driver=False).early_stopping is None
@@ -175,3 +176,17 @@ def test_the_model_rule_maximising():
     decision = decide(settings, curve((1, 0.1), (2, 0.25)), others, "maximize")
     assert decision.stop and "= 0.153 < 0.2" in decision.why
     assert not decide(settings, curve((1, 0.1), (2, 0.45)), others, "maximize").stop
+
+
+@pytest.mark.parametrize("points", [
+    [(0, 0.9), (1, 0.7), (2, 0.8), (3, 0.4), (5, 0.5)],          # steps that grow (from 0)
+    [(1, 0.9), (2, 0.7), (3, 0.6), (2, 0.65), (3, 0.5), (4, 0.3)],  # a resumed attempt goes back
+    [(1, 0.5), (1, 0.4), (2, 0.45)]])                                 # a step repeated
+def test_the_cached_lookups_of_another_job_are_the_plain_ones(points):
+    other = Other(curve(*points))
+    for sign in (1.0, -1.0):
+        for t in (-1, 0, 0.5, 1, 2, 2.5, 3, 4, 5, 9):
+            assert other.best_by(t, sign) == running_best(other.curve, sign, t), (sign, t)
+            assert other.value_at(t) == value_at_rung(other.curve, t), t
+    assert other.last_step == max(step for step, _ in points)
+    assert Other([]).last_step is None and Other([]).best_by(3, 1.0) is None and Other([]).value_at(1) is None
