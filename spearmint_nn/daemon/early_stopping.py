@@ -3,10 +3,10 @@
 After each poll's reading of the curves (:class:`~spearmint_nn.daemon.progress_reports.ProgressReports`),
 :meth:`EarlyStopping.poll` asks the config's rule
 (:func:`spearmint_nn.experiment.stopping_rules.decide`) about every running job whose curve has
-grown since it was last judged, with the other jobs' curves (from memory, or read once from their
-files) and the feasible complete jobs' final values. A job to stop is cancelled through the driver (one
-call for all of them) and moved to ``jobs/stopped/`` with ``stopped_reason``, ``stopped_step``
-and its curve's summary.
+grown since it was last judged, with the other jobs' curves (from memory, or read once from
+their files) and the feasible complete jobs' final values. A job to stop is cancelled through the
+driver (one call for all of them) and moved to ``jobs/stopped/`` with ``stopped_reason``,
+``stopped_step`` and its curve's summary.
 
 ``stopped`` is final, as ``complete`` and ``failed`` are: a stopped job is neither polled nor
 looked for in ``results/`` again, so a result file that its runner wrote between the decision

@@ -5,9 +5,9 @@ The curves are read from the report files themselves (``reports/<id>.txt``, one 
 folder and one read per reporting job), not from the job records, which keep only a summary and
 may lag behind the files while no daemon runs. Finished jobs are thin lines (complete blue,
 failed red and dotted, stopped early grey and dashed), running jobs thicker orange lines ending
-in a dot, and the best job's curve green on top, so that a running job heading below it stands out. A step repeated by a
-later attempt (a job resumed from an older checkpoint) is drawn where it was reported: the line
-goes back.
+in a dot, and the best job's curve green on top, so that a running job heading below it stands
+out. A step repeated by a later attempt (a job resumed from an older checkpoint) is drawn where
+it was reported: the line goes back.
 """
 from __future__ import annotations
 
