@@ -148,7 +148,6 @@ def parse_early_stopping(path: str, value: Any) -> StoppingSettings | None:
     max_steps = None if max_steps is None else _number(f"{path}.max-steps", max_steps, 0, strict=True)
     if max_steps is not None and min_steps >= max_steps:
         raise ConfigError(f"{path}.min-steps", f"must be below max-steps ({min_steps:g} >= {max_steps:g})")
-    settings = StoppingSettings(rule=rule, min_steps=min_steps, max_steps=max_steps)
     if rule in (MEDIAN, MODEL):
         min_jobs = value.get("min-jobs", DEFAULTS["min-jobs"])
         if isinstance(min_jobs, bool) or not isinstance(min_jobs, int) or min_jobs < 1:

@@ -95,7 +95,8 @@ def test_the_median_rule_stops_bad_jobs_and_lets_good_ones_complete(tmp_path):
     for job_id in GOOD:
         assert jobs[job_id][1]["value"] == pytest.approx(POINTS[job_id - 1] + 1 / STEPS)
     log = paths.log.read_text()
-    assert [line for line in log.splitlines() if "pruned" in line and "stopped early" in line].__len__() == 2
+    pruned = [line for line in log.splitlines() if "pruned" in line]
+    assert len(pruned) == 2 and all("stopped early at step" in line for line in pruned), pruned
     assert "stopped   budget reached: 5 finished" in log  # 3 complete + 2 stopped = max-finished-jobs
 
     status = json.loads(cli("status", folder, "--json").stdout)
