@@ -34,6 +34,8 @@ from ..problem.space_edits import EarlierJobs, outside_line
 from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES, params_text
 
 RECENT_FAILURES = 5
+# Stopped jobs the status text lists (status --json lists them all), the highest ids.
+RECENT_STOPPED = 5
 # Failure groups in ``status --json``: the largest ones, enough for any real run; thousands of
 # failures whose reasons differ in more than numbers would otherwise make the object huge.
 JSON_FAILURE_GROUPS = 50
@@ -435,8 +437,10 @@ def status_text(summary: dict[str, Any]) -> str:
                   + (f"  attempt {r['attempt']}" if (r["attempt"] or 1) > 1 else "") + curve_text(r)
                   for r in summary["running"]]
     if summary.get("stopped"):
-        lines.append(f"stopped early: {len(summary['stopped'])} job(s)")
-        lines += [f"  job {r['id']:>6}{curve_text(r)}  {r['stopped_reason'] or ''}" for r in summary["stopped"]]
+        stopped = summary["stopped"]
+        lines.append(f"stopped early: {len(stopped)} job(s)" + (f", the last {RECENT_STOPPED}:" if
+                                                                 len(stopped) > RECENT_STOPPED else ""))
+        lines += [f"  job {r['id']:>6}{curve_text(r)}  {r['stopped_reason'] or ''}" for r in stopped[-RECENT_STOPPED:]]
     if summary["failure_groups"]:
         shown = summary["failure_groups"][:STATUS_FAILURE_GROUPS]
         lines.append(failures_heading(summary["failures_by_kind"], summary["failure_group_count"]))

@@ -420,3 +420,15 @@ def test_a_stopped_job_shows_in_status_results_csv_and_the_live_line(tmp_path):
         rows = {row["id"]: row for row in csv.DictReader(handle)}
     assert rows["7"]["state"] == "stopped" and rows["7"]["reason"] == why and rows["7"]["last_value"] == "3.5"
     assert rows["7"]["value"] == "" and rows["7"]["feasible"] == ""
+
+
+def test_status_lists_the_last_stopped_jobs_and_json_all_of_them(tmp_path):
+    exp = write_experiment(tmp_path, 1, running=7, budget=10)
+    store = Store(ExperimentPaths(exp)).load_all()
+    for job_id in range(2, 9):
+        store.move(job_id, JobState.STOPPED, stopped_reason=f"reason {job_id}", finished=1.8e9 + job_id)
+    summary = status_summary(take_snapshot(exp))
+    assert [entry["id"] for entry in summary["stopped"]] == list(range(2, 9))
+    text = status_text(summary)
+    assert "stopped early: 7 job(s), the last 5:" in text
+    assert "reason 4" in text and "reason 8" in text and "reason 3" not in text and "reason 2" not in text
