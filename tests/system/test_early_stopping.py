@@ -92,6 +92,10 @@ def test_the_median_rule_stops_bad_jobs_and_lets_good_ones_complete(tmp_path):
         assert not _alive(int((folder / f"pid-{job_id}").read_text()))
         assert sorted(p.name for p in paths.claims.glob(f"{job_id:06d}*")) == [f"{job_id:06d}.json"]  # ran once
         assert "value" not in record  # a result its runner wrote after the cancel is not recorded
+    # the wrapper returned at the SIGTERM, so its runner wrote an "ok" result after the cancel (within
+    # the local driver's 2 s before SIGKILL): the job stays stopped all the same
+    late = [json.loads(paths.result_file(job_id).read_text()) for job_id in BAD if paths.result_file(job_id).exists()]
+    assert late and all(result["status"] == "ok" for result in late)
     for job_id in GOOD:
         assert jobs[job_id][1]["value"] == pytest.approx(POINTS[job_id - 1] + 1 / STEPS)
     log = paths.log.read_text()
