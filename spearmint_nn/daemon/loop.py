@@ -14,8 +14,9 @@ event is one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter`
 jobs are handed to the driver, and failed submissions retried, by
 :class:`~spearmint_nn.daemon.submitter.Submitter`, as many as the site's limits let in
 (:class:`~spearmint_nn.daemon.site_limits.SiteLimits`); interrupted jobs are submitted again as
-their next attempt (:mod:`spearmint_nn.daemon.reattempts`); running jobs' learning curves are
-read by :class:`~spearmint_nn.daemon.progress_reports.ProgressReports`; result files are read as
+their next attempt (:mod:`~spearmint_nn.daemon.reattempts`); running jobs' curves are read by
+:class:`~spearmint_nn.daemon.progress_reports.ProgressReports` and judged by
+:class:`~spearmint_nn.daemon.early_stopping.EarlyStopping`; result files are read as
 :class:`~spearmint_nn.experiment.results.JobResult`; failures that repeat are counted by
 :class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures before any success are held
 back or recorded as a wrapper bug by :class:`~spearmint_nn.daemon.before_success.FailuresBeforeSuccess`
@@ -38,7 +39,7 @@ from ..problem.space_edits import EarlierJobs, fit_to_space
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
 from ..text import params_text, plain
 from .reporting import Reporter
-from ..experiment.jobs import AWAITING_RESULT, SCHEDULER_FAILURES, BadValues, Job, JobState, best_job
+from ..experiment.jobs import AWAITING_RESULT, SCHEDULER_FAILURES, BadValues, Job, JobState, best_job, counts_text
 from ..experiment.lock import LOST_EXIT, hold_for_daemon, lost_line
 from ..experiment.results import JobResult
 from ..experiment.store import Store
@@ -51,6 +52,7 @@ from .summaries import SummaryWriter
 from . import reattempts
 from .late_results import LateResults
 from .progress_reports import ProgressReports
+from .early_stopping import EarlyStopping
 from .wrapper_check import check_wrapper_before_jobs
 from .file_events import watch
 
@@ -131,6 +133,7 @@ class Daemon:
         self._submitter = Submitter(self.config, self.driver, self.store, self.reporter)
         self._site_limits = SiteLimits(self.paths, self.reporter, self.driver.name)
         self._curves = ProgressReports(self.store, self.reporter)  # the running jobs' learning curves
+        self._early = EarlyStopping(self.config, self.store, self._curves, self.driver, self.reporter)
         for line in (warning, lock.took_over):  # a wrapper to fix; a daemon elsewhere taken for dead
             if line is not None:
                 self.reporter.event("warning", line)
@@ -192,8 +195,7 @@ class Daemon:
                 self.reporter.event("warning", f"job {job.id} was submitted with driver {job.get('driver')}, "
                                     f"not {self.driver.name}: its result is collected when it appears")
         counts = store.counts()
-        self.reporter.event("state", ", ".join(f"{n} {state}" for state, n in counts.items())
-                            + f"; next job id {store.next_id}")
+        self.reporter.event("state", counts_text(counts) + f"; next job id {store.next_id}")
 
     def _resume_submission(self, job_id: int) -> None:
         if not self.paths.result_file(job_id).exists() and not self._submitter.resume(job_id):
@@ -234,7 +236,7 @@ class Daemon:
             if time.monotonic() >= next_poll:
                 changed |= self._take_late_results()  # first: its listing of results/ refreshes NFS's view
                 changed |= self._poll_driver()
-                self._curves.poll()  # running jobs' curves: nothing in the summaries changes
+                changed |= self._curves.poll() and bool(self._early.poll())  # (stopped jobs: results.csv)
                 self._reload_config()
                 next_poll = time.monotonic() + self.config.polling_time
             changed |= self._handle_requests()
@@ -362,9 +364,9 @@ class Daemon:
         if n > 0:
             # The ready points are pending too: the next points spread away from them.
             in_flight = [job.params for job in self.store.jobs((JobState.PENDING, JobState.RUNNING))]
-            # Points whose failure is held back were tried: the optimizer has not seen them, and
-            # must not propose them again.
-            held = [self.store.get(job_id).params for job_id in sorted(self._before_success.held_back)]
+            # Points whose failure is held back, and stopped ones, were tried: the optimizer has not
+            # seen them, and must not propose them again (README, "Early stopping").
+            held = [self.store.get(i).params for i in sorted(self._before_success.held_back)] + self._early.points()
             in_flight += [params for params in held if _params_problem(self.config, params) is None]
             proposer.request(n, in_flight + [params for params, _ in self._ready])
 
@@ -594,7 +596,5 @@ class Daemon:
         value = job.values if job.state is JobState.COMPLETE else math.nan
         self._proposer.observe(job.id, params, value, job.duration)
 
-    # -- requests from the CLI ---------------------------------------------------------------
-
-    def _handle_requests(self) -> bool:
+    def _handle_requests(self) -> bool:  # requests from the CLI
         return bool(cancel_requested_jobs(self.store, self.driver, self.reporter))

@@ -98,7 +98,8 @@ def job_table(jobs: Iterable[Job], config: ExperimentConfig) -> tuple[list[str],
                      {JobState.COMPLETE: "yes" if feasible else "no", JobState.FAILED: "no"}.get(job.state, "")]
                     + [values.get(t, "") for t in tasks] + cells
                     + [fields.get("duration", ""), "" if job.attempts is None else job.attempts,
-                       fields.get("last_step", ""), fields.get("last_value", ""), fields.get("failure", ""), fields.get("reason", ""),
+                       fields.get("last_step", ""), fields.get("last_value", ""), fields.get("failure", ""),
+                       fields.get("reason", fields.get("stopped_reason", "")),
                        "" if best_so_far is None else best_so_far])
     return header, rows
 

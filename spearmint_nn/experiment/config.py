@@ -27,6 +27,7 @@ from ..errors import ConfigError, closest, did_you_mean, unknown_keys
 from .jobs import DEFAULT_IGNORED_FAILURES, FAILURE_KINDS
 from .layout import ExperimentPaths
 from .resume import ResumeSettings, parse_resume, with_time_limit
+from .stopping_rules import StoppingSettings, parse_early_stopping
 from ..problem.parsers import Parser, choice, count
 from ..problem.settings import SearchSettings, config_fields
 from ..problem.space import Space, unknown_variable_keys
@@ -152,6 +153,8 @@ KEYS: dict[str, Key] = {
     "resume": Key(None, parse_resume, "{\"warning\": seconds (default 120), \"max-total-time\": seconds or "
                   "[D-]HH:MM:SS (default 10 x driver.time-limit)}: warn each job that long before its time limit "
                   "and let it stop to be resumed from its checkpoint, within max-total-time for all its attempts"),
+    "early-stopping": Key(None, parse_early_stopping, "{\"rule\": median|asha|model, \"min-steps\", \"max-steps\", and the "
+                          "rule's options}: stop running jobs whose learning curves fall behind (null: never)"),
     "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
                            "failure kinds that say nothing about the point: not shown to the model, not counted"),
     # the search's keys, max-finished-jobs (its budget) among them
@@ -240,6 +243,11 @@ class ExperimentConfig:
     @property
     def related_experiments(self) -> tuple[str, ...]:
         return self.values["related-experiments"]
+
+    @property
+    def early_stopping(self) -> StoppingSettings | None:
+        """The ``early-stopping`` key (spearmint_nn.experiment.stopping_rules); None: off."""
+        return self.values["early-stopping"]
 
     @property
     def polling_time(self) -> float:

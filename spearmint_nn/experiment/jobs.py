@@ -31,6 +31,7 @@ class JobState(str, enum.Enum):
     RUNNING = "running"    # handed to the driver (or being handed: see layout, "Submission")
     COMPLETE = "complete"  # its values are recorded
     FAILED = "failed"      # it ended without values; ``failure`` and ``reason`` say why
+    STOPPED = "stopped"    # early stopping cancelled it as it ran (``stopped_reason``): not a failure
 
     # Printed and formatted as the plain name (the folder's), as enum.StrEnum does from 3.11.
     __str__ = str.__str__
@@ -38,7 +39,7 @@ class JobState(str, enum.Enum):
 
     @property
     def finished(self) -> bool:
-        return self in (JobState.COMPLETE, JobState.FAILED)
+        return self in FINISHED_STATES
 
     @property
     def rank(self) -> int:
@@ -55,7 +56,9 @@ class JobState(str, enum.Enum):
         return not self.finished
 
 
-FINAL_STATES = (JobState.COMPLETE, JobState.FAILED)
+FINAL_STATES = (JobState.COMPLETE, JobState.FAILED, JobState.STOPPED)
+# (the enum's own members cannot be listed inside its body)
+FINISHED_STATES = frozenset(FINAL_STATES)
 
 # Every failure kind a job can end with (spearmint_nn.runner records the first four and the
 # bad_* kinds; the daemon the others), and those that by default say nothing about the point
@@ -232,10 +235,11 @@ class Job:
     # -- rules -------------------------------------------------------------------------------
 
     def counts_toward_budget(self, ignored_failures: Iterable[str]) -> bool:
-        """Whether the job is an evaluation of its point (shown to the model, counted against
-        max-finished-jobs): complete, or failed for a reason not in ``ignored_failures`` (the
-        config's ``ignore-failures``)."""
-        return self.state is JobState.COMPLETE or (
+        """Whether the job counts against max-finished-jobs: complete, stopped early (one
+        evaluation, as a pruned trial is one of Optuna's n_trials; it is not shown to the model
+        as a value), or failed for a reason not in ``ignored_failures`` (the config's
+        ``ignore-failures``: those are neither counted nor shown to the model)."""
+        return self.state in (JobState.COMPLETE, JobState.STOPPED) or (
             self.state is JobState.FAILED and self.failure not in ignored_failures)
 
     def held_back(self, any_success: bool) -> bool:
@@ -257,6 +261,12 @@ class Job:
             return False
         values = self.values
         return all(one_number(values.get(name)) is not None and values[name] >= 0 for name in constraints)
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """Jobs per state in words ("0 pending, 2 running, 5 complete, 1 failed"), for the log and
+    ``status``; stopped jobs only when there are some (early stopping is off by default)."""
+    return ", ".join(f"{n} {state}" for state, n in counts.items() if n or state != JobState.STOPPED.value)
 
 
 def best_job(jobs: Iterable[Job], objective: str, constraints: Sequence[str],

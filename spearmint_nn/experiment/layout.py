@@ -18,6 +18,9 @@
                                          12345_3 on SLURM, 12345.3 on Grid Engine)
             jobs/complete/000042.json    params, values, duration, host, timestamps
             jobs/failed/000042.json      params, reason, tail of stderr
+            jobs/stopped/000042.json     cancelled as it ran by early stopping (experiment key
+                                         "early-stopping"): params, stopped_reason, its curve's
+                                         summary; a result file it wrote after is never recorded
             output/000042.out|.err       the job's own stdout and stderr
             output/array-000040-2.out|.err  links to a job's own files, named by an array's task
                                          (array-000040, task 2), which the scheduler opens
@@ -82,14 +85,14 @@ finds the job already claimed never evaluates it (it waits for the holder and ex
 Job file (``jobs/<state>/<id>.json``), JSON object:
 
     id            int, the job id (also the file name, zero-padded to 6 digits)
-    state         "pending" | "running" | "complete" | "failed" (matches the folder)
+    state         "pending" | "running" | "complete" | "failed" | "stopped" (matches the folder)
     params        params in JSON form (lists; see spearmint_nn.problem.space)
     source        "optimizer" | "user" (a params file dropped into jobs/pending) | "import"
     created       unix time the job was proposed
     submitted     unix time the driver accepted it (running and later)
     driver        driver name; scheduler_id: the driver's opaque id string (null while submitting)
     submitting    unix time the daemon decided to submit (running; see "Submission" above)
-    finished      unix time the daemon recorded the outcome (complete / failed)
+    finished      unix time the daemon recorded the outcome (complete / failed / stopped)
     started, ended, host  from the runner's result file, when there is one (started: when the
                   runner began the job; process_started: when its process started, on Linux, so
                   the queue is submitted..process_started and the start-up process_started..started)
@@ -123,6 +126,8 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
     reason        one line saying why (failed); failure: a short kind such as "exception",
                   "nan", "bad_result", "exit_code", "timeout", "cancelled", "lost", "oom",
                   "node_fail", "interrupted" (interrupted in each of its max-attempts attempts), "submit_rejected"
+    stopped_reason  one line saying why early stopping stopped the job (stopped), with
+                  stopped_step: its last step then (its curve's summary is kept as for any job)
     stderr_tail   last lines of the job's stderr (failed)
     stdout_tail   last lines of the job's stdout (failed): a wrapper that caught its own
                   exception and returned NaN printed the real reason there or in stderr

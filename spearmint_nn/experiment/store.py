@@ -19,7 +19,7 @@ Files and invariants (schema in :mod:`spearmint_nn.experiment.layout`):
   see :mod:`spearmint_nn.experiment.layout` and :mod:`spearmint_nn.experiment.claims`);
 * a state change writes the new file first and removes the old one second. A crash in between
   leaves the job in two folders; :meth:`Store.load_all` (``repair=True``) keeps the later state
-  (pending < running < complete/failed) and deletes the other file.
+  (pending < running < complete/failed/stopped) and deletes the other file.
 
 Locking, in the manner of Optuna's file storages: one writer, many readers. Only the process
 holding ``daemon.lock`` (the daemon, or a CLI command while no daemon runs) writes ``jobs/``,
@@ -164,13 +164,13 @@ class Store:
 
     def finished_count(self, ignored_failures: Iterable[str]) -> int:
         """Finished jobs that count against ``max-finished-jobs``, by the rules of
-        :class:`~spearmint_nn.experiment.jobs.Job`: every complete job, and the failed ones that
-        :meth:`~Job.counts_toward_budget` and are not :meth:`~Job.held_back`. Derived from the
-        index at each call, so that every writer of a job keeps it right; it reads only the
-        failed jobs, usually few."""
+        :class:`~spearmint_nn.experiment.jobs.Job`: every complete and every stopped job, and the
+        failed ones that :meth:`~Job.counts_toward_budget` and are not :meth:`~Job.held_back`.
+        Derived from the index at each call, so that every writer of a job keeps it right; it
+        reads only the failed jobs, usually few."""
         complete = self._by_state[JobState.COMPLETE]
         any_success = bool(complete)
-        return len(complete) + sum(1 for job_id in self._by_state[JobState.FAILED]
+        return len(complete) + len(self._by_state[JobState.STOPPED]) + sum(1 for job_id in self._by_state[JobState.FAILED]
                                    if self._jobs[job_id].counts_toward_budget(ignored_failures)
                                    and not self._jobs[job_id].held_back(any_success))
 

@@ -4,10 +4,10 @@ step, one line per job.
 The curves are read from the report files themselves (``reports/<id>.txt``, one listing of the
 folder and one read per reporting job), not from the job records, which keep only a summary and
 may lag behind the files while no daemon runs. Finished jobs are thin lines (complete blue,
-failed red and dotted), running jobs thicker orange lines ending in a dot, and the best job's
-curve green on top, so that a running job heading below it stands out. A step repeated by a
-later attempt (a job resumed from an older checkpoint) is drawn where it was reported: the line
-goes back.
+failed red and dotted, stopped early grey and dashed), running jobs thicker orange lines ending
+in a dot, and the best job's curve green on top, so that a running job heading below it stands
+out. A step repeated by a later attempt (a job resumed from an older checkpoint) is drawn where
+it was reported: the line goes back.
 """
 from __future__ import annotations
 
@@ -56,13 +56,13 @@ def draw_curves(snap: Snapshot, fig: "Figure | SubFigure") -> None:
     ax = fig.subplots()
     many = len(curves) > RASTERIZE_ABOVE
     best_id = snap.best.id if snap.best is not None else None
-    groups = {"complete": [], "failed": [], "running": []}
+    groups = {"complete": [], "failed": [], "stopped": [], "running": []}
     for curve in curves:
-        kind = "running" if curve.job.state in (JobState.RUNNING, JobState.PENDING) else (
-            "complete" if curve.job.state is JobState.COMPLETE else "failed")
+        kind = "running" if curve.job.state in (JobState.RUNNING, JobState.PENDING) else curve.job.state.value
         groups[kind].append(curve)
     styles = {"complete": dict(colors=FEASIBLE["color"], linewidths=0.8, alpha=0.45),
               "failed": dict(colors=FAILED["color"], linewidths=0.8, alpha=0.6, linestyles=":"),
+              "stopped": dict(colors="0.45", linewidths=0.8, alpha=0.6, linestyles="--"),  # stopped early
               "running": dict(colors=RUNNING_COLOUR, linewidths=1.6, alpha=0.9)}
     for kind, members in groups.items():
         if not members:

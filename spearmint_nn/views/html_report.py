@@ -157,11 +157,11 @@ def summary_html(snap: Snapshot) -> str:
     counts = snap.counts
     durations = snap.durations()
     best = snap.best
-    finished = counts["complete"] + counts["failed"]
+    finished = counts["complete"] + counts["failed"] + counts["stopped"]
     facts = [
         ("experiment folder", str(snap.experiment)),
         ("finished", f"{finished} of {snap.budget}" if snap.budget else str(finished)),
-        ("complete / failed", f"{counts['complete']} / {counts['failed']}"),
+        ("complete / failed / stopped early", f"{counts['complete']} / {counts['failed']} / {counts['stopped']}"),
         ("running / pending", f"{counts['running']} / {counts['pending']}"),
         ("objective", f"{snap.objective} ({'minimised' if snap.sign > 0 else 'maximised'})"),
     ]

@@ -58,6 +58,8 @@ def progress_text(snap: Snapshot) -> str:
     if counts["pending"]:
         parts.append(f"{counts['pending']} pending")
     parts.append(f"{counts['failed']} failed")
+    if counts.get("stopped"):
+        parts.append(f"{counts['stopped']} stopped")  # (early: never followed by a space, see above)
     best = snap.best
     parts.append(f"best {best.objective_value(snap.objective):.6g} (job {best.id})" if best else "best -")
     model_best = snap.model_best  # a noisy objective: the luckiest draw above, the model's pick here
@@ -74,7 +76,7 @@ def progress_text(snap: Snapshot) -> str:
 def change_key(snap: Snapshot) -> tuple:
     """What must change for a new plain progress line: a job finished, or the best job changed
     (not every submission: a log file gets about one progress line per finished job)."""
-    return snap.counts["complete"], snap.counts["failed"], snap.best.id if snap.best else None
+    return snap.counts["complete"], snap.counts["failed"], snap.counts["stopped"], snap.best.id if snap.best else None
 
 
 # ---- the live line ---------------------------------------------------------------------------

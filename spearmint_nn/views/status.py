@@ -22,7 +22,7 @@ from ..experiment.claims import read_claim
 from ..experiment.config import ExperimentConfig, load_config
 from ..experiment.failures import FailureGroup, group_failures
 from ..experiment.jobs import (DEFAULT_IGNORED_FAILURES, FINAL_STATES, Job, JobState, best_job, best_summary,
-                               finite_float)
+                               counts_text, finite_float)
 from ..experiment.layout import ExperimentPaths
 from ..experiment.lock import daemon_state
 from ..experiment.store import Store
@@ -34,6 +34,8 @@ from ..problem.space_edits import EarlierJobs, outside_line
 from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES, params_text
 
 RECENT_FAILURES = 5
+# Stopped jobs the status text lists (status --json lists them all), the highest ids.
+RECENT_STOPPED = 5
 # Failure groups in ``status --json``: the largest ones, enough for any real run; thousands of
 # failures whose reasons differ in more than numbers would otherwise make the object huge.
 JSON_FAILURE_GROUPS = 50
@@ -153,8 +155,9 @@ class Snapshot:
 
     @cached_property
     def finished(self) -> list[Job]:
-        """Complete and failed jobs in order of completion (``finished`` time, then id)."""
-        done = [job for job in self.jobs if job.state in FINAL_STATES]
+        """Complete and failed jobs in order of completion (``finished`` time, then id): the
+        evaluations the plots draw (a job stopped early has no value, and is no failure)."""
+        done = [job for job in self.jobs if job.state in (JobState.COMPLETE, JobState.FAILED)]
         return sorted(done, key=lambda job: (job.finished or 0.0, job.id))
 
     @property
@@ -223,7 +226,7 @@ class Snapshot:
         for job in self.finished:
             if job.state is JobState.COMPLETE:
                 counts["feasible" if self.is_feasible(job) else "infeasible"] += 1
-            else:
+            elif job.state is JobState.FAILED:  # (a stopped job is no observation of either model)
                 counts["failed" if self.is_counted(job) else "ignored"] += 1
         return counts
 
@@ -291,6 +294,7 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "running": [{"id": j.id, "scheduler_id": j.scheduler_id, "driver": j.driver,
                      "age_s": round(now - j.fields.get("submitted", now), 1), "attempt": running_attempt(snap, j),
                      **curve_fields(j)} for j in snap.in_state(JobState.RUNNING)],
+        "stopped": [stopped_fields(j) for j in snap.in_state(JobState.STOPPED)],
         "attempts": attempt_counts([j for j in snap.jobs if j.state in FINAL_STATES]),
         "recent_failures": [{"id": j.id, "failure": j.failure, "reason": j.reason} for j in recent],
         "feasibility": snap.feasibility,
@@ -342,6 +346,11 @@ def curve_fields(job: Job) -> dict[str, Any]:
     step = job.fields.get("last_step")
     return {"reports": reports, "last_step": step if _is_number(step) else None,
             "last_value": finite_float(job.fields.get("last_value"))}
+
+
+def stopped_fields(job: Job) -> dict[str, Any]:
+    """A job early stopping stopped, for ``status --json``: its curve's summary and why."""
+    return {"id": job.id, **curve_fields(job), "stopped_reason": job.fields.get("stopped_reason")}
 
 
 def _is_number(value: Any) -> bool:
@@ -409,7 +418,7 @@ def status_text(summary: dict[str, Any]) -> str:
     counts = summary["counts"]
     budget = summary["max_finished_jobs"]
     lines = [f"experiment {summary['name']} ({summary['experiment']}); daemon {who}",
-             "jobs: " + ", ".join(f"{n} {state}" for state, n in counts.items())
+             "jobs: " + counts_text(counts)
              + f"; {summary['finished']}/{budget if budget is not None else 'unlimited'} finished"]
     lines += _best_lines(summary)
     feas = summary["feasibility"]
@@ -427,6 +436,11 @@ def status_text(summary: dict[str, Any]) -> str:
         lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s"
                   + (f"  attempt {r['attempt']}" if (r["attempt"] or 1) > 1 else "") + curve_text(r)
                   for r in summary["running"]]
+    if summary.get("stopped"):
+        stopped = summary["stopped"]
+        lines.append(f"stopped early: {len(stopped)} job(s)" + (f", the last {RECENT_STOPPED}:" if
+                                                                 len(stopped) > RECENT_STOPPED else ""))
+        lines += [f"  job {r['id']:>6}{curve_text(r)}  {r['stopped_reason'] or ''}" for r in stopped[-RECENT_STOPPED:]]
     if summary["failure_groups"]:
         shown = summary["failure_groups"][:STATUS_FAILURE_GROUPS]
         lines.append(failures_heading(summary["failures_by_kind"], summary["failure_group_count"]))

@@ -64,7 +64,7 @@ def start_daemon(experiment: Path, *extra: str) -> subprocess.Popen:
 def all_jobs(experiment: Path) -> dict[int, tuple[str, dict[str, Any]]]:
     """job id -> (state folder, parsed job file); asserts each id is in one folder only."""
     found: dict[int, tuple[str, dict[str, Any]]] = {}
-    for state in ("pending", "running", "complete", "failed"):
+    for state in ("pending", "running", "complete", "failed", "stopped"):
         for path in sorted((experiment / ".spearmint" / "jobs" / state).glob("*.json")):
             job = json.loads(path.read_text())
             assert job["id"] not in found, f"job {job['id']} in {found[job['id']][0]} and {state}"

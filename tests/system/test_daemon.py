@@ -81,7 +81,7 @@ def test_branin_two_concurrent_jobs_to_twenty(make_experiment):
     assert "stopped   budget reached: 20 finished" in log
     assert not any(ch in log for ch in "\r\x1b")
     status = json.loads(cli("status", folder, "--json").stdout)
-    assert status["counts"] == {"pending": 0, "running": 0, "complete": 20, "failed": 0}
+    assert status["counts"] == {"pending": 0, "running": 0, "complete": 20, "failed": 0, "stopped": 0}
     assert status["best"]["id"] == best["id"] and status["best"]["params"] == best["params"]
     assert status["daemon"]["running"] is False and status["finished"] == 20
     report = list(csv.reader(io.StringIO(cli("report", folder).stdout)))

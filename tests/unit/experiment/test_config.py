@@ -79,6 +79,14 @@ BAD_CONFIGS = [
      "direction: must be one of minimize, maximize (got 'maximise') (did you mean 'maximize'?)"),
     ("seed negative", _with(seed=-1), "seed: must be >= 0 (got -1)"),
     ("restart-after negative", _with(restart_after=-1), "restart-after: must be >= 0 (got -1)"),
+    ("early-stopping rule typo", _with(early_stopping={"rule": "medain"}),
+     "early-stopping.rule: must be one of median, asha, model (got 'medain') (did you mean 'median'?)"),
+    ("early-stopping asha without max-steps", _with(early_stopping={"rule": "asha"}),
+     "early-stopping.max-steps: required by rule asha: a job's full budget in steps (its rungs lie below it)"),
+    ("early-stopping option of another rule", _with(early_stopping={"rule": "median", "reduction-factor": 2}),
+     "early-stopping.reduction-factor: an option of rule asha, not median"),
+    ("early-stopping min-steps", _with(early_stopping={"min-steps": -1}),
+     "early-stopping.min-steps: must be a number >= 0 (got -1)"),
 ]
 
 

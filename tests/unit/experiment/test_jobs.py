@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from spearmint_nn.experiment.jobs import IllegalTransition, Job, JobState, best_job, best_summary
+from spearmint_nn.experiment.jobs import FINAL_STATES, IllegalTransition, Job, JobState, best_job, best_summary
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.experiment.store import Store
 
@@ -93,3 +93,24 @@ def test_a_job_failed_for_want_of_its_result_is_decided_by_the_result_that_comes
     assert raised.fields["late_result"]["failure"] == "lost"
     with pytest.raises(IllegalTransition):
         store.move(legacy, JobState.COMPLETE, values={"loss": 2.0}, value=2.0)
+
+
+def test_a_stopped_job_is_final_and_counts_once_against_the_budget(tmp_path):
+    """Early stopping's state: finished like complete and failed, never changed by a result that
+    its runner wrote after the cancel, counted against max-finished-jobs and never a failure."""
+    store = Store(ExperimentPaths(tmp_path))
+    store.create_dirs()
+    assert store.paths.job_dir("stopped").is_dir()
+    job = store.new_job({"x": [1.0]}, "optimizer")
+    store.move(job.id, JobState.RUNNING, scheduler_id="42")
+    stopped = store.move(job.id, JobState.STOPPED, stopped_reason="median rule: ...", finished=3.0,
+                         reports=4, last_step=4, last_value=0.9)
+    assert stopped.state.finished and stopped.state in FINAL_STATES and not stopped.awaits_result
+    assert stopped.counts_toward_budget(set()) and not stopped.held_back(any_success=False)
+    assert store.finished_count(()) == 1 and store.counts()["stopped"] == 1
+    for state in JobState:  # a late result makes it neither complete nor failed
+        with pytest.raises(IllegalTransition, match=f"job {job.id} cannot go from stopped to {state.value}"):
+            store.move(job.id, state, values={"loss": 0.1}, value=0.1)
+    reloaded = Store(store.paths).load_all()
+    assert reloaded.get(job.id).state is JobState.STOPPED and reloaded.finished_count(()) == 1
+    assert reloaded.get(job.id).fields["stopped_reason"] == "median rule: ..."

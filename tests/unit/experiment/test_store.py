@@ -56,7 +56,7 @@ def test_job_moves_keep_one_file_and_ids_are_never_reused(config, store):
     store.move(1, "complete", values={"loss": 3.0, "mem": 1.0}, value=3.0)
     assert _files(config, "pending") == ["000002.json"] and _files(config, "running") == []
     assert _files(config, "complete") == ["000001.json"]
-    assert store.counts() == {"pending": 1, "running": 0, "complete": 1, "failed": 0}
+    assert store.counts() == {"pending": 1, "running": 0, "complete": 1, "failed": 0, "stopped": 0}
     # a withdrawn pending job and a stale next_id file must not make an id come back
     config.paths.job_file("pending", 2).unlink()
     assert store.forget_withdrawn() == [2]

@@ -94,3 +94,19 @@ def test_the_curves_plot_draws_one_line_per_job_from_the_files(tmp_path):
     assert any(attrs.get("id") == "plot-curves" for attrs in page.all("figure"))
     # an experiment without report files has no such section
     assert "curves" not in [s.key for s in plots.sections(take_snapshot(write_experiment(tmp_path / "none", 3)))]
+
+
+def test_a_stopped_jobs_curve_is_drawn_apart(tmp_path):
+    exp, paths = _with_curves(tmp_path)
+    record = json.loads(paths.job_file("running", 7).read_text())
+    record.update(state="stopped", stopped_reason="median rule: ...", finished=1.8e9)
+    paths.job_file("stopped", 7).parent.mkdir(exist_ok=True)
+    paths.job_file("stopped", 7).write_text(json.dumps(record))
+    paths.job_file("running", 7).unlink()
+    snap = take_snapshot(exp)
+    section = next(s for s in plots.sections(snap) if s.key == "curves")
+    labels = plots.section_figure(section).axes[0].get_legend_handles_labels()[1]
+    assert "stopped (1)" in labels and "running (1)" in labels and "complete (3)" in labels
+    page = Page(render_html(snap))
+    text = " ".join(page.text)
+    assert "complete / failed / stopped early" in text and "6 / 0 / 1" in text

@@ -37,7 +37,7 @@ def test_snapshot_counts_best_and_completion_order(tmp_path):
     snap = take_snapshot(exp)
     assert snap.name == "demo" and snap.budget == 50 and snap.concurrency == 2
     assert snap.objective == "loss" and snap.constraints == ("mem",)
-    assert snap.counts == {"pending": 0, "running": 2, "complete": 26, "failed": 4}
+    assert snap.counts == {"pending": 0, "running": 2, "complete": 26, "failed": 4, "stopped": 0}
     finished_times = [job.finished for job in snap.finished]
     assert finished_times == sorted(finished_times) and len(finished_times) == 30
     assert [j.id for j in snap.finished] != sorted(j.id for j in snap.finished)
@@ -185,7 +185,8 @@ def test_status_json_is_stable(tmp_path):
     assert set(status) == {"experiment", "name", "daemon", "counts", "finished", "max_finished_jobs",
                            "objective", "direction", "best", "running", "recent_failures", "feasibility",
                            "failures_by_kind", "failure_groups", "failure_group_count", "model_best", "related",
-                           "outside_variables", "attempts", "max_concurrent", "site_limit"}
+                           "outside_variables", "attempts", "max_concurrent", "site_limit", "stopped"}
+    assert status["stopped"] == []  # no job stopped early (the key is off)
     snap = take_snapshot(exp)
     assert status["counts"] == snap.counts and status["finished"] == snap.budget_used == 20
     assert status["max_finished_jobs"] == 30 and status["objective"] == "loss" and status["name"] == "demo"
@@ -396,3 +397,38 @@ def test_status_says_why_the_models_best_differs_from_the_best_observed(tmp_path
         model_best.update(id=snap.best.id, mean=mean, value=snap.best.value)
         paths.best_json.write_text(json.dumps({"id": snap.best.id, "model_best": model_best}))
         assert "two bests" not in status_text(status_summary(take_snapshot(exp)))
+
+
+def test_a_stopped_job_shows_in_status_results_csv_and_the_live_line(tmp_path):
+    exp = write_experiment(tmp_path, 6, running=1, budget=10)
+    paths = ExperimentPaths(exp)
+    store = Store(paths).load_all()
+    why = "median rule: its best value 3.2 by step 4 is worse than the median 1.5 of 5 complete jobs at that step"
+    store.move(7, JobState.STOPPED, stopped_reason=why, stopped_step=4, finished=1.8e9, reports=4, last_step=4,
+               last_value=3.5)
+    snap = take_snapshot(exp)
+    assert snap.counts["stopped"] == 1 and snap.budget_used == 7  # one evaluation against the budget
+    assert snap.feasibility == {"feasible": 6, "infeasible": 0, "failed": 0, "ignored": 0}  # not a failure
+    summary = status_summary(snap)
+    assert summary["stopped"] == [{"id": 7, "reports": 4, "last_step": 4, "last_value": 3.5, "stopped_reason": why}]
+    text = status_text(summary)
+    assert "jobs: 0 pending, 0 running, 6 complete, 0 failed, 1 stopped; 7/10 finished" in text, text
+    assert f"stopped early: 1 job(s)\n  job      7  step 4: 3.5 (4 reports)  {why}" in text, text
+    assert "1 stopped" in progress_text(snap)
+    write_summaries(store, load_config(exp, check_driver=False))
+    with open(paths.results_csv, newline="") as handle:
+        rows = {row["id"]: row for row in csv.DictReader(handle)}
+    assert rows["7"]["state"] == "stopped" and rows["7"]["reason"] == why and rows["7"]["last_value"] == "3.5"
+    assert rows["7"]["value"] == "" and rows["7"]["feasible"] == ""
+
+
+def test_status_lists_the_last_stopped_jobs_and_json_all_of_them(tmp_path):
+    exp = write_experiment(tmp_path, 1, running=7, budget=10)
+    store = Store(ExperimentPaths(exp)).load_all()
+    for job_id in range(2, 9):
+        store.move(job_id, JobState.STOPPED, stopped_reason=f"reason {job_id}", finished=1.8e9 + job_id)
+    summary = status_summary(take_snapshot(exp))
+    assert [entry["id"] for entry in summary["stopped"]] == list(range(2, 9))
+    text = status_text(summary)
+    assert "stopped early: 7 job(s), the last 5:" in text
+    assert "reason 4" in text and "reason 8" in text and "reason 3" not in text and "reason 2" not in text
