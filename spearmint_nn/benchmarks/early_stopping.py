@@ -9,7 +9,11 @@ early spends what it saves on more jobs. A run is simulated on W workers (``--wo
 proposal the wall time it really took, on one proposer (workers freed meanwhile wait). A free
 worker gets a new job only while the budget has room for a full job beyond what the running jobs
 may still spend, so a run without stopping spends exactly ``jobs x epochs`` and every run ends
-within its budget. Each epoch's value is reported to the method as it comes, and the job is
+within its budget. A run starts at most ``--max-starts`` x jobs jobs (5 by default: our
+proposals, which treat stopped jobs as pending, take seconds each once hundreds are stopped, and
+Optuna's GPSampler with the median pruner started 947 jobs of a 30-job budget in a first try): a
+run that reaches the limit starts nothing more and leaves the rest of its budget unspent (it
+shows in the ``capped`` column; its best stays where it was). Each epoch's value is reported to the method as it comes, and the job is
 stopped when the method says so: the epoch is spent, no more. A job's values are computed epoch
 by epoch only as far as it runs.
 
@@ -23,9 +27,13 @@ job's final value is not known). Reported per problem, W and method, over the se
   the simulated time that ``ours`` took (same seed and W);
 * paired wins per seed of each of our methods against every other method at those compute
   shares (``wins-ties-losses``);
-* the jobs started and stopped, seconds per proposal.
+* the jobs started and those not completed (stopped, or for ASHA paused at a rung for good),
+  seconds per proposal (wall time on this machine, as the clock charged it).
 
-One torch thread and one BLAS thread per run; runs go to ``--workers`` processes.
+One torch thread and one BLAS thread per run; runs go to ``--workers`` processes, seed by seed,
+and ``--json`` is rewritten as each run ends. The summary takes the seeds that every method and
+W ran; ``--include`` adds the runs of earlier reports of the same sizes (``--seeds ""`` runs
+nothing new: the tables of a report).
 
     python -m spearmint_nn.benchmarks.early_stopping --problems hartmann6-curves --jobs 60 \\
         --seeds 0-9 --workers-in-flight 1,20 --workers 2 --json out.json
@@ -49,7 +57,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .learning_curves import PROBLEMS  # noqa: E402
-from .runs import run_in_processes, seed_list, write_report  # noqa: E402
+from .runs import earlier_runs, run_in_processes, seed_list, write_report  # noqa: E402
 from .summary import quartiles  # noqa: E402
 from .stopping_methods import METHODS, OURS, make_method, timed  # noqa: E402
 
@@ -59,7 +67,7 @@ REFERENCE = "ours"
 
 
 def run_one(problem_name: str, method_name: str, seed: int, workers: int, jobs: int, epochs: int,
-            epoch_seconds: float) -> dict[str, Any]:
+            epoch_seconds: float, max_starts: int | None = None) -> dict[str, Any]:
     """One run on the simulated clock (see the module docstring). Returns its accounting and the
     steps of its best final value: ``improvements``, [compute, simulated time, best] each."""
     import torch
@@ -81,7 +89,11 @@ def run_one(problem_name: str, method_name: str, seed: int, workers: int, jobs: 
     def fill(now: float) -> None:
         nonlocal proposer_free, order
         while len(until) < workers and budget - count["spent"] - sum(until[j] - done[j] for j in until) >= epochs:
+            if max_starts is not None and count["started"] >= max_starts and not method.resumes:
+                return
             task, spent = timed(lambda: method.ask(order))
+            if task.job not in trains and max_starts is not None and count["started"] >= max_starts:
+                return  # ASHA's ask would start a job: nothing more to promote
             seconds["propose"] += spent
             count["asks"] += 1
             proposer_free = max(proposer_free, now) + spent
@@ -118,7 +130,8 @@ def run_one(problem_name: str, method_name: str, seed: int, workers: int, jobs: 
         end = max(end, now)
         fill(now)
     return {"problem": problem_name, "method": method_name, "seed": seed, "workers": workers, "jobs": jobs,
-            "epochs": epochs, "budget": budget, "compute": count["spent"], "started": count["started"],
+            "epochs": epochs, "epoch_seconds": epoch_seconds, "budget": budget, "max_starts": max_starts,
+            "capped": max_starts is not None and count["started"] >= max_starts, "compute": count["spent"], "started": count["started"],
             "completed": count["completed"], "stopped": count["stopped"], "asks": count["asks"],
             "end_time": end, "propose_s": round(seconds["propose"], 3), "decide_s": round(seconds["decide"], 3),
             "improvements": [[c, round(t, 2), float(f"{v:.6g}")] for c, t, v in improvements]}
@@ -140,8 +153,22 @@ def first_reach(run: dict[str, Any], target: float, axis: int) -> float:
     return next((step[axis] for step in run["improvements"] if step[2] <= target), math.inf)
 
 
+def complete_seeds(runs: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Per problem, the seeds run by every method and W of that problem."""
+    found = {}
+    for problem in sorted({r["problem"] for r in runs}):
+        here = [r for r in runs if r["problem"] == problem]
+        kinds = {(r["method"], r["workers"]) for r in here}
+        found[problem] = sorted(s for s in {r["seed"] for r in here}
+                                if {(r["method"], r["workers"]) for r in here if r["seed"] == s} == kinds)
+    return found
+
+
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Rows per (problem, W, method) and paired wins (see the module docstring)."""
+    """Rows per (problem, W, method) and paired wins (see the module docstring), over the seeds
+    that every method and W of the problem ran (a benchmark cut short leaves some seeds partial)."""
+    seeds = complete_seeds(runs)
+    runs = [r for r in runs if r["seed"] in seeds[r["problem"]]]
     rows, wins = [], []
     for problem, workers in sorted({(r["problem"], r["workers"]) for r in runs}):
         here = [r for r in runs if (r["problem"], r["workers"]) == (problem, workers)]
@@ -161,8 +188,10 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             for share, name in zip(SHARES, SHARE_NAMES):
                 row[f"best@{name}"] = _median([best_by(group[s], share * group[s]["budget"], 0) for s in seeds])
                 row[f"best@{name}t"] = _median([best_by(group[s], share * reference[s]["end_time"], 1) for s in seeds])
-            for key in ("started", "stopped"):
-                row[key] = _median([group[s][key] for s in seeds])
+            row["started"] = _median([group[s]["started"] for s in seeds])
+            row["capped"] = sum(bool(group[s].get("capped")) for s in seeds)
+            # stopped, or (ASHA) paused at a rung and never promoted: started and not completed
+            row["stopped"] = _median([group[s]["started"] - group[s]["completed"] for s in seeds])
             row["s_per_ask"] = sum(group[s]["propose_s"] for s in seeds) / max(sum(group[s]["asks"] for s in seeds), 1)
             rows.append(row)
         for mine in OURS:
@@ -189,13 +218,14 @@ def tables(summary: dict[str, Any]) -> str:
     out = []
     for problem, workers in sorted({(r["problem"], r["workers"]) for r in summary["rows"]}):
         rows = [r for r in summary["rows"] if (r["problem"], r["workers"]) == (problem, workers)]
-        head = ["method", "seeds", "jobs", "stopped", "compute to target", *(f"best @{n} compute" for n in SHARE_NAMES),
+        head = ["method", "seeds", "jobs", "not completed", "capped", "compute to target", *(f"best @{n} compute" for n in SHARE_NAMES),
                 "time to target", *(f"best @{n} time" for n in SHARE_NAMES), "s/ask"]
         out += [f"\n{problem}, W = {workers}\n", " | ".join(head), " | ".join("---" for _ in head)]
         for r in rows:
             reach = f"{r['compute_to_target']:.2f} ({r['reached']}/{r['seeds']})" \
                 if math.isfinite(r["compute_to_target"]) else f"- ({r['reached']}/{r['seeds']})"
-            out.append(" | ".join([r["method"], str(r["seeds"]), f"{r['started']:.0f}", f"{r['stopped']:.0f}", reach,
+            out.append(" | ".join([r["method"], str(r["seeds"]), f"{r['started']:.0f}", f"{r['stopped']:.0f}",
+                                   str(r["capped"]), reach,
                                    *(_value(r[f"best@{n}"]) for n in SHARE_NAMES), _value(r["time_to_target"]),
                                    *(_value(r[f"best@{n}t"]) for n in SHARE_NAMES), f"{r['s_per_ask']:.3f}"]))
         for share in ("1/3", "1"):
@@ -229,9 +259,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=50, help="a full job's epochs")
     parser.add_argument("--epoch-seconds", type=float, default=60.0, help="simulated seconds per epoch")
     parser.add_argument("--workers-in-flight", default="1,20", help="W values, comma-separated")
-    parser.add_argument("--seeds", type=seed_list, default="0-9")
+    parser.add_argument("--seeds", type=seed_list, default="0-9", help='"A-B", "3,5,8", or "" (none: --include only)')
+    parser.add_argument("--max-starts", type=int, default=5,
+                        help="at most this many times --jobs jobs started per run (0: no limit)")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
     parser.add_argument("--json", help="write results here (rewritten as each run ends)")
+    parser.add_argument("--include", nargs="+", default=[], metavar="JSON",
+                        help="earlier reports whose runs join these (a run made now replaces theirs)")
     args = parser.parse_args(argv)
     problems, methods = args.problems.split(","), args.methods.split(",")
     unknown = [p for p in problems if p not in PROBLEMS] + [m for m in methods if m not in METHODS]
@@ -241,9 +275,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--methods must include {REFERENCE}: the targets are its results")
     in_flight = [int(w) for w in args.workers_in_flight.split(",")]
     # seed by seed, so that a run cut short has every method and W of the seeds it finished
-    jobs = [(p, m, s, w, args.jobs, args.epochs, args.epoch_seconds)
+    max_starts = args.max_starts * args.jobs or None
+    jobs = [(p, m, s, w, args.jobs, args.epochs, args.epoch_seconds, max_starts)
             for p in problems for s in args.seeds for w in in_flight for m in methods]
-    load_before, start, runs = os.getloadavg(), time.time(), []
+    earlier = earlier_runs(args.include, ("problem", "method", "seed", "workers"))
+    for job in jobs:
+        earlier.pop((job[0], job[1], job[2], job[3]), None)
+    for run in earlier.values():
+        ran = (run["jobs"], run["epochs"], run["epoch_seconds"], run["max_starts"])
+        if ran != (args.jobs, args.epochs, args.epoch_seconds, max_starts):
+            parser.error(f"--include: {run['method']} seed {run['seed']} ran (jobs, epochs, epoch seconds, "
+                         f"most starts) {ran}, not {(args.jobs, args.epochs, args.epoch_seconds, max_starts)}")
+    load_before, start, runs = os.getloadavg(), time.time(), list(earlier.values())
     for _, run in run_in_processes(run_one, jobs, args.workers):
         runs.append(run)
         best = run["improvements"][-1][2] if run["improvements"] else math.inf
@@ -252,9 +295,9 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr, flush=True)
         if args.json:
             write_report(args.json, load_before, start, arguments=vars(args), versions=versions(),
-                         seeds_run={p: sorted({r["seed"] for r in runs if r["problem"] == p}) for p in problems},
-                         summary=summarise(runs), runs=runs)
+                         seeds_run=complete_seeds(runs), summary=summarise(runs), runs=runs)
     print(tables(summarise(runs)))
+    print(f"\nseeds with every method and W: {complete_seeds(runs)}")
     print(f"\n{args.jobs} jobs of {args.epochs} epochs of compute per run, {args.epoch_seconds:g} s per epoch; "
           f"{os.cpu_count()} CPUs, load {load_before[0]:.1f} before, {time.time() - start:.0f} s")
     return 0

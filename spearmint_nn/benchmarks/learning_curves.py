@@ -115,7 +115,7 @@ MLP_VARIABLES = {
     "depth": {"type": "INT", "min": 1, "max": 3},
     "dropout": {"type": "FLOAT", "min": 0.0, "max": 0.5},
     "weight_decay": {"type": "FLOAT", "min": 1e-6, "max": 1e-1, "scale": "log"},
-    "batch_size": {"type": "INT", "min": 32, "max": 512, "scale": "log"},
+    "batch_size": {"type": "INT", "min": 64, "max": 512, "scale": "log"},
 }
 
 

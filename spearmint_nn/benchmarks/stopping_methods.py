@@ -1,6 +1,7 @@
 """The early-stopping benchmark's methods, each driven through its public API by one simulator.
 
-A method hands out :class:`Task` s (:meth:`ask`), hears every epoch's value of a running job
+A method hands out :class:`Task` s (:meth:`ask`; ``resumes``: whether a task may continue a job
+paused earlier), hears every epoch's value of a running job
 (:meth:`report`, which answers whether to stop it), and hears when a job completed its last
 epoch (:meth:`finish`) or was stopped (:meth:`stopped`). Names:
 
@@ -67,6 +68,8 @@ def ours_should_stop(settings: StoppingSettings, curve: list[Report], others: li
 class Ours:
     """``ours`` and ``ours-<rule>`` (see the module docstring)."""
 
+    resumes = False  # every task is a new job
+
     def __init__(self, problem: CurveProblem, rule: str | None, seed: int, jobs: int):
         from ..search.optimizer import Optimizer
 
@@ -105,6 +108,8 @@ class Ours:
 class OptunaMethod:
     """``tpe-*`` and ``gp-*`` (see the module docstring)."""
 
+    resumes = False
+
     def __init__(self, problem: CurveProblem, name: str, seed: int, workers: int):
         import optuna
 
@@ -142,6 +147,8 @@ class OptunaMethod:
 
 class AshaRandom:
     """``asha-random`` (see the module docstring)."""
+
+    resumes = True  # a task may continue a paused job
 
     def __init__(self, problem: CurveProblem, seed: int):
         self.problem, self.rng = problem, np.random.default_rng(seed)

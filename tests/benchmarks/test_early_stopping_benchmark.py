@@ -55,6 +55,7 @@ def test_a_tiny_run_of_every_method_accounts_compute_and_writes_its_report(tmp_p
     assert sorted((r["method"], r["workers"]) for r in runs) == sorted((m, w) for m in METHODS for w in (1, 3))
     for run in runs:
         assert run["compute"] <= jobs * epochs, run["method"]
+        assert run["started"] <= 5 * jobs and run["capped"] == (run["started"] == 5 * jobs)  # --max-starts 5
         values = [step[2] for step in run["improvements"]]
         assert values == sorted(values, reverse=True) and len(set(values)) == len(values)  # improvements only
         assert all(step[0] <= run["compute"] for step in run["improvements"])
