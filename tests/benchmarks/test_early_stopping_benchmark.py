@@ -39,6 +39,21 @@ def test_an_mlp_curve_is_the_same_however_its_epochs_interleave_with_another_job
     assert alone[-1] < 0.5  # it learns: digits' chance error is 0.9
 
 
+@pytest.mark.parametrize("workers", [1, 3])
+def test_without_stopping_a_run_spends_exactly_its_jobs_and_with_it_never_more(workers):
+    pytest.importorskip("optuna")
+    jobs, epochs = 4, 6  # fewer jobs than the initial design: our proposals are Sobol points, fast
+    plain = early_stopping.run_one("hartmann6-curves", "ours", 0, workers, jobs, epochs, 60.0)
+    assert (plain["started"], plain["completed"], plain["compute"]) == (jobs, jobs, jobs * epochs)
+    assert plain["end_time"] >= epochs * 60.0 * math.ceil(jobs / workers)  # epochs take their simulated time
+    jobs = 10  # Optuna's successive halving prunes once a few trials reached its rungs
+    for method in ("tpe-sh", "asha-random"):
+        run = early_stopping.run_one("hartmann6-curves", method, 0, workers, jobs, epochs, 60.0, max_starts=50)
+        assert run["started"] > jobs and run["compute"] <= jobs * epochs, method  # stopping bought more jobs
+        assert jobs * epochs - run["compute"] < epochs * workers  # and left less than a job per worker unspent
+
+
+@pytest.mark.slow
 def test_a_tiny_run_of_every_method_accounts_compute_and_writes_its_report(tmp_path):
     pytest.importorskip("optuna")
     out = tmp_path / "es.json"
