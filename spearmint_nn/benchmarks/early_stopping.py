@@ -28,6 +28,7 @@ job's final value is not known). Reported per problem, W and method, over the se
 * paired wins per seed of each of our methods against every other method at those compute
   shares (``wins-ties-losses``);
 * the jobs started and those not completed (stopped, or for ASHA paused at a rung for good),
+  the runs that reached ``--max-starts``, the share of the budget spent (median),
   seconds per proposal (wall time on this machine, as the clock charged it).
 
 One torch thread and one BLAS thread per run; runs go to ``--workers`` processes, seed by seed,
@@ -190,6 +191,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 row[f"best@{name}t"] = _median([best_by(group[s], share * reference[s]["end_time"], 1) for s in seeds])
             row["started"] = _median([group[s]["started"] for s in seeds])
             row["capped"] = sum(bool(group[s].get("capped")) for s in seeds)
+            row["spent"] = _median([group[s]["compute"] / group[s]["budget"] for s in seeds])
             # stopped, or (ASHA) paused at a rung and never promoted: started and not completed
             row["stopped"] = _median([group[s]["started"] - group[s]["completed"] for s in seeds])
             row["s_per_ask"] = sum(group[s]["propose_s"] for s in seeds) / max(sum(group[s]["asks"] for s in seeds), 1)
@@ -218,14 +220,14 @@ def tables(summary: dict[str, Any]) -> str:
     out = []
     for problem, workers in sorted({(r["problem"], r["workers"]) for r in summary["rows"]}):
         rows = [r for r in summary["rows"] if (r["problem"], r["workers"]) == (problem, workers)]
-        head = ["method", "seeds", "jobs", "not completed", "capped", "compute to target", *(f"best @{n} compute" for n in SHARE_NAMES),
+        head = ["method", "seeds", "jobs", "not completed", "capped", "spent", "compute to target", *(f"best @{n} compute" for n in SHARE_NAMES),
                 "time to target", *(f"best @{n} time" for n in SHARE_NAMES), "s/ask"]
         out += [f"\n{problem}, W = {workers}\n", " | ".join(head), " | ".join("---" for _ in head)]
         for r in rows:
             reach = f"{r['compute_to_target']:.2f} ({r['reached']}/{r['seeds']})" \
                 if math.isfinite(r["compute_to_target"]) else f"- ({r['reached']}/{r['seeds']})"
             out.append(" | ".join([r["method"], str(r["seeds"]), f"{r['started']:.0f}", f"{r['stopped']:.0f}",
-                                   str(r["capped"]), reach,
+                                   str(r["capped"]), f"{r['spent']:.2f}", reach,
                                    *(_value(r[f"best@{n}"]) for n in SHARE_NAMES), _value(r["time_to_target"]),
                                    *(_value(r[f"best@{n}t"]) for n in SHARE_NAMES), f"{r['s_per_ask']:.3f}"]))
         for share in ("1/3", "1"):
@@ -271,8 +273,6 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [p for p in problems if p not in PROBLEMS] + [m for m in methods if m not in METHODS]
     if unknown:
         parser.error(f"unknown {', '.join(unknown)}")
-    if REFERENCE not in methods:
-        parser.error(f"--methods must include {REFERENCE}: the targets are its results")
     in_flight = [int(w) for w in args.workers_in_flight.split(",")]
     # seed by seed, so that a run cut short has every method and W of the seeds it finished
     max_starts = args.max_starts * args.jobs or None
@@ -282,10 +282,13 @@ def main(argv: list[str] | None = None) -> int:
     for job in jobs:
         earlier.pop((job[0], job[1], job[2], job[3]), None)
     for run in earlier.values():
-        ran = (run["jobs"], run["epochs"], run["epoch_seconds"], run["max_starts"])
-        if ran != (args.jobs, args.epochs, args.epoch_seconds, max_starts):
-            parser.error(f"--include: {run['method']} seed {run['seed']} ran (jobs, epochs, epoch seconds, "
-                         f"most starts) {ran}, not {(args.jobs, args.epochs, args.epoch_seconds, max_starts)}")
+        # the limit on starts may differ (each run records it, and whether it reached it)
+        ran = (run["jobs"], run["epochs"], run["epoch_seconds"])
+        if ran != (args.jobs, args.epochs, args.epoch_seconds):
+            parser.error(f"--include: {run['method']} seed {run['seed']} ran (jobs, epochs, epoch seconds) {ran}, "
+                         f"not {(args.jobs, args.epochs, args.epoch_seconds)}")
+    if not any(m == REFERENCE for m in methods) and not any(r["method"] == REFERENCE for r in earlier.values()):
+        parser.error(f"--methods or --include must have {REFERENCE}: the targets are its results")
     load_before, start, runs = os.getloadavg(), time.time(), list(earlier.values())
     for _, run in run_in_processes(run_one, jobs, args.workers):
         runs.append(run)
