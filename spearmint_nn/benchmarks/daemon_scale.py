@@ -384,7 +384,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", help="where to create the experiments (kept); default a temporary folder")
     parser.add_argument("--json", help="write the raw results here")
     args = parser.parse_args(argv)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="spearmint-nn-daemon-scale-"))
     load_before = os.getloadavg()
     results: dict[str, Any] = {}

@@ -13,6 +13,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from .threads import limit_threads
+
 
 def seed_list(text: str) -> list[int]:
     """Seeds named on the command line: a range "A-B" (A..B) or a list "3,5,8" (one seed: "3")."""
@@ -34,10 +36,10 @@ def run_in_processes(
     """Yield (job, function(*job)) for every job, in the order the runs end.
 
     ``function`` must be importable at module level (it is sent to worker processes by name).
-    Each worker uses one thread: the runs themselves are the parallelism.
+    Each worker computes with one thread (:mod:`spearmint_nn.benchmarks.threads`): the runs
+    themselves are the parallelism.
     """
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=limit_threads) as pool:
         futures = {pool.submit(function, *job): job for job in jobs}
         for future in as_completed(futures):
             yield futures[future], future.result()

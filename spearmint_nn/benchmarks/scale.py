@@ -115,9 +115,8 @@ def run_point(model: str, n: int, n_pending: int, batch: int, timeout: float) ->
     """:func:`measure_point` in a fresh process; ``{"timeout": True}`` if it did not finish."""
     command = [sys.executable, "-m", "spearmint_nn.benchmarks.scale", "--point", model, str(n), str(n_pending),
                str(batch)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    try:  # the point inherits the one-thread environment (see benchmarks.threads)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"model": model, "n": n, "pending": n_pending, "batch": batch, "timeout": True, "limit_s": timeout}
     if done.returncode != 0:
