@@ -13,6 +13,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from .provenance import write_json
 from .threads import limit_threads
 
 
@@ -46,12 +47,12 @@ def run_in_processes(
 
 
 def write_report(path: str, load_before: tuple[float, float, float], start: float, **content: Any) -> None:
-    """Write a benchmark's JSON report: ``machine`` (CPUs, platform, the load average before the
+    """Write a benchmark's JSON report: its provenance (:mod:`~spearmint_nn.benchmarks.provenance`),
+    ``machine`` (CPUs, platform, the load average before the
     benchmark started and now, seconds since ``start``, a ``time.time()``) and ``content``."""
     machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average_before": load_before,
                "load_average_now": os.getloadavg(), "elapsed_s": time.time() - start}
-    with open(path, "w") as handle:
-        json.dump({"machine": machine, **content}, handle, indent=1)
+    write_json(path, {"machine": machine, **content})
 
 
 def earlier_runs(paths: Sequence[str], key_fields: Sequence[str]) -> dict[tuple, dict[str, Any]]:

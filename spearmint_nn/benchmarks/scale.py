@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .functions import FUNCTIONS
+from .provenance import write_json
 
 DEFAULT_SIZES = (500, 2000, 5000, 10000)
 DEFAULT_PENDING = (0, 100, 800)
@@ -227,8 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine['cpus']} CPUs, load average {load_before[0]:.1f} before, "
           f"{machine['load_average_after'][0]:.1f} after; {machine['wall_s']:.0f} s in all")
     if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"machine": machine, "results": results, "growth": growth(results)}, handle, indent=1)
+        write_json(args.json, {"machine": machine, "results": results, "growth": growth(results)})
     return 0
 
 
