@@ -72,7 +72,19 @@ def library_versions() -> dict[str, str]:
 
 
 def write_json(path: str | os.PathLike, report: dict[str, Any]) -> None:
-    """Write ``report`` with its ``provenance`` first, as indented JSON."""
+    """Write ``report`` with its ``provenance`` first (see :func:`dump_json`)."""
+    dump_json(path, {"provenance": provenance(), **report})
+
+
+def dump_json(path: str | os.PathLike, report: dict[str, Any]) -> None:
+    """Write ``report`` as indented JSON, but each of its ``runs`` on one line, last: a file of
+    hundreds of runs stays readable and its diffs say which runs changed."""
+    runs = report.get("runs")
+    if not isinstance(runs, list):
+        text = json.dumps(report, indent=1)
+    else:
+        head = json.dumps({k: v for k, v in report.items() if k != "runs"}, indent=1)
+        body = ",\n".join("  " + json.dumps(run) for run in runs)
+        text = (head[:-2] + ",\n" if head != "{}" else "{\n") + ' "runs": [\n' + body + "\n ]\n}"
     with open(path, "w") as handle:
-        json.dump({"provenance": provenance(), **report}, handle, indent=1)
-        handle.write("\n")
+        handle.write(text + "\n")
