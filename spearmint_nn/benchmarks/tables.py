@@ -359,6 +359,9 @@ TABLES: dict[str, Callable[[], str]] = {
         Row("optuna-tpe", "Optuna TPE, constant liar (8)"), first="method (seeds)"),
     "async200-hartmann6-8seeds": async_table(H6_200_NOW, "hartmann6", 2000, (400, 1000), ASYNC200_TIMES,
                                              "ours", "botorch-ts", "optuna-tpe", "sobol"),
+    "async200-ackley10-4seeds": async_table(
+        ACKLEY_200, "ackley10", 2000, (400, 1000), ASYNC50_TIMES, *(Row(m, LABELS[m], seeds(0, 3))
+                                                                   for m in ("ours", "optuna-tpe", "sobol"))),
     "async200-ackley10-8seeds-tpe": async_table(
         ACKLEY_200, "ackley10", 2000, (400, 1000), ASYNC50_TIMES, Row("ours", "ours (8)"),
         Row("optuna-tpe", "Optuna TPE, constant liar (8)"), Row("sobol", "Sobol (8)"),
@@ -366,6 +369,13 @@ TABLES: dict[str, Callable[[], str]] = {
         Row("optuna-tpe", "TPE, seeds 4-7 only", seeds(4, 7)), first="method (seeds)"),
     "async200-ackley10-8seeds": async_table(ACKLEY_200_NOW, "ackley10", 2000, (400, 1000), (60, 90, 120, 300, 600),
                                             "ours", "botorch-ts", "optuna-tpe", "sobol", first="method (8 seeds)"),
+    "async200-levy20-4seeds": async_table(
+        LEVY_200, "levy20", 2000, (400, 1000), ASYNC50_TIMES, Row("ours", "ours", seeds(0, 3)),
+        Row("optuna-tpe", LABELS["optuna-tpe"], seeds(0, 3)),
+        Row("botorch-ts", "BoTorch Thompson sampling (2 seeds)", seeds(0, 1)), Row("sobol", "Sobol", seeds(0, 3))),
+    "async200-levy20-8seeds-ts2": async_table(
+        LEVY_200, "levy20", 2000, (400, 1000), (90, 120, 300, 600), "ours", "optuna-tpe",
+        Row("botorch-ts", "BoTorch Thompson sampling (2 seeds)", seeds(0, 1)), "sobol"),
     "async200-levy20-8seeds": async_table(LEVY_200, "levy20", 2000, (400, 1000), ASYNC200_TIMES,
                                           "ours", "botorch-ts", "optuna-tpe", "sobol", first="method (8 seeds)"),
     "async800-hartmann6": async_table(H6_800, "hartmann6", 5000, (1600, 2500), ASYNC50_TIMES,
