@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .functions import FUNCTIONS
+from .functions import FUNCTIONS, get_function, is_function
 from .parallel_methods import check_method, split_methods
 from .checkpoints import best_after, best_at_time, summarise_run
 from .runs import earlier_runs, run_in_processes, seed_list, write_report
@@ -56,7 +56,7 @@ def _setup(problem_name: str, method_name: str, seed: int, budget: int, initial:
     from .parallel_methods import make_method
 
     torch.set_num_threads(1)
-    problem = FUNCTIONS[problem_name]
+    problem = get_function(problem_name)
     space = Space.from_config(problem.variables)
     method = make_method(method_name, space, seed, budget, initial)
     return problem, method, space.decode(space.sobol(initial, seed=seed))
@@ -173,7 +173,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", choices=("batch", "async"), default="async")
-    parser.add_argument("--problems", default="hartmann6", help=f"comma-separated, from {', '.join(FUNCTIONS)}")
+    parser.add_argument("--problems", default="hartmann6",
+                        help=f"comma-separated, from {', '.join(FUNCTIONS)} or bbob-f<k>-d<dim>-i<inst>")
     parser.add_argument("--methods", default="ours,sobol", help="comma-separated (see parallel_methods)")
     parser.add_argument("--workers-in-flight", type=int, default=50, help="q of a batch, or W workers")
     parser.add_argument("--evals", type=int, default=500)
@@ -192,9 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--traces: name the file *{TRACES_SUFFIX} (megabytes a run; git ignores that name)")
     # mistakes in the names are usage errors before any run starts, not a worker's traceback later
     problems, methods = args.problems.split(","), split_methods(args.methods)
-    unknown = [p for p in problems if p not in FUNCTIONS]
+    unknown = [p for p in problems if not is_function(p)]
     if unknown:
-        parser.error(f"--problems: unknown {', '.join(unknown)} (choose from {', '.join(FUNCTIONS)})")
+        parser.error(f"--problems: unknown {', '.join(unknown)} (choose from {', '.join(FUNCTIONS)} or "
+                     f"bbob-f<1-24>-d<dim>-i<inst>)")
     for method in methods:
         try:
             check_method(method)
