@@ -24,8 +24,8 @@ from typing import Any
 from .threads import thread_counts
 
 #: Distributions whose versions a report records when they are installed.
-LIBRARIES = ("spearmint-nn", "torch", "numpy", "scipy", "botorch", "gpytorch", "optuna", "smac", "scikit-learn",
-             "coco-experiment", "ioh")
+LIBRARIES = ("spearmint-nn", "torch", "numpy", "scipy", "botorch", "gpytorch", "optuna", "smac", "ConfigSpace",
+             "scikit-learn", "coco-experiment", "ioh")
 
 
 def provenance() -> dict[str, Any]:
