@@ -49,7 +49,8 @@ TRACES_SUFFIX = ".traces.json"
 DURATION_SIGMA = 0.5  # of log duration: the slowest of 50 jobs takes about 3x the median
 
 
-def _setup(problem_name: str, method_name: str, seed: int, budget: int, initial: int) -> tuple[Any, Any, list]:
+def _setup(problem_name: str, method_name: str, seed: int, budget: int, initial: int,
+           q: int | None = None) -> tuple[Any, Any, list]:
     import torch
 
     from ..problem.space import Space
@@ -58,14 +59,15 @@ def _setup(problem_name: str, method_name: str, seed: int, budget: int, initial:
     torch.set_num_threads(1)
     problem = get_function(problem_name)
     space = Space.from_config(problem.variables)
-    method = make_method(method_name, space, seed, budget, initial)
+    method = make_method(method_name, space, seed, budget, initial, q)
     return problem, method, space.decode(space.sobol(initial, seed=seed))
 
 
 def run_batches(problem_name: str, method_name: str, seed: int, q: int, evals: int,
-                timer: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
-    """One synchronous run: the shared q Sobol points, then rounds of ``propose(q)``."""
-    problem, method, batch = _setup(problem_name, method_name, seed, evals, q)
+                timer: Callable[[], float] = time.perf_counter, initial: int | None = None) -> dict[str, Any]:
+    """One synchronous run: the shared Sobol points (``initial``, q by default), then rounds of
+    ``propose(q)``."""
+    problem, method, batch = _setup(problem_name, method_name, seed, evals, initial or q, q)
     values: list[float] = []
     seconds: list[float] = []
     while True:

@@ -189,10 +189,10 @@ class OptunaMethod:
         return {name: float(np.clip(u, 0.0, 1.0)) for name, u in zip(self._names, unit)}
 
 
-def _turbo(space: Space, seed: int, initial: int) -> Method:
+def _turbo(space: Space, seed: int, initial: int, q: int) -> Method:
     from .turbo import Turbo  # imported when asked for: it needs BoTorch
 
-    return Turbo(space, seed, batch_size=initial)
+    return Turbo(space, seed, batch_size=q, shared=initial)
 
 
 def _smac(space: Space, seed: int) -> Method:
@@ -201,26 +201,29 @@ def _smac(space: Space, seed: int) -> Method:
     return SmacBlackBox(space, seed)
 
 
-REFERENCES: dict[str, Callable[[Space, int, int], Method]] = {  # name -> (space, seed, initial) -> method
-    "sobol": lambda space, seed, initial: Sobol(space, seed, initial),
-    "botorch-qlognei": lambda space, seed, initial: BoTorchMethod(space, seed, "qlognei"),
-    "botorch-ts": lambda space, seed, initial: BoTorchMethod(space, seed, "ts"),
-    "optuna-gp": lambda space, seed, initial: OptunaMethod(space, seed, "gp"),
-    "optuna-tpe": lambda space, seed, initial: OptunaMethod(space, seed, "tpe"),
-    "turbo": lambda space, seed, initial: _turbo(space, seed, initial),
-    "smac-bb": lambda space, seed, initial: _smac(space, seed),
+# name -> (space, seed, the shared initial design's size, points in flight) -> method
+REFERENCES: dict[str, Callable[[Space, int, int, int], Method]] = {
+    "sobol": lambda space, seed, initial, q: Sobol(space, seed, initial),
+    "botorch-qlognei": lambda space, seed, initial, q: BoTorchMethod(space, seed, "qlognei"),
+    "botorch-ts": lambda space, seed, initial, q: BoTorchMethod(space, seed, "ts"),
+    "optuna-gp": lambda space, seed, initial, q: OptunaMethod(space, seed, "gp"),
+    "optuna-tpe": lambda space, seed, initial, q: OptunaMethod(space, seed, "tpe"),
+    "turbo": lambda space, seed, initial, q: _turbo(space, seed, initial, q),
+    "smac-bb": lambda space, seed, initial, q: _smac(space, seed),
 }
 # what "ours:KEY=VALUE" takes: the search settings but the two the harness gives every method
 SETTING_NAMES = tuple(f.name for f in fields(SearchSettings) if f.name not in ("seed", "budget"))
 
 
-def make_method(name: str, space: Space, seed: int, budget: int, initial: int) -> Method:
+def make_method(name: str, space: Space, seed: int, budget: int, initial: int, q: int | None = None) -> Method:
     """The method called ``name``: "ours" (the default settings), "ours:KEY=VALUE,..." (settings
-    such as ``model=dngo`` or ``restart_after=0``), or a reference named in the module docstring."""
+    such as ``model=dngo`` or ``restart_after=0``), or a reference named in the module docstring;
+    ``initial`` shared Sobol points start the run, ``q`` points are in flight (``initial`` if not
+    given)."""
     if name == "ours" or name.startswith("ours:"):
         return Ours(space, seed, budget, **{k: _setting(v) for k, v in _our_settings(name).items()})
     check_method(name)
-    return REFERENCES[name](space, seed, initial)
+    return REFERENCES[name](space, seed, initial, q or initial)
 
 
 def check_method(name: str) -> None:

@@ -19,9 +19,9 @@ with its settings:
   least one), and ``MaxPosteriorSampling`` without replacement picking the batch.
 
 Where the harness goes beyond the tutorial's loop: the tutorial evaluates a batch of q and then
-updates the state; here q is the number of workers (``batch_size``) and the state is updated with
-every q results that come back, in the order they finish, so on an asynchronous cluster the region
-moves at the rate it does in batches. The model takes over once 2d results of the region's
+updates the state; here q is the batch or the number of workers (``batch_size``), and the state is
+updated with every q results that come back, in the order they finish, so on an asynchronous
+cluster the region moves at the rate it does in batches. The model takes over once 2d results of the region's
 design are back (the tutorial's initial design): the harness's shared Sobol start and, while it
 has fewer than 2d points, more points of the same sequence. After a restart (TuRBO-1 as the paper
 and its reference code run it) the region forgets its data and starts again from scrambled Sobol
@@ -84,7 +84,7 @@ class TurboState:
 class Turbo:
     """TuRBO-1 with Thompson sampling on the unit cube (see the module docstring)."""
 
-    def __init__(self, space: Space, seed: int, batch_size: int):
+    def __init__(self, space: Space, seed: int, batch_size: int, shared: int):
         if importlib.util.find_spec("botorch") is None:
             raise ImportError("the turbo method needs BoTorch: pip install -e '.[reference]'")
         import torch
@@ -94,7 +94,7 @@ class Turbo:
         self.n_candidates = min(5000, max(2000, 200 * space.dim))
         self.generator = torch.Generator().manual_seed(seed)
         self.restarts = 0
-        self._start_region(design_seed=seed, drawn=self.batch_size)  # after the harness's shared design
+        self._start_region(design_seed=seed, drawn=shared)  # after the harness's shared design
 
     def _start_region(self, design_seed: int, drawn: int) -> None:
         self.state = TurboState(self.space.dim, self.batch_size)
