@@ -13,7 +13,8 @@ benchmarking", IEEE TEVC 26(6), 2022):
 - the *runtime ECDF* at budget b is the share of a method's pairs with runtime at most b, over a
   dimension's function group (COCO's five, :data:`~spearmint_nn.benchmarks.bbob.GROUPS`) or over
   all 24 functions. Budgets in evaluations are given as multiples of the dimension, as COCO plots
-  them; budgets in time as seconds of the simulated clock;
+  them, up to the fewest evaluations of a run of the dimension; budgets in time as seconds of the
+  simulated clock, in multiples of the median job, up to the shortest run's simulated time;
 - the *ECDF area* up to a budget B is the area under the ECDF against log budget from 1 to B,
   divided by log B: a pair reached after r <= B evaluations adds (log B - log r) / log B (one when
   reached at the first), an unreached one nothing; so it weighs early successes more and is one
@@ -41,8 +42,9 @@ from .checkpoints import summarise_run
 Run = dict[str, Any]
 #: Budgets of the tables, in evaluations per dimension (those within the runs' budgets are shown).
 BUDGETS_PER_DIM = (1, 2, 5, 10, 20, 50, 100)
-#: Budgets of the time tables, in median job durations of the simulated clock.
-TIMES_PER_JOB = (1, 2, 5, 10, 20, 50, 100)
+#: Budgets of the time tables, in median job durations of the simulated clock (those within the
+#: runs' simulated time are shown).
+TIMES_PER_JOB = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 
 
 def runtimes(changes: Sequence[Sequence[float]], minimum: float) -> np.ndarray:
@@ -79,6 +81,7 @@ class Runtimes:
         self.by_evals: dict[tuple[str, str], list[np.ndarray]] = defaultdict(list)  # (method, problem)
         self.by_time: dict[tuple[str, str], list[np.ndarray]] = defaultdict(list)
         self.evals: dict[str, int] = {}  # problem -> the fewest evaluations of any run of it
+        self.elapsed: dict[str, float] = {}  # problem -> the shortest simulated time of a run of it
         self.job_seconds: float | None = None
         minima: dict[str, float] = {}
         for run in map(summarise_run, runs):
@@ -91,6 +94,7 @@ class Runtimes:
             if "best_by_time" in run:
                 self.by_time[key].append(runtimes(run["best_by_time"], minima[problem]))
                 self.job_seconds = run["job_seconds"]
+                self.elapsed[problem] = min(self.elapsed.get(problem, run["elapsed_s"]), run["elapsed_s"])
             self.evals[problem] = min(self.evals.get(problem, run["evals"]), run["evals"])
 
     @property
@@ -154,8 +158,9 @@ def report(runs: Iterable[Run]) -> dict[str, Any]:
         budget = min(n for p, n in data.evals.items() if bbob.parse_name(p)[1] == dim)
         per_dim = [b for b in BUDGETS_PER_DIM if b * dim <= budget]
         entry: dict[str, Any] = {"budget": budget, "budgets_per_dim": per_dim, "groups": {}}
-        if data.job_seconds:
-            entry["times_s"] = [k * data.job_seconds for k in TIMES_PER_JOB]
+        horizon = min((t for p, t in data.elapsed.items() if bbob.parse_name(p)[1] == dim), default=0.0)
+        if data.job_seconds and horizon:
+            entry["times_s"] = [k * data.job_seconds for k in TIMES_PER_JOB if k * data.job_seconds <= horizon]
         for group in [*bbob.GROUPS, None]:
             rows = {}
             for method in data.methods:
@@ -165,7 +170,7 @@ def report(runs: Iterable[Run]) -> dict[str, Any]:
                 row = {"runs": len(times), "ecdf": ecdf(times, [b * dim for b in per_dim]),
                        "area": area(times, budget)}
                 timed = data.pairs(method, dim, group, by_time=True)
-                if timed.size and data.job_seconds:
+                if timed.size and "times_s" in entry:
                     row["ecdf_time"] = ecdf(timed, entry["times_s"])
                 rows[method] = row
             if rows:

@@ -9,8 +9,12 @@ COCO's runtime ECDFs per dimension and function group, their areas and the mean 
 - ``sequential``: one evaluation at a time after a shared Sobol start of d + 1 points;
 - ``batch10``, ``batch50``: rounds of q = 10 or 50 after a shared start of q points;
 - ``async50``, ``async200``: W = 50 or 200 workers on the simulated clock (jobs of median
-  ``--job-seconds``, each proposal's wall time charged), after a shared start of W points; these
-  runs are also reported against simulated time.
+  ``--job-seconds``, each proposal's wall time charged), after a shared start of W points.
+
+Every run is also reported against simulated time. The synchronous regimes get the clock the
+asynchronous ones have (:func:`batch_finish_times`): the jobs' durations are the same lognormal
+draws of the seed, a round starts when the slowest job of the one before has finished and its
+proposal has been made (its measured wall time), and each result counts from its job's end.
 
 The budget is ``--budget`` x d evaluations (the issue's 10 x d to 50 x d). The JSON report holds
 the provenance, the arguments, the ECDF summary and every run's summary (no traces); it is
@@ -27,11 +31,13 @@ import itertools
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Sequence
+
+import numpy as np
 
 from . import bbob, ecdf
 from .checkpoints import summarise_run
-from .parallel import run_async, run_batches
+from .parallel import DURATION_SIGMA, run_async, run_batches
 from .parallel_methods import check_method, make_method, split_methods
 from .runs import parse_seeds, run_in_processes, seed_list, write_report
 
@@ -48,10 +54,35 @@ def run_one(problem: str, method: str, seed: int, regime: str, evals: int, job_s
     mode, q = REGIMES[regime]
     dim = bbob.parse_name(problem)[1]
     if mode == "batch":
-        run = run_batches(problem, method, seed, q, evals, initial=max(q, dim + 1))
+        initial = max(q, dim + 1)
+        run = run_batches(problem, method, seed, q, evals, initial=initial)
+        sizes = round_sizes(initial, q, evals)
+        durations = np.random.default_rng(seed).lognormal(np.log(job_seconds), DURATION_SIGMA, evals)
+        times = batch_finish_times(sizes, run["propose_seconds"], durations)
+        run.update(job_seconds=job_seconds, finish_times=times, proposed=sizes[1:], elapsed_s=max(times))
     else:
         run = run_async(problem, method, seed, q, evals, job_seconds)
     return {**summarise_run(run), "regime": regime, "minimum": get_function(problem).minimum}
+
+
+def round_sizes(initial: int, q: int, evals: int) -> list[int]:
+    """Points of each round of a synchronous run: the shared start, then q (fewer in the last)."""
+    return [initial] + [min(q, evals - n) for n in range(initial, evals, q)]
+
+
+def batch_finish_times(sizes: Sequence[int], propose_seconds: Sequence[float],
+                       durations: Sequence[float]) -> list[float]:
+    """Simulated finish time of each evaluation of a synchronous run of rounds of ``sizes``
+    (module docstring): the k-th proposal's seconds come before round k + 1."""
+    times: list[float] = []
+    start = 0.0
+    for round_, size in enumerate(sizes):
+        if round_:
+            start += propose_seconds[round_ - 1]
+        ends = [start + d for d in durations[len(times):len(times) + size]]
+        times += ends
+        start = max(ends)
+    return times
 
 
 def check_available(methods: list[str]) -> list[str]:

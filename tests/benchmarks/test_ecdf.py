@@ -57,7 +57,8 @@ def test_report_splits_dimensions_and_groups_and_ranks_the_methods_per_problem()
 
 
 def test_simulated_time_ecdf_in_job_durations():
-    run = _run("a", "bbob-f1-d2-i1", SLOW, best_by_time=[[60.0, 5.0], [150.0, 0.5]], job_seconds=60.0)
+    run = _run("a", "bbob-f1-d2-i1", SLOW, best_by_time=[[60.0, 5.0], [150.0, 0.5]], job_seconds=60.0,
+               elapsed_s=700.0)
     entry = ecdf.report([run])["dims"]["2"]
-    assert entry["times_s"][:3] == [60.0, 120.0, 300.0]
-    assert entry["groups"]["all"]["a"]["ecdf_time"][:3] == pytest.approx([7 / 51, 7 / 51, 12 / 51])
+    assert entry["times_s"] == [60.0, 120.0, 300.0, 600.0]  # 1, 2, 5, 10 jobs: 20 would pass 700 s
+    assert entry["groups"]["all"]["a"]["ecdf_time"] == pytest.approx([7 / 51, 7 / 51, 12 / 51, 12 / 51])

@@ -30,6 +30,9 @@ def test_a_tiny_suite_runs_every_method_and_reports_coco_ecdfs(tmp_path, capsys)
     groups = report["summary"]["dims"]["2"]["groups"]
     assert set(groups) == {"separable", "multimodal, adequate global structure", "all"}
     assert set(groups["all"]) == set(methods) and all(row["runs"] == 2 for row in groups["all"].values())
+    # ten sequential jobs of median 60 s: the time tables reach 5 jobs at least
+    assert report["summary"]["dims"]["2"]["times_s"][:3] == [60.0, 120.0, 300.0]
+    assert all(len(row["ecdf_time"]) >= 3 for row in groups["all"].values())
     assert set(report["summary"]["ranks"]["per_problem"]) == {"bbob-f1-d2-i1", "bbob-f15-d2-i1"}
     printed = capsys.readouterr().out
     assert "2-D, budget 10 evaluations" in printed and "mean rank over 2 problems" in printed
@@ -44,3 +47,10 @@ def test_an_unknown_method_or_function_stops_the_suite_before_any_run(capsys):
     with pytest.raises(SystemExit):
         suite.main(["--dims", "2", "--functions", "0-3", "--methods", "sobol"])
     assert "functions 1-24" in capsys.readouterr().err
+
+
+def test_synchronous_rounds_on_the_simulated_clock():
+    assert suite.round_sizes(3, 2, 8) == [3, 2, 2, 1]
+    # rounds of 2, 2, 2: each starts after the slowest job before it and the proposal's seconds
+    times = suite.batch_finish_times([2, 2, 2], [1.0, 2.0], [10.0, 20.0, 5.0, 7.0, 3.0, 4.0])
+    assert times == [10.0, 20.0, 26.0, 28.0, 33.0, 34.0]
