@@ -21,12 +21,12 @@ with its settings:
 Where the harness goes beyond the tutorial's loop: the tutorial evaluates a batch of q and then
 updates the state; here q is the batch or the number of workers (``batch_size``), and the state is
 updated with every q results that come back, in the order they finish, so on an asynchronous
-cluster the region moves at the rate it does in batches. The model takes over once 2d results of the region's
-design are back (the tutorial's initial design): the harness's shared Sobol start and, while it
-has fewer than 2d points, more points of the same sequence. After a restart (TuRBO-1 as the paper
-and its reference code run it) the region forgets its data and starts again from scrambled Sobol
-points of a new seed until 2d of them are back; results of points proposed for an earlier region
-then no longer count. The tutorial ignores running jobs, and so does this.
+cluster the region moves at the rate it does in batches. The model takes over once 2d results of
+the region's design are back (the tutorial's initial design): the harness's shared Sobol start
+and, while it has fewer than 2d points, more points of the same sequence. After a restart (TuRBO-1
+as the paper and its reference code run it) the region forgets its data and starts again from
+scrambled Sobol points of a new seed until 2d of them are back; results of points proposed for an
+earlier region then no longer count. The tutorial ignores running jobs, and so does this.
 """
 from __future__ import annotations
 
@@ -94,6 +94,7 @@ class Turbo:
         self.n_candidates = min(5000, max(2000, 200 * space.dim))
         self.generator = torch.Generator().manual_seed(seed)
         self.restarts = 0
+        self._issued: dict[int, tuple[int, bool]] = {}  # id(params) -> (its region, a design point)
         self._start_region(design_seed=seed, drawn=shared)  # after the harness's shared design
 
     def _start_region(self, design_seed: int, drawn: int) -> None:
@@ -102,7 +103,6 @@ class Turbo:
         self._y: list[float] = []  # maximised: the negated values
         self._unsettled: list[float] = []  # results of the model's proposals since the last update
         self._design_seed, self._drawn = design_seed, drawn  # the region's Sobol design, points handed out
-        self._issued: dict[int, tuple[int, bool]] = {}  # id(params) -> (its region, a design point)
 
     def observe(self, params: Params, value: float) -> None:
         # a point it did not propose is the harness's shared design, the first region's
@@ -162,7 +162,8 @@ class Turbo:
             high = torch.clamp(centre + weights * self.state.length / 2.0, 0.0, 1.0)
             sobol = SobolEngine(dim, scramble=True, seed=int(torch.randint(0, 2**31, (), generator=self.generator)))
             perturbation = low + (high - low) * sobol.draw(self.n_candidates).to(torch.float64)
-            mask = torch.rand(self.n_candidates, dim, generator=self.generator, dtype=torch.float64) <= min(20.0 / dim, 1.0)
+            chance = min(20.0 / dim, 1.0)  # of each coordinate being perturbed
+            mask = torch.rand(self.n_candidates, dim, generator=self.generator, dtype=torch.float64) <= chance
             none = torch.where(mask.sum(dim=1) == 0)[0]  # every candidate moves at least one coordinate
             mask[none, torch.randint(0, dim, (len(none),), generator=self.generator)] = True
             candidates = centre.expand(self.n_candidates, dim).clone()
