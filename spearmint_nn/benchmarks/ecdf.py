@@ -24,7 +24,7 @@ benchmarking", IEEE TEVC 26(6), 2022):
   the mean of their ranks; a method's rank is the mean over problems.
 
 ``python -m spearmint_nn.benchmarks.ecdf REPORT.json...`` prints the tables; ``--json`` writes the
-summary (no traces).
+summary (no traces) with its provenance and each report's.
 """
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ import numpy as np
 
 from . import bbob
 from .checkpoints import summarise_run
+from .provenance import write_json
 
 Run = dict[str, Any]
 #: Budgets of the tables, in evaluations per dimension (those within the runs' budgets are shown).
@@ -208,17 +209,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("reports", nargs="+", help="JSON reports of the suite or of benchmarks.parallel")
     parser.add_argument("--json", help="write the summary here")
     args = parser.parse_args(argv)
-    runs = []
+    runs, sources = [], {}
     for path in args.reports:
         with open(path) as handle:
-            runs += [run for run in json.load(handle)["runs"] if run["problem"].startswith(bbob.PREFIX)]
+            content = json.load(handle)
+        runs += [run for run in content["runs"] if run["problem"].startswith(bbob.PREFIX)]
+        sources[path] = content.get("provenance")  # where the runs were made, beside where this is
     if not runs:
         parser.error("no runs of BBOB problems in these reports")
     summary = report(runs)
     print(table(summary))
     if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(summary, handle, indent=1)
+        write_json(args.json, {"sources": sources, **summary})
     return 0
 
 

@@ -62,3 +62,16 @@ def test_simulated_time_ecdf_in_job_durations():
     entry = ecdf.report([run])["dims"]["2"]
     assert entry["times_s"] == [60.0, 120.0, 300.0, 600.0]  # 1, 2, 5, 10 jobs: 20 would pass 700 s
     assert entry["groups"]["all"]["a"]["ecdf_time"] == pytest.approx([7 / 51, 7 / 51, 12 / 51, 12 / 51])
+
+
+def test_the_command_reprints_a_report_and_writes_its_summary_with_provenance(tmp_path, capsys):
+    import json
+
+    source = tmp_path / "suite.json"
+    source.write_text(json.dumps({"provenance": {"date": "then"}, "runs": [_run("a", "bbob-f1-d2-i1", SLOW),
+                                                                          _run("b", "bbob-f1-d2-i1", FAST)]}))
+    assert ecdf.main([str(source), "--json", str(tmp_path / "ecdf.json")]) == 0
+    written = json.loads((tmp_path / "ecdf.json").read_text())
+    assert written["sources"] == {str(source): {"date": "then"}} and "versions" in written["provenance"]
+    assert written["ranks"]["mean"] == {"a": 2.0, "b": 1.0}
+    assert "b 1.00, a 2.00" in capsys.readouterr().out
