@@ -112,8 +112,9 @@ def _bold_first(cell: str) -> str:
 
 
 def markdown(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = [head, ["---"] * len(head), *rows]
-    return "\n".join("| " + " | ".join(line) + " |" for line in lines)
+    width = len(" | ".join(head).split(" | "))  # a heading may span two cells
+    lines = [head, ["---"] * width, *rows]
+    return "\n".join(("| " + " | ".join(line) + " |").replace("|  |", "| |") for line in lines)
 
 
 # ---- tables of the parallel benchmark ----------------------------------------------------------
@@ -134,12 +135,13 @@ class Column:
 @dataclass(frozen=True)
 class Row:
     """The runs of ``method`` (as the report names it) in the table's file, or in ``file``;
-    only ``seeds`` when given."""
+    only ``seeds`` when given. A label with " | " fills two cells."""
 
     method: str
     label: str
     seeds: tuple[int, ...] = ()
     file: str = ""
+    problem: str = ""  # for the columns that name none
 
 
 @dataclass(frozen=True)
@@ -158,17 +160,21 @@ class ParallelTable:
     def render(self) -> str:
         cells = [[row.label] for row in self.rows]
         for column in self.columns:
-            groups = [self.runs(row, column.problem) for row in self.rows]
+            problems = [column.problem or row.problem for row in self.rows]
+            groups = [self.runs(row, problem) for row, problem in zip(self.rows, problems)]
             if column.kind == "below":
                 shown = [f"{sum(b <= column.threshold for b in best_values(g, column.at))}/{len(g)}" for g in groups]
             elif column.kind in ("best", "range"):
                 bests = [best_values(g, column.at) for g in groups]
                 medians = [float(np.median(b)) if b else math.inf for b in bests]
-                shown = [value(m, column.problem) for m in medians]
+                shown = [value(m, p) for m, p in zip(medians, problems)]
                 if column.kind == "range":
-                    bound = RANGE_FORMAT[column.problem]
-                    shown = [s if not b else f"{s} [{bound(min(b))}, {bound(max(b))}]" for s, b in zip(shown, bests)]
-                shown = bold_lowest(shown, medians)
+                    shown = [s if not b else f"{s} [{RANGE_FORMAT[p](min(b))}, {RANGE_FORMAT[p](max(b))}]"
+                             for s, b, p in zip(shown, bests, problems)]
+                for problem in set(problems):  # values of different problems are not compared
+                    rows = [i for i, p in enumerate(problems) if p == problem]
+                    for i, cell in zip(rows, bold_lowest([shown[i] for i in rows], [medians[i] for i in rows])):
+                        shown[i] = cell
             elif column.kind == "seconds":
                 shown = [seconds(seconds_per_call(g)) if g else "-" for g in groups]
             elif column.kind == "idle":
@@ -226,7 +232,28 @@ class AsyncOverview:
 
 # ---- the other benchmarks ----------------------------------------------------------------------
 
-def busy_cluster_table(file: str) -> str:
+def scale_table(file: str) -> str:
+    """One proposal at N finished and J running, per model: CPU seconds (and the ratio to ours),
+    the cold first proposal, peak memory."""
+    results = load(file)["results"]
+    ours = next(r for r in results if r["model"] == "dngo")
+    rows = []
+    for r in results:
+        cpu = f"{r['suggest_cpu_s']:.2f}" if r["suggest_cpu_s"] < 10 else f"{r['suggest_cpu_s']:.1f}"
+        rows.append(["ours (DNGO)" if r is ours else REFERENCES.get(r["model"], r["model"]).replace(
+            "BoTorch Thompson", "BoTorch Thompson sampling"),
+            f"**{cpu}**" if r is ours else f"{cpu} ({r['suggest_cpu_s'] / ours['suggest_cpu_s']:.0f}x)",
+            f"{r['cold_suggest_s']:.1f}", f"{r['peak_rss_mib']:.0f}"])
+    return markdown([f"N = {ours['n']}, J = {ours['pending']}", "one proposal (s, CPU)", "cold first proposal (s)",
+                     "peak RSS (MiB)"], rows)
+
+
+def busy_cluster_table(file: str, overview: bool = False) -> str:
+    """The benchmark's own table, or (``overview``) the README's four columns of it."""
+    from .busy_cluster import table
+
+    if not overview:
+        return table(load(file)["results"])
     names = {"slurm": "SLURM", "sge": "Grid Engine"}
     rows = [[names[r["scheduler"]], f"{percent(r['busy_share'])} ({percent(r['steady_busy_share'])})",
              f"{r['scheduler_calls']['per_minute']:g}", f"{100 * r['daemon_cpu_share']:.0f}% of a core"]
@@ -234,25 +261,54 @@ def busy_cluster_table(file: str) -> str:
     return markdown(["scheduler", "slots busy (steady)", "scheduler calls a minute", "daemon CPU"], rows)
 
 
-def transfer_table(entries: Sequence[tuple[str, str]]) -> str:
-    """Evaluations to reach the single-task median best (runs reaching it), per current task."""
+def arrays_table(file: str) -> str:
+    from .arrays import report
+
+    return report(load(file)["runs"])
+
+
+def transfer_rows(file: str) -> tuple[int, dict[str, dict[str, Any]]]:
+    """The budget of a transfer report and its summary rows (recomputed from its runs) by arm."""
     from .transfer import summarise
 
-    arms = ("single", "multi-task", "multi-task-warped")
+    report = load(file)
+    budget = report["arguments"]["budget"]
+    return budget, {r["row"]: r for r in summarise(report["runs"], budget)}
+
+
+def reach(row: dict[str, Any], budget: int) -> str:
+    """Evaluations to the target (median) and how many runs reached it."""
+    median = row["evaluations_to_target"]
+    return f"{median:.0f}" if math.isfinite(median) else f"> {budget}", f"{row['reached']}/{row['seeds']}"
+
+
+def transfer_table(entries: Sequence[tuple[str, str]]) -> str:
+    """The README's: evaluations to reach the single-task median best (runs reaching it)."""
     rows = []
     for file, label in entries:
-        report = load(file)
-        budget = report["arguments"]["budget"]
-        by_row = {r["row"]: r for r in summarise(report["runs"], budget)}
+        budget, by_arm = transfer_rows(file)
         cells = [label]
-        for arm in arms:
-            r = by_row[arm]
-            reach = f"{r['evaluations_to_target']:.0f}" if math.isfinite(r["evaluations_to_target"]) else f"> {budget}"
-            cell = f"{reach} ({r['reached']}/{r['seeds']})"
-            cells.append(f"**{cell}**" if arm == "multi-task-warped" else cell)
+        for arm in ("single", "multi-task", "multi-task-warped"):
+            median, reached = reach(by_arm[arm], budget)
+            cells.append(f"**{median} ({reached})**" if arm == "multi-task-warped" else f"{median} ({reached})")
         rows.append(cells)
     return markdown(["current task (related task)", "single-task", "multi-task, no warps",
                      "**multi-task, warped** (default)"], rows)
+
+
+def transfer_controls_table(entries: Sequence[tuple[str, str]], best: Callable[[float], str]) -> str:
+    """RESULTS.md's: the same with the best after the budget and the unrelated control."""
+    rows = []
+    for file, label in entries:
+        budget, by_arm = transfer_rows(file)
+        cells = [label] + ["{} ({})".format(*reach(by_arm[arm], budget)) for arm in ("single", "multi-task")]
+        warped, control = by_arm["multi-task-warped"], by_arm["unrelated"]
+        cells.append("{} ({}), ".format(*reach(warped, budget)) + f"{best(warped['best_at_budget'])} after {budget}")
+        cells.append("{} ({}), ".format(*reach(control, budget))
+                     + f"{best(control['best_at_budget'])} ({control['correlation']:+.2f})")
+        rows.append(cells)
+    return markdown(["problem", "single", "multi-task", "multi-task, warped", "unrelated control (correlation)"],
+                    rows)
 
 
 # ---- the tables --------------------------------------------------------------------------------
@@ -308,7 +364,7 @@ TABLES: dict[str, Callable[[], str]] = {
         (H6_50, "hartmann6"), (ACKLEY_50, "ackley10"), (LEVY_50, "levy20"), (H6_200_NOW, "hartmann6"),
         (ACKLEY_200_NOW, "ackley10"), (LEVY_200, "levy20"), (H6_800_NOW, "hartmann6"), (REST_800, "ackley10"),
         (REST_800, "levy20"))).render,
-    "readme-busy-cluster": lambda: busy_cluster_table("busy-cluster-1000.json"),
+    "readme-busy-cluster": lambda: busy_cluster_table("busy-cluster-1000.json", overview=True),
     "readme-transfer": lambda: transfer_table((
         ("transfer-hartmann6.json", "Hartmann6 (a warped, shifted copy)"),
         ("transfer-digits-mlp.json", "digits MLP (trained on 200 of its images)"))),
@@ -353,6 +409,15 @@ TABLES: dict[str, Callable[[], str]] = {
         Row("botorch-ts", "BoTorch Thompson sampling (2)", seeds(0, 1)),
         Row("optuna-tpe", "Optuna TPE, constant liar (8)"), Row("ours", "the same seeds 0-1 only: ours", seeds(0, 1)),
         Row("optuna-tpe", "TPE", seeds(0, 1)), first="method (seeds)"),
+    "async200-gp-early-probe": async_table(
+        EARLY, "hartmann6", 2000, (400, 1000), (90, 120, 300),
+        Row("ours", "ours (DNGO from the first proposal)", seeds(0, 1)),
+        Row("ours:gp-early-probe", "the GP while N < 200 (probe)", seeds(0, 1)), first="Hartmann6, W = 200 (seeds 0-1)"),
+    "async200-gp-early-probe-3": ParallelTable(EARLY, tuple(
+        row for problem, n in (("hartmann6", 6), ("ackley10", 2), ("levy20", 2))
+        for row in (Row("ours", f"{PROBLEMS[problem]} | ours ({n})", problem=problem),
+                    Row("ours:gp-early-probe", f" | the GP while N < 200 ({n})", problem=problem))),
+        async_columns("", 2000, (400, 1000), (90, 120, 180, 300)), first="W = 200 | method (seeds)").render,
     "async200-hartmann6-ts-8seeds": async_table(
         H6_200, "hartmann6", 2000, (400, 1000), (90, 120, 180, 300), Row("ours", "ours at d350209 (8)"),
         Row("ours", "ours, current code (6, seeds 0-5)", file=EARLY), Row("botorch-ts", "BoTorch Thompson sampling (8)"),
@@ -401,6 +466,13 @@ TABLES: dict[str, Callable[[], str]] = {
         "optuna-gp", "botorch-qlognei", Row("ours:restart_after=0", "ours, `restart_after=0`"),
         Row("ours", "ours (default at the time: DNGO at 50 in flight; restarts on)"), "botorch-ts", "optuna-tpe",
         "sobol"), (*batch_columns(["hartmann6"], 100, 200), Column("s per call of 50", "hartmann6", "seconds"))).render,
+    # RESULTS.md, the other benchmarks
+    "scale-references": lambda: scale_table("scale-references.json"),
+    "arrays-slurm500": lambda: arrays_table("arrays-slurm500.json"),
+    "busy-cluster-1000": lambda: busy_cluster_table("busy-cluster-1000.json"),
+    "transfer-controls": lambda: transfer_controls_table(
+        (("transfer-hartmann6.json", "Hartmann6"), ("transfer-digits-mlp.json", "digits MLP")),
+        lambda x: f"{x:.3f}" if x < 0 else f"{x:.4f}"),
 }
 
 
