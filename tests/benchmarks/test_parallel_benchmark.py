@@ -77,9 +77,12 @@ def test_earlier_reports_join_the_summary_and_a_rerun_replaces_its_run(tmp_path,
     assert [best_after(r, 3) for r in summaries] == [min(r["values"][:3]) for r in earlier]
     earlier[0]["values"] = [-100.0] * 6  # marks the earlier run of seed 0, which the rerun must replace
     traces.write_text(json.dumps({"runs": earlier}))
-    assert main([*common, "--seeds", "0,2", "--json", str(second), "--include", str(traces), str(first)]) == 0
+    assert main([*common, "--seeds", "0,2", "--json", str(second), "--include", str(first), str(traces)]) == 0
     report = json.loads(second.read_text())
     assert sorted(r["seed"] for r in report["runs"]) == [0, 1, 2]
+    # the included run names the report it came from; the runs made now are the report's own
+    assert {r["seed"]: r.get("source") for r in report["runs"]} == {0: None, 1: 0, 2: None}
+    assert [s["file"] for s in report["sources"]] == ["first.traces.json"]  # first.json's runs all replaced
     assert min(best_after(r, 6) for r in report["runs"]) > -100.0
     assert report["summary"][0]["seeds"] == 3 and "| 3 |" in capsys.readouterr().out
     with pytest.raises(SystemExit):  # a report of other sizes cannot join
