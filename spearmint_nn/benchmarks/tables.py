@@ -230,6 +230,51 @@ class AsyncOverview:
                          f"strongest reference: end / {at} s", "waiting"], rows)
 
 
+def crossovers(entries: Sequence[tuple[str, str]], step_s: int = 15) -> str:
+    """Where a reference's median is ahead of ours (as printed): after which evaluation counts
+    (every W) and at which simulated times (every ``step_s`` up to the shortest run's end), one
+    line per (file, problem) where one is, then the rows where none is."""
+    lines, never = [], []
+    for file, problem in entries:
+        ours = runs_of(file, problem, "ours")
+        workers, evals = ours[0]["workers"], ours[0]["evals"]
+        ahead = []
+        for method in [m for m in REFERENCES if runs_of(file, problem, m)]:
+            theirs = runs_of(file, problem, method)
+            end = min(r["elapsed_s"] for r in [*ours, *theirs])
+            counts = [str(n) for n in range(workers, evals + 1, workers)]
+            times = [f"{t}s" for t in range(step_s, int(end) + 1, step_s)]
+            behind = [[at for at in grid if _printed(theirs, at, problem) < _printed(ours, at, problem)]
+                      for grid in (counts, times)]
+            if any(behind):
+                where = [f"after {_spans([int(n) for n in behind[0]], workers)} evaluations" if behind[0] else "",
+                         f"at {_spans([int(t[:-1]) for t in behind[1]], step_s)} s" if behind[1] else ""]
+                ahead.append(f"{REFERENCES[method]} ({len(theirs)} seeds) {' and '.join(w for w in where if w)}")
+        if ahead:
+            lines.append(f"- {PROBLEMS[problem]}, W = {workers}: " + "; ".join(ahead))
+        else:
+            never.append(f"{PROBLEMS[problem]} at W = {workers}")
+    return "\n".join(lines + [f"- none: {', '.join(never)}"] if never else lines)
+
+
+def _printed(runs: Sequence[dict[str, Any]], at: str, problem: str) -> float:
+    """The median best as a table prints it (inf before any result), so that a lead is one a
+    reader sees."""
+    median = float(np.median(best_values(runs, at)))
+    return float(value(median, problem)) if math.isfinite(median) else math.inf
+
+
+def _spans(points: Sequence[int], step: int) -> str:
+    """1, 2, 3, 5 (step 1) -> "1-3, 5"."""
+    spans: list[list[int]] = []
+    for p in points:
+        if spans and p - spans[-1][1] == step:
+            spans[-1][1] = p
+        else:
+            spans.append([p, p])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
 # ---- the other benchmarks ----------------------------------------------------------------------
 
 def scale_table(file: str) -> str:
@@ -349,6 +394,9 @@ H6_200_NOW, ACKLEY_200_NOW = "parallel-async200-hartmann6-8seeds.json", "paralle
 H6_800, H6_800_NOW, REST_800 = ("parallel-async800-hartmann6.json", "parallel-async800-hartmann6-8seeds.json",
                                 "parallel-async800-ackley10-levy20.json")
 EARLY = "parallel-async200-gp-early-probe.json"
+README_ASYNC = ((H6_50, "hartmann6"), (ACKLEY_50, "ackley10"), (LEVY_50, "levy20"), (H6_200_NOW, "hartmann6"),
+                (ACKLEY_200_NOW, "ackley10"), (LEVY_200, "levy20"), (H6_800_NOW, "hartmann6"),
+                (REST_800, "ackley10"), (REST_800, "levy20"))
 ASYNC50_TIMES, ASYNC200_TIMES = (120, 300, 600), (90, 120, 180, 300, 600)
 
 #: Every generated table by name: how to render it from the files in ``results/``.
@@ -360,10 +408,8 @@ TABLES: dict[str, Callable[[], str]] = {
         Row("botorch-ts", "BoTorch Thompson sampling")), (
         Column("Hartmann6 (min -3.322)", "hartmann6", "range", "200"), Column("s", "hartmann6", "seconds"),
         Column("Ackley 10-D (min 0)", "ackley10", "range", "200"), Column("s", "ackley10", "seconds"))).render,
-    "readme-async": AsyncOverview((
-        (H6_50, "hartmann6"), (ACKLEY_50, "ackley10"), (LEVY_50, "levy20"), (H6_200_NOW, "hartmann6"),
-        (ACKLEY_200_NOW, "ackley10"), (LEVY_200, "levy20"), (H6_800_NOW, "hartmann6"), (REST_800, "ackley10"),
-        (REST_800, "levy20"))).render,
+    "readme-async": AsyncOverview(README_ASYNC).render,
+    "readme-async-crossovers": lambda: crossovers(README_ASYNC),
     "readme-busy-cluster": lambda: busy_cluster_table("busy-cluster-1000.json", overview=True),
     "readme-transfer": lambda: transfer_table((
         ("transfer-hartmann6.json", "Hartmann6 (a warped, shifted copy)"),
