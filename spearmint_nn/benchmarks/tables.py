@@ -313,19 +313,20 @@ def arrays_table(file: str) -> str:
     return report(load(file)["runs"])
 
 
-def transfer_rows(file: str) -> tuple[int, dict[str, dict[str, Any]]]:
-    """The budget of a transfer report and its summary rows (recomputed from its runs) by arm."""
+def transfer_rows(file: str, more: Sequence[dict[str, Any]] = ()) -> tuple[int, dict[str, dict[str, Any]]]:
+    """The budget of a transfer report and its summary rows (recomputed from its runs and
+    ``more`` runs) by arm."""
     from .transfer import summarise
 
     report = load(file)
     budget = report["arguments"]["budget"]
-    return budget, {r["row"]: r for r in summarise(report["runs"], budget)}
+    return budget, {r["row"]: r for r in summarise([*report["runs"], *more], budget)}
 
 
 def reach(row: dict[str, Any], budget: int) -> tuple[str, str]:
     """Evaluations to the target (median) and how many runs reached it."""
     median = row["evaluations_to_target"]
-    return f"{median:.0f}" if math.isfinite(median) else f"> {budget}", f"{row['reached']}/{row['seeds']}"
+    return f"{median:g}" if math.isfinite(median) else f"> {budget}", f"{row['reached']}/{row['seeds']}"
 
 
 def transfer_table(entries: Sequence[tuple[str, str]]) -> str:
@@ -355,6 +356,23 @@ def transfer_controls_table(entries: Sequence[tuple[str, str]], best: Callable[[
         rows.append(cells)
     return markdown(["problem", "single", "multi-task", "multi-task, warped", "unrelated control (correlation)"],
                     rows)
+
+
+def transfer_start_table(file: str, entries: Sequence[tuple[str, str, str]]) -> str:
+    """The warped rows of each (report, problem) against those of ``file``, a rerun of them
+    started at the related best, measured against the report's single-task target."""
+    rows = []
+    for report, problem, label in entries:
+        started = [{**r, "row": "multi-task-warped@start"} for r in load(file)["runs"] if r["problem"] == problem]
+        budget, by_arm = transfer_rows(report, started)
+        before, after = by_arm["multi-task-warped"], by_arm["multi-task-warped@start"]
+        best = (lambda x: f"{x:.3f}") if problem == "hartmann6" else (lambda x: f"{x:.4f}")
+        cells = [label, "{} ({})".format(*reach(before, budget)), "{} ({})".format(*reach(after, budget))]
+        for key in ("best_at_half", "best_at_budget"):
+            cells.append(" / ".join(bold_lowest([best(before[key]), best(after[key])], [before[key], after[key]])))
+        rows.append(cells)
+    return markdown(["problem", "warped (runs above)", "warped, starting at the related best",
+                     f"best after {budget // 2}", f"best after {budget}"], rows)
 
 
 # ---- the tables --------------------------------------------------------------------------------
@@ -520,6 +538,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "transfer-controls": lambda: transfer_controls_table(
         (("transfer-hartmann6.json", "Hartmann6"), ("transfer-digits-mlp.json", "digits MLP")),
         lambda x: f"{x:.3f}" if x < 0 else f"{x:.4f}"),
+    "transfer-related-start": lambda: transfer_start_table("transfer-related-start.json", (
+        ("transfer-hartmann6.json", "hartmann6", "Hartmann6"), ("transfer-digits-mlp.json", "digits-mlp", "digits MLP"))),
 }
 
 
