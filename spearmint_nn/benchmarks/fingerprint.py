@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .functions import FUNCTIONS
+from .provenance import write_json
 
 BRANIN = FUNCTIONS["branin"]
 HARTMANN3 = FUNCTIONS["hartmann3"]
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         result[name] = run_case(name)
         print(f"{name}: {sum(len(p) for p in result[name])} proposals", flush=True)
-    Path(args.json).write_text(json.dumps(result, indent=1))
+    write_json(args.json, result)
     if args.compare is None:
         return 0
     earlier = json.loads(Path(args.compare).read_text())
