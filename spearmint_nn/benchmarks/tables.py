@@ -135,12 +135,11 @@ class Column:
 
 @dataclass(frozen=True)
 class Row:
-    """The runs of ``method`` (as the report names it) in the table's file, or in ``file``;
-    only ``seeds`` when given. A label with " | " fills two cells."""
+    """The runs of ``method`` (as the report names it) in the table's file, or in ``file``. A
+    label with " | " fills two cells."""
 
     method: str
     label: str
-    seeds: tuple[int, ...] = ()
     file: str = ""
     problem: str = ""  # for the columns that name none
 
@@ -155,8 +154,7 @@ class ParallelTable:
     first: str = "method"
 
     def runs(self, row: Row, problem: str) -> list[dict[str, Any]]:
-        runs = runs_of(row.file or self.file, problem, row.method)
-        return [r for r in runs if r["seed"] in row.seeds] if row.seeds else runs
+        return runs_of(row.file or self.file, problem, row.method)
 
     def render(self) -> str:
         cells = [[row.label] for row in self.rows]
@@ -386,10 +384,6 @@ def rows(*methods: str | Row) -> tuple[Row, ...]:
     return tuple(m if isinstance(m, Row) else Row(m, LABELS[m]) for m in methods)
 
 
-def seeds(first: int, last: int) -> tuple[int, ...]:
-    return tuple(range(first, last + 1))
-
-
 def async_table(file: str, problem: str, evals: int, counts: Sequence[int], times: Sequence[int],
                 *methods: str | Row, first: str = "method") -> Callable[[], str]:
     return ParallelTable(file, rows(*methods), async_columns(problem, evals, counts, times), first).render
@@ -407,11 +401,9 @@ def batch_columns(problems: Sequence[str], middle: int, evals: int) -> tuple[Col
 BATCH50 = "parallel-batch50-8seeds.json"
 H6_50, ACKLEY_50 = "parallel-async50-hartmann6-topup-draws.json", "parallel-async50-ackley10-topup-draws.json"
 LEVY_50 = "parallel-async50-levy20-8seeds.json"
-H6_200, ACKLEY_200, LEVY_200 = ("parallel-async200-hartmann6.json", "parallel-async200-ackley10.json",
-                                "parallel-async200-levy20.json")
 H6_200_NOW, ACKLEY_200_NOW = "parallel-async200-hartmann6-8seeds.json", "parallel-async200-ackley10-8seeds.json"
-H6_800, H6_800_NOW, REST_800 = ("parallel-async800-hartmann6.json", "parallel-async800-hartmann6-8seeds.json",
-                                "parallel-async800-ackley10-levy20.json")
+LEVY_200 = "parallel-async200-levy20.json"
+H6_800_NOW, REST_800 = "parallel-async800-hartmann6-8seeds.json", "parallel-async800-ackley10-levy20.json"
 EARLY = "parallel-async200-gp-early-probe.json"
 README_ASYNC = ((H6_50, "hartmann6"), (ACKLEY_50, "ackley10"), (LEVY_50, "levy20"), (H6_200_NOW, "hartmann6"),
                 (ACKLEY_200_NOW, "ackley10"), (LEVY_200, "levy20"), (H6_800_NOW, "hartmann6"),
@@ -445,8 +437,6 @@ TABLES: dict[str, Callable[[], str]] = {
         Row("ours:model=dngo (point by point, before)", "point by point, fantasies (before)")), (
         *batch_columns(["hartmann6"], 100, 200), Column("s per call", "hartmann6", "seconds")),
         first="DNGO, batches of 50").render,
-    "async50-hartmann6": async_table("parallel-async50-hartmann6.json", "hartmann6", 500, (100, 250), (300, 600),
-                                     "ours", "botorch-ts", "optuna-tpe", "sobol"),
     "async50-hartmann6-gp-references": async_table(
         "parallel-async50-hartmann6-gp-references.json", "hartmann6", 500, (100, 250), ASYNC50_TIMES,
         "ours", "optuna-gp", "botorch-qlognei"),
@@ -454,62 +444,26 @@ TABLES: dict[str, Callable[[], str]] = {
                                            Row("ours", "ours, top-ups on draws"), "optuna-gp"),
     "async50-ackley10-topup": async_table(ACKLEY_50, "ackley10", 500, (100, 250), ASYNC50_TIMES,
                                           Row("ours", "ours, top-ups on draws"), "optuna-gp"),
-    "async50-levy20-topup": async_table("parallel-async50-levy20-topup-draws.json", "levy20", 500, (100, 250),
-                                        ASYNC50_TIMES, Row("ours", "ours, top-ups on draws"), "optuna-gp"),
     "async50-levy20-8seeds": async_table(
         LEVY_50, "levy20", 500, (100, 150, 250), (120, 240, 300, 600), "ours", "optuna-gp",
         Row("ours, GP conditioned between rounds (probe)",
             "ours with the GP conditioned between rounds (probe, dropped; 5 seeds)")),
-    "async50-ackley10": async_table("parallel-async50-ackley10-levy20.json", "ackley10", 500, (100, 250),
-                                    ASYNC50_TIMES, Row("ours", "ours (4 seeds)"), "botorch-ts", "optuna-tpe", "sobol"),
     "async50-levy20": async_table("parallel-async50-ackley10-levy20.json", "levy20", 500, (100, 250),
                                   ASYNC50_TIMES, "ours", "botorch-ts", "optuna-tpe", "sobol"),
     "async50-levy20-pace": async_table(
         "parallel-async50-levy20-pace.json", "levy20", 500, (100, 250), ASYNC50_TIMES, Row("ours", "ours, pace rule"),
         Row("ours", "ours before (table above)", file="parallel-async50-ackley10-levy20.json"), "botorch-ts"),
-    "async200-hartmann6": async_table(H6_200, "hartmann6", 2000, (400, 1000), ASYNC50_TIMES,
-                                      "ours", "optuna-tpe", "sobol"),
-    "async200-hartmann6-ts": async_table(
-        H6_200, "hartmann6", 2000, (400, 1000), (90, 120, 300), Row("ours", "ours (8)"),
-        Row("botorch-ts", "BoTorch Thompson sampling (2)", seeds(0, 1)),
-        Row("optuna-tpe", "Optuna TPE, constant liar (8)"), Row("ours", "the same seeds 0-1 only: ours", seeds(0, 1)),
-        Row("optuna-tpe", "TPE", seeds(0, 1)), first="method (seeds)"),
-    "async200-gp-early-probe": async_table(
-        EARLY, "hartmann6", 2000, (400, 1000), (90, 120, 300),
-        Row("ours", "ours (DNGO from the first proposal)", seeds(0, 1)),
-        Row("ours:gp-early-probe", "the GP while N < 200 (probe)", seeds(0, 1)), first="Hartmann6, W = 200 (seeds 0-1)"),
     "async200-gp-early-probe-3": ParallelTable(EARLY, tuple(
         row for problem, n in (("hartmann6", 6), ("ackley10", 2), ("levy20", 2))
         for row in (Row("ours", f"{PROBLEMS[problem]} | ours ({n})", problem=problem),
                     Row("ours:gp-early-probe", f" | the GP while N < 200 ({n})", problem=problem))),
         async_columns("", 2000, (400, 1000), (90, 120, 180, 300)), first="W = 200 | method (seeds)").render,
-    "async200-hartmann6-ts-8seeds": async_table(
-        H6_200, "hartmann6", 2000, (400, 1000), (90, 120, 180, 300), Row("ours", "ours at d350209 (8)"),
-        Row("ours", "ours, current code (6, seeds 0-5)", file=EARLY), Row("botorch-ts", "BoTorch Thompson sampling (8)"),
-        Row("optuna-tpe", "Optuna TPE, constant liar (8)"), first="method (seeds)"),
     "async200-hartmann6-8seeds": async_table(H6_200_NOW, "hartmann6", 2000, (400, 1000), ASYNC200_TIMES,
                                              "ours", "botorch-ts", "optuna-tpe", "sobol"),
-    "async200-ackley10-4seeds": async_table(
-        ACKLEY_200, "ackley10", 2000, (400, 1000), ASYNC50_TIMES, *(Row(m, LABELS[m], seeds(0, 3))
-                                                                   for m in ("ours", "optuna-tpe", "sobol"))),
-    "async200-ackley10-8seeds-tpe": async_table(
-        ACKLEY_200, "ackley10", 2000, (400, 1000), ASYNC50_TIMES, Row("ours", "ours (8)"),
-        Row("optuna-tpe", "Optuna TPE, constant liar (8)"), Row("sobol", "Sobol (8)"),
-        Row("ours", "ours, seeds 4-7 only (current code)", seeds(4, 7)),
-        Row("optuna-tpe", "TPE, seeds 4-7 only", seeds(4, 7)), first="method (seeds)"),
     "async200-ackley10-8seeds": async_table(ACKLEY_200_NOW, "ackley10", 2000, (400, 1000), (60, 90, 120, 300, 600),
                                             "ours", "botorch-ts", "optuna-tpe", "sobol", first="method (8 seeds)"),
-    "async200-levy20-4seeds": async_table(
-        LEVY_200, "levy20", 2000, (400, 1000), ASYNC50_TIMES, Row("ours", "ours", seeds(0, 3)),
-        Row("optuna-tpe", LABELS["optuna-tpe"], seeds(0, 3)),
-        Row("botorch-ts", "BoTorch Thompson sampling (2 seeds)", seeds(0, 1)), Row("sobol", "Sobol", seeds(0, 3))),
-    "async200-levy20-8seeds-ts2": async_table(
-        LEVY_200, "levy20", 2000, (400, 1000), (90, 120, 300, 600), "ours", "optuna-tpe",
-        Row("botorch-ts", "BoTorch Thompson sampling (2 seeds)", seeds(0, 1)), "sobol"),
     "async200-levy20-8seeds": async_table(LEVY_200, "levy20", 2000, (400, 1000), ASYNC200_TIMES,
                                           "ours", "botorch-ts", "optuna-tpe", "sobol", first="method (8 seeds)"),
-    "async800-hartmann6": async_table(H6_800, "hartmann6", 5000, (1600, 2500), ASYNC50_TIMES,
-                                      "ours", "optuna-tpe", "sobol"),
     "async800-hartmann6-8seeds": async_table(H6_800_NOW, "hartmann6", 5000, (1600, 2500), (90, 120, 300, 600),
                                              "ours", "optuna-tpe", "sobol"),
     "async800-ackley10": async_table(REST_800, "ackley10", 5000, (1600, 2500), ASYNC50_TIMES,
@@ -527,10 +481,6 @@ TABLES: dict[str, Callable[[], str]] = {
         Column("Ackley 10-D after 1000", "ackley10", "best", "1000"), Column("after 2000", "ackley10", "range", "2000"),
         Column("Levy 20-D after 1000", "levy20", "best", "1000"), Column("after 2000", "levy20", "range", "2000")),
         first="batches of 200").render,
-    "batch50-hartmann6": ParallelTable("parallel-batch50-hartmann6.json", rows(
-        "optuna-gp", "botorch-qlognei", Row("ours:restart_after=0", "ours, `restart_after=0`"),
-        Row("ours", "ours (default at the time: DNGO at 50 in flight; restarts on)"), "botorch-ts", "optuna-tpe",
-        "sobol"), (*batch_columns(["hartmann6"], 100, 200), Column("s per call of 50", "hartmann6", "seconds"))).render,
     # RESULTS.md, the other benchmarks
     "scale-references": lambda: scale_table("scale-references.json"),
     "arrays-slurm500": lambda: arrays_table("arrays-slurm500.json"),
