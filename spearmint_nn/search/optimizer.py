@@ -166,10 +166,10 @@ class Optimizer(EarlyStoppingCalls):
         state_dir: str | Path | None = None,
         likelihoods: Mapping[str, str] | None = None,
         related: Sequence[RelatedTask | tuple[Any, Sequence[tuple[Mapping[str, Any], Any]]]] = (),
+        early_stopping: Mapping[str, Any] | None = None,
         **keywords: Any,
     ):
         self.space = space if isinstance(space, Space) else Space.from_config(space)
-        early_stopping = keywords.pop("early_stopping", None)  # the rules' options, not a search setting
         if settings is None:
             settings = SearchSettings.from_keywords(likelihoods, **keywords)
         elif keywords or likelihoods is not None:
