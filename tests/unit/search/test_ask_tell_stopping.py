@@ -74,9 +74,11 @@ def test_the_model_rule_takes_its_options_too():
     opt = optimizer(early_stopping={"rule": "model", "min-jobs": 2, "probability": 0.5})
     tell(opt, 0.1, (2, 0.4), final=0.3)
     tell(opt, 0.2, (2, 0.6), final=0.5)
-    # both moved by -0.1 after step 2: 0.7 heads for 0.6, far above the best 0.3 (bandwidth 0.003)
+    # both moved by -0.1 after step 2: 0.7 heads for 0.6, 100 bandwidths (0.01 * 0.3) above the best 0.3
     c = tell(opt, 0.3, (2, 0.7))
-    assert opt.should_stop(c) and opt.stop_decision(c).why.startswith("model: P(its final value beats the best 0.3) = 0")
+    assert opt.should_stop(c) and opt.stop_decision(c).why == (
+        "model: P(its final value beats the best 0.3) = 0 < 0.5, from its best 0.7 by step 2 and the moves after "
+        "that step of 2 complete jobs")
 
 
 def test_a_stopped_point_stays_pending_is_no_value_and_its_curve_stays_for_the_rules():
