@@ -17,6 +17,7 @@ try:
 except ImportError:  # torch is a dependency, but the non-model tests do not need it
     pass
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the tests' ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``-n 3 --dist loadgroup`` (what CI runs) the tests of each real scheduler run one
     after another in one process: they share its one controller, and some restart it or change
