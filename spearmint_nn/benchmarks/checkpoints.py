@@ -13,8 +13,10 @@ uses today:
   time;
 - ``evals``: evaluations in the run;
 - ``proposals``: ``calls``, ``points``, ``total_s``, ``median_s``, ``max_s`` of the proposal calls,
-  and ``by_tenth_s``, the mean seconds per call in each tenth of the calls in order (fewer
-  parts when there were fewer calls), which shows how proposals slow as N grows;
+  ``max_points`` (the most points one call proposed), ``by_tenth_s``, the mean seconds per call
+  in each tenth of the calls in order (fewer parts when there were fewer calls), which shows how
+  proposals slow as N grows, and ``first_calls``, ``[seconds, points]`` of the first
+  :data:`FIRST_CALLS` calls, where a search's start is decided;
 - every other field of the run as it was (problem, method, seed, mode, workers, job seconds,
   idle share, simulated elapsed seconds).
 
@@ -36,6 +38,7 @@ from .summary import best_so_far
 
 Run = dict[str, Any]
 TRACE_FIELDS = ("values", "finish_times", "propose_seconds", "proposed")
+FIRST_CALLS = 10
 
 
 def summarise_run(run: Run) -> Run:
@@ -50,16 +53,19 @@ def summarise_run(run: Run) -> Run:
         times = np.asarray(run["finish_times"], dtype=float)[order]
         summary["best_by_time"] = _changes(times, best_so_far(np.asarray(run["values"], dtype=float)[order]))
     seconds = np.asarray(run["propose_seconds"], dtype=float)
-    points = run.get("proposed")
+    # a batch run's calls each propose for every free worker but the last, which fills the budget
+    points = run.get("proposed") or [min(run["workers"], len(run["values"]) - run["workers"] * (i + 1))
+                                     for i in range(len(seconds))]
     summary["proposals"] = {
         "calls": len(seconds),
-        # a batch run proposes for every free worker, the evaluations after the first batch
-        "points": int(sum(points)) if points is not None else len(run["values"]) - run["workers"],
+        "points": int(sum(points)),
+        "max_points": int(max(points, default=0)),
         "total_s": float(seconds.sum()),
         "median_s": float(np.median(seconds)) if len(seconds) else 0.0,
         "max_s": float(seconds.max()) if len(seconds) else 0.0,
         "by_tenth_s": [float(part.mean()) for part in np.array_split(seconds, min(10, len(seconds)))]
         if len(seconds) else [],
+        "first_calls": [[float(s), int(n)] for s, n in zip(seconds[:FIRST_CALLS], points)],
     }
     return summary
 

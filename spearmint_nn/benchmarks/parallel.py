@@ -22,8 +22,9 @@ the best value's changes against evaluations and simulated time, proposal second
 which answers every table exactly; ``--traces`` writes the full runs too (every value and
 proposal time, megabytes a run), to a file named ``*.traces.json`` that git ignores. ``--include`` adds the runs of earlier reports to the summary (a
 run of the same problem, method and seed made now replaces theirs), so seeds run on different
-days make one table; the async clock's proposal times are this machine's at the time, so
-include only reports from the same machine and code.
+days make one table, each included run keeping its origin (``sources``, see
+:mod:`spearmint_nn.benchmarks.merge`); the async clock's proposal times are this machine's at the
+time, so include only reports from the same machine and code.
 
     python -m spearmint_nn.benchmarks.parallel --mode async --problems hartmann6 --methods ours,sobol
         [--workers-in-flight 50] [--evals 500] [--job-seconds 60] [--seeds 0-7] [--json out.json]
@@ -43,7 +44,8 @@ import numpy as np
 from .functions import FUNCTIONS, get_function, is_function
 from .parallel_methods import check_method, split_methods
 from .checkpoints import best_after, best_at_time, summarise_run
-from .runs import earlier_runs, run_in_processes, seed_list, write_report
+from .merge import check_sizes, sourced_runs
+from .runs import run_in_processes, seed_list, write_report
 
 TRACES_SUFFIX = ".traces.json"
 DURATION_SIGMA = 0.5  # of log duration: the slowest of 50 jobs takes about 3x the median
@@ -136,6 +138,12 @@ def run_async(problem_name: str, method_name: str, seed: int, workers: int, eval
 
 # ---- summaries ---------------------------------------------------------------------------------
 
+def report_points(mode: str, q: int, evals: int, job_seconds: float) -> tuple[list[int], list[float]]:
+    """The evaluation counts and simulated times a report's summary gives the best value at."""
+    checkpoints = sorted({min(evals, c) for c in (q, 2 * q, evals // 2, evals)})
+    return checkpoints, [job_seconds * k for k in (2, 5, 10)] if mode == "async" else []
+
+
 def summarise(runs: list[dict[str, Any]], checkpoints: list[int], time_points: list[float]) -> list[dict[str, Any]]:
     """One row per (problem, method): medians and ranges over seeds, of full runs or of their
     summaries (:mod:`spearmint_nn.benchmarks.checkpoints`)."""
@@ -205,18 +213,15 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:
             parser.error(f"--methods: {error}")
     q, evals = args.workers_in_flight, args.evals
-    checkpoints = sorted({min(evals, c) for c in (q, 2 * q, evals // 2, evals)})
-    time_points = [args.job_seconds * k for k in (2, 5, 10)] if args.mode == "async" else []
+    checkpoints, time_points = report_points(args.mode, q, evals, args.job_seconds)
     function, sizes = (run_batches, (q, evals)) if args.mode == "batch" else (run_async, (q, evals, args.job_seconds))
     jobs = [(p, m, s, *sizes) for p in problems for m in methods for s in args.seeds]
-    earlier = earlier_runs(args.include, ("problem", "method", "seed"))
+    earlier, sources = sourced_runs(args.include)  # each included run keeps its invocation's provenance
     for job in jobs:  # what runs now replaces the earlier run of its problem, method and seed
         earlier.pop(job[:3], None)
-    for run in earlier.values():
-        n = summarise_run(run)["evals"]
-        if (run["mode"], run["workers"], n) != (args.mode, q, evals):
-            parser.error(f"--include: {run['method']} seed {run['seed']} ran {run['mode']} with {run['workers']} "
-                         f"in flight and {n} evaluations, not {args.mode}, {q} and {evals}")
+    wrong = check_sizes(list(earlier.values()), args.mode, q, evals)
+    if wrong:
+        parser.error(f"--include: {wrong[0]}")
     load_before, start = os.getloadavg(), time.time()
     traces = [run for run in earlier.values() if "values" in run]  # included full traces stay full
     runs = [summarise_run(run) for run in earlier.values()]
@@ -227,9 +232,11 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
         summary = summarise(runs, checkpoints, time_points)
         if args.json:
-            write_report(args.json, load_before, start, arguments=vars(args), summary=summary, runs=runs)
+            write_report(args.json, load_before, start, arguments=vars(args), sources=sources, summary=summary,
+                         runs=runs)
         if args.traces:
-            write_report(args.traces, load_before, start, arguments=vars(args), summary=summary, runs=traces)
+            write_report(args.traces, load_before, start, arguments=vars(args), sources=sources, summary=summary,
+                         runs=traces)
     if not runs:
         parser.error("nothing to summarise: no seeds to run and no --include")
     print(table(summarise(runs, checkpoints, time_points)))

@@ -32,8 +32,18 @@ def test_the_best_after_any_count_and_at_any_time_is_the_full_traces():
         done = values[times <= t]
         assert best_at_time(summary, t) == (np.nanmin(done) if len(done) else np.inf)
     assert summary["proposals"]["calls"] == 40 and summary["proposals"]["points"] == 280
+    assert summary["proposals"]["max_points"] == 7
+    assert summary["proposals"]["first_calls"] == [[s, 7] for s in run["propose_seconds"][:10]]
     assert summary["proposals"]["total_s"] == pytest.approx(sum(run["propose_seconds"]))
     assert summarise_run(summary) is summary
+
+
+def test_a_batch_runs_calls_propose_for_every_worker_until_the_budget_is_filled():
+    run = {"problem": "p", "method": "m", "seed": 0, "mode": "batch", "workers": 50, "values": [1.0] * 120,
+           "propose_seconds": [2.0, 3.0]}
+    proposals = summarise_run(run)["proposals"]
+    assert (proposals["points"], proposals["max_points"]) == (70, 50)
+    assert proposals["first_calls"] == [[2.0, 50], [3.0, 20]]
 
 
 def test_a_table_from_summaries_equals_the_table_from_the_runs():
