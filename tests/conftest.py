@@ -17,6 +17,17 @@ try:
 except ImportError:  # torch is a dependency, but the non-model tests do not need it
     pass
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the tests' ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``-n 3 --dist loadgroup`` (what CI runs) the tests of each real scheduler run one
+    after another in one process: they share its one controller, and some restart it or change
+    its limits and partitions for a while (SLURM's and Grid Engine's are independent). Other
+    tests go by module, so a module's fixtures (a fitted model, a finished search) are made once."""
+    for item in items:
+        scheduler = next((name for name in ("slurm", "sge") if item.get_closest_marker(name)), None)
+        item.add_marker(pytest.mark.xdist_group(scheduler or item.nodeid.split("::")[0]))
+
+
 @pytest.fixture(autouse=True)
 def _package_logger_restored():
     """A daemon Reporter made in-process takes over the ``spearmint_nn`` logger; a test that

@@ -16,7 +16,6 @@ jobs to run. Needs ``sbatch`` on PATH (``tests/cluster/slurm-up.sh`` starts the 
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from typing import Any, Sequence
 from ..drivers.base import JobSpec, SubmitError
 from ..drivers.batch import CommandResult
 from ..drivers.slurm import SlurmDriver
+from .provenance import write_json
 
 
 class CountingSlurm(SlurmDriver):
@@ -112,9 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs = [measure(Path(work) / "arrays", args.jobs, args.array_size),
                 measure(Path(work) / "single", args.jobs, 1)]
     print(report(runs))
-    summary = {"date": time.strftime("%Y-%m-%d"), "scheduler": version, "runs": runs}
+    summary = {"scheduler": version, "runs": runs}
     if args.json:
-        Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
+        write_json(args.json, summary)
     return 0 if all(not r["failed"] for r in runs) else 1
 
 

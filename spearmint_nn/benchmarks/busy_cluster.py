@@ -36,7 +36,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -46,6 +45,8 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
+
+from .provenance import write_json
 
 CLUSTER_SCRIPTS = Path(__file__).resolve().parents[2] / "tests" / "cluster"
 COMMANDS = {"slurm": ("sbatch", "squeue", "sacct", "scancel", "scontrol"),
@@ -370,9 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(table(results))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                                                     "platform": platform.platform()},
-                                         "date": dt.date.today().isoformat(), "results": results}, indent=1) + "\n")
+        write_json(args.json, {"results": results})
     return 0 if all(r["ledger"]["ok"] for r in results) else 1
 
 

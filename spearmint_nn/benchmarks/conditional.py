@@ -53,6 +53,7 @@ import torch
 
 from ..problem.settings import RANDOM_SEARCH
 from ..search.optimizer import Optimizer
+from .provenance import write_json
 from .runs import earlier_runs, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
 
@@ -242,8 +243,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     def save() -> None:
         if args.json:
             report["wall_seconds"] = time.time() - started
-            with open(args.json, "w") as f:
-                json.dump(report, f, indent=1)
+            write_json(args.json, report)
 
     planned = [((problem, arm, seed), evals[problem], (problem, arm, seed, evals[problem], args.model))
                for problem in problems for arm in ARMS for seed in range(args.seeds)]

@@ -23,7 +23,6 @@ best was feasible at all.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -34,6 +33,7 @@ import torch
 
 from spearmint_nn.search.optimizer import Optimizer
 
+from .provenance import write_json
 from .runs import run_in_processes
 
 VARIABLES = {"x1": {"type": "FLOAT", "min": 0.0, "max": 1.0}, "x2": {"type": "FLOAT", "min": 0.0, "max": 1.0}}
@@ -122,10 +122,8 @@ def _results(traces: dict[str, dict[int, list[float]]], budgets: list[int]) -> d
 def _write(path: str | None, args: argparse.Namespace, traces: dict[str, dict[int, list[float]]],
            budgets: list[int]) -> None:
     if path:
-        with open(path, "w") as handle:
-            json.dump({"problem": "gramacy_toy", "optimum": OPTIMUM, "seeds": args.seeds,
-                       "evaluations": args.evaluations, "results": _results(traces, budgets)},
-                      handle, indent=1, allow_nan=True)
+        write_json(path, {"problem": "gramacy_toy", "optimum": OPTIMUM, "seeds": args.seeds,
+                          "evaluations": args.evaluations, "results": _results(traces, budgets)})
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ from ..runner import command_for
 from ..experiment.jobs import FINAL_STATES, JobState
 from ..experiment.store import Store
 from ..files import atomic_write_json
+from .provenance import write_json
 
 SLEEPY_WRAPPER = """
 import random
@@ -384,7 +385,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", help="where to create the experiments (kept); default a temporary folder")
     parser.add_argument("--json", help="write the raw results here")
     args = parser.parse_args(argv)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="spearmint-nn-daemon-scale-"))
     load_before = os.getloadavg()
     results: dict[str, Any] = {}
@@ -408,8 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     print(report(results))
     print(f"machine: {os.cpu_count()} CPUs, load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after")
     if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(results, handle, indent=1)
+        write_json(args.json, results)
     return 0
 
 

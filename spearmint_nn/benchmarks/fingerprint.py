@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .functions import FUNCTIONS
+from .provenance import write_json
 
 BRANIN = FUNCTIONS["branin"]
 HARTMANN3 = FUNCTIONS["hartmann3"]
@@ -60,8 +61,10 @@ def _outcome(problem: Any, params: dict[str, Any], tasks: dict[str, Any] | None)
     return {"main": value, "c": float(x[1] - x[0])}, duration
 
 
-def run_case(name: str) -> list[list[dict[str, Any]]]:
-    """The proposals of one case, one list per ``suggest`` call."""
+def run_case(name: str, extra: dict[str, Any] | None = None) -> list[list[dict[str, Any]]]:
+    """The proposals of one case, one list per ``suggest`` call; ``extra``: config.json keys
+    added to the case's (the cases' own have no ``early-stopping``: they fingerprint the search
+    with early stopping off, as it was before the key existed)."""
     import torch
 
     from ..experiment.config import load_config
@@ -75,7 +78,7 @@ def run_case(name: str) -> list[list[dict[str, Any]]]:
         experiment = Path(folder)
         (experiment / "wrapper.py").write_text("def main(job_id, params):\n    return 0.0\n")
         config = {"experiment-name": name, "main-file": "wrapper.py", "seed": 3, "variables": variables,
-                  "max-finished-jobs": evals, **keys}
+                  "max-finished-jobs": evals, **keys, **(extra or {})}
         (experiment / "config.json").write_text(json.dumps(config))
         observed: list[tuple[dict[str, Any], Any, float]] = []
         for round_ in range(evals // batch):
@@ -106,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         result[name] = run_case(name)
         print(f"{name}: {sum(len(p) for p in result[name])} proposals", flush=True)
-    Path(args.json).write_text(json.dumps(result, indent=1))
+    write_json(args.json, result)
     if args.compare is None:
         return 0
     earlier = json.loads(Path(args.compare).read_text())

@@ -140,3 +140,26 @@ FUNCTIONS: dict[str, TestFunction] = {
         TestFunction("levy20", levy, ((-10.0, 10.0),) * 20, 0.0, (1.0,) * 20),
     ]
 }
+
+
+def get_function(name: str) -> TestFunction:
+    """The problem called ``name``: one of :data:`FUNCTIONS` or a BBOB problem
+    (``bbob-f<k>-d<dim>-i<inst>``, :mod:`spearmint_nn.benchmarks.bbob`, built only when asked for)."""
+    if name.startswith("bbob-"):
+        from .bbob import make_problem
+
+        return make_problem(name)
+    return FUNCTIONS[name]
+
+
+def is_function(name: str) -> bool:
+    """Whether :func:`get_function` knows ``name``, checked without building it (no ``ioh`` needed)."""
+    if name.startswith("bbob-"):
+        from .bbob import parse_name
+
+        try:
+            parse_name(name)
+        except ValueError:
+            return False
+        return True
+    return name in FUNCTIONS

@@ -17,14 +17,18 @@ all worker-time.
 Reported per (problem, method): the median and spread over seeds of the best value after given
 numbers of evaluations and, for async runs, at given simulated times; seconds per proposal
 call; the idle share. Each run is its own process (``--workers`` at once); ``--json`` is
-rewritten as each run ends. ``--include`` adds the runs of earlier reports to the summary (a
+rewritten as each run ends, with each run's summary (:mod:`spearmint_nn.benchmarks.checkpoints`:
+the best value's changes against evaluations and simulated time, proposal seconds, waiting),
+which answers every table exactly; ``--traces`` writes the full runs too (every value and
+proposal time, megabytes a run), to a file named ``*.traces.json`` that git ignores. ``--include`` adds the runs of earlier reports to the summary (a
 run of the same problem, method and seed made now replaces theirs), so seeds run on different
-days make one table; the async clock's proposal times are this machine's at the time, so
-include only reports from the same machine and code.
+days make one table, each included run keeping its origin (``sources``, see
+:mod:`spearmint_nn.benchmarks.merge`); the async clock's proposal times are this machine's at the
+time, so include only reports from the same machine and code.
 
     python -m spearmint_nn.benchmarks.parallel --mode async --problems hartmann6 --methods ours,sobol
         [--workers-in-flight 50] [--evals 500] [--job-seconds 60] [--seeds 0-7] [--json out.json]
-        [--include earlier.json ...]
+        [--traces out.traces.json] [--include earlier.json ...]
 """
 from __future__ import annotations
 
@@ -37,30 +41,35 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .functions import FUNCTIONS
+from .functions import FUNCTIONS, get_function, is_function
 from .parallel_methods import check_method, split_methods
-from .runs import earlier_runs, run_in_processes, seed_list, write_report
+from .checkpoints import best_after, best_at_time, summarise_run
+from .merge import check_sizes, sourced_runs
+from .runs import run_in_processes, seed_list, write_report
 
+TRACES_SUFFIX = ".traces.json"
 DURATION_SIGMA = 0.5  # of log duration: the slowest of 50 jobs takes about 3x the median
 
 
-def _setup(problem_name: str, method_name: str, seed: int, budget: int, initial: int) -> tuple[Any, Any, list]:
+def _setup(problem_name: str, method_name: str, seed: int, budget: int, initial: int,
+           q: int | None = None) -> tuple[Any, Any, list]:
     import torch
 
     from ..problem.space import Space
     from .parallel_methods import make_method
 
     torch.set_num_threads(1)
-    problem = FUNCTIONS[problem_name]
+    problem = get_function(problem_name)
     space = Space.from_config(problem.variables)
-    method = make_method(method_name, space, seed, budget, initial)
+    method = make_method(method_name, space, seed, budget, initial, q)
     return problem, method, space.decode(space.sobol(initial, seed=seed))
 
 
 def run_batches(problem_name: str, method_name: str, seed: int, q: int, evals: int,
-                timer: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
-    """One synchronous run: the shared q Sobol points, then rounds of ``propose(q)``."""
-    problem, method, batch = _setup(problem_name, method_name, seed, evals, q)
+                timer: Callable[[], float] = time.perf_counter, initial: int | None = None) -> dict[str, Any]:
+    """One synchronous run: the shared Sobol points (``initial``, q by default), then rounds of
+    ``propose(q)``."""
+    problem, method, batch = _setup(problem_name, method_name, seed, evals, initial or q, q)
     values: list[float] = []
     seconds: list[float] = []
     while True:
@@ -129,32 +138,30 @@ def run_async(problem_name: str, method_name: str, seed: int, workers: int, eval
 
 # ---- summaries ---------------------------------------------------------------------------------
 
-def best_after(values: list[float], n: int) -> float:
-    return float(np.min(values[:n]))
-
-
-def best_at_time(values: list[float], times: list[float], t: float) -> float:
-    """The best value among the jobs finished by simulated time ``t`` (inf if none)."""
-    done = [v for v, when in zip(values, times) if when <= t]
-    return float(np.min(done)) if done else float("inf")
+def report_points(mode: str, q: int, evals: int, job_seconds: float) -> tuple[list[int], list[float]]:
+    """The evaluation counts and simulated times a report's summary gives the best value at."""
+    checkpoints = sorted({min(evals, c) for c in (q, 2 * q, evals // 2, evals)})
+    return checkpoints, [job_seconds * k for k in (2, 5, 10)] if mode == "async" else []
 
 
 def summarise(runs: list[dict[str, Any]], checkpoints: list[int], time_points: list[float]) -> list[dict[str, Any]]:
-    """One row per (problem, method): medians and ranges over seeds."""
+    """One row per (problem, method): medians and ranges over seeds, of full runs or of their
+    summaries (:mod:`spearmint_nn.benchmarks.checkpoints`)."""
+    runs = [summarise_run(r) for r in runs]
     rows = []
     for key in sorted({(r["problem"], r["method"]) for r in runs}):
         group = [r for r in runs if (r["problem"], r["method"]) == key]
         row: dict[str, Any] = {"problem": key[0], "method": key[1], "seeds": len(group)}
         for n in checkpoints:
-            bests = [best_after(r["values"], n) for r in group if len(r["values"]) >= n]
+            bests = [best_after(r, n) for r in group if r["evals"] >= n]
             if bests:
                 row[f"best@{n}"] = (float(np.median(bests)), float(np.min(bests)), float(np.max(bests)))
         for t in time_points:
-            bests = [best_at_time(r["values"], r["finish_times"], t) for r in group if "finish_times" in r]
+            bests = [best_at_time(r, t) for r in group if "best_by_time" in r]
             if bests:
                 row[f"best@{t:g}s"] = (float(np.median(bests)), float(np.min(bests)), float(np.max(bests)))
-        seconds = [s for r in group for s in r["propose_seconds"]]
-        row["s_per_call"] = float(np.mean(seconds)) if seconds else 0.0
+        calls = sum(r["proposals"]["calls"] for r in group)
+        row["s_per_call"] = sum(r["proposals"]["total_s"] for r in group) / calls if calls else 0.0
         if all("idle_share" in r for r in group):
             row["idle_share"] = float(np.median([r["idle_share"] for r in group]))
         rows.append(row)
@@ -176,47 +183,60 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", choices=("batch", "async"), default="async")
-    parser.add_argument("--problems", default="hartmann6", help=f"comma-separated, from {', '.join(FUNCTIONS)}")
+    parser.add_argument("--problems", default="hartmann6",
+                        help=f"comma-separated, from {', '.join(FUNCTIONS)} or bbob-f<k>-d<dim>-i<inst>")
     parser.add_argument("--methods", default="ours,sobol", help="comma-separated (see parallel_methods)")
     parser.add_argument("--workers-in-flight", type=int, default=50, help="q of a batch, or W workers")
     parser.add_argument("--evals", type=int, default=500)
     parser.add_argument("--job-seconds", type=float, default=60.0, help="median job duration (async)")
     parser.add_argument("--seeds", type=seed_list, default="0-7")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
-    parser.add_argument("--json", help="write results here (rewritten as each run ends)")
+    parser.add_argument("--json", help="write the summary and each run's summary here (rewritten as each run "
+                                       "ends; see benchmarks.checkpoints)")
+    parser.add_argument("--traces", metavar="NAME.traces.json",
+                        help="also write every run's full trace here (values, finish times, each proposal's "
+                             "seconds); git ignores *.traces.json")
     parser.add_argument("--include", nargs="+", default=[], metavar="JSON",
                         help="earlier reports of the same mode and sizes whose runs join the summary")
     args = parser.parse_args(argv)
+    if args.traces and not args.traces.endswith(TRACES_SUFFIX):
+        parser.error(f"--traces: name the file *{TRACES_SUFFIX} (megabytes a run; git ignores that name)")
     # mistakes in the names are usage errors before any run starts, not a worker's traceback later
     problems, methods = args.problems.split(","), split_methods(args.methods)
-    unknown = [p for p in problems if p not in FUNCTIONS]
+    unknown = [p for p in problems if not is_function(p)]
     if unknown:
-        parser.error(f"--problems: unknown {', '.join(unknown)} (choose from {', '.join(FUNCTIONS)})")
+        parser.error(f"--problems: unknown {', '.join(unknown)} (choose from {', '.join(FUNCTIONS)} or "
+                     f"bbob-f<1-24>-d<dim>-i<inst>)")
     for method in methods:
         try:
             check_method(method)
         except ValueError as error:
             parser.error(f"--methods: {error}")
     q, evals = args.workers_in_flight, args.evals
-    checkpoints = sorted({min(evals, c) for c in (q, 2 * q, evals // 2, evals)})
-    time_points = [args.job_seconds * k for k in (2, 5, 10)] if args.mode == "async" else []
+    checkpoints, time_points = report_points(args.mode, q, evals, args.job_seconds)
     function, sizes = (run_batches, (q, evals)) if args.mode == "batch" else (run_async, (q, evals, args.job_seconds))
     jobs = [(p, m, s, *sizes) for p in problems for m in methods for s in args.seeds]
-    earlier = earlier_runs(args.include, ("problem", "method", "seed"))
+    earlier, sources = sourced_runs(args.include)  # each included run keeps its invocation's provenance
     for job in jobs:  # what runs now replaces the earlier run of its problem, method and seed
         earlier.pop(job[:3], None)
-    for run in earlier.values():
-        if (run["mode"], run["workers"], len(run["values"])) != (args.mode, q, evals):
-            parser.error(f"--include: {run['method']} seed {run['seed']} ran {run['mode']} with {run['workers']} "
-                         f"in flight and {len(run['values'])} evaluations, not {args.mode}, {q} and {evals}")
-    load_before, start, runs = os.getloadavg(), time.time(), list(earlier.values())
+    wrong = check_sizes(list(earlier.values()), args.mode, q, evals)
+    if wrong:
+        parser.error(f"--include: {wrong[0]}")
+    load_before, start = os.getloadavg(), time.time()
+    traces = [run for run in earlier.values() if "values" in run]  # included full traces stay full
+    runs = [summarise_run(run) for run in earlier.values()]
     for _, run in run_in_processes(function, jobs, args.workers):
-        runs.append(run)
+        traces.append(run)
+        runs.append(summarise_run(run))
         print(f"{run['problem']} {run['method']} seed {run['seed']}: best {min(run['values']):.4f}", file=sys.stderr,
               flush=True)
+        summary = summarise(runs, checkpoints, time_points)
         if args.json:
-            write_report(args.json, load_before, start, arguments=vars(args),
-                         summary=summarise(runs, checkpoints, time_points), runs=runs)
+            write_report(args.json, load_before, start, arguments=vars(args), sources=sources, summary=summary,
+                         runs=runs)
+        if args.traces:
+            write_report(args.traces, load_before, start, arguments=vars(args), sources=sources, summary=summary,
+                         runs=traces)
     if not runs:
         parser.error("nothing to summarise: no seeds to run and no --include")
     print(table(summarise(runs, checkpoints, time_points)))

@@ -9,12 +9,20 @@ what a user would pick instead, each in the loop its documentation teaches:
 - ``botorch-qlognei``: BoTorch's ``SingleTaskGP`` with ``qLogNoisyExpectedImprovement``, the
   running jobs as ``X_pending``, ``optimize_acqf`` sequential greedy over the q points;
 - ``botorch-ts``: BoTorch's Thompson sampling, ``MaxPosteriorSampling`` on 2000 Sobol candidates;
+- ``turbo``: TuRBO-1 with Thompson sampling, BoTorch's tutorial version
+  (:mod:`spearmint_nn.benchmarks.turbo`);
 - ``optuna-gp``: Optuna's ``GPSampler``, each ask made while the earlier asks (and the running
-  jobs it did not propose, as RUNNING trials) still run;
-- ``optuna-tpe``: Optuna's TPE with the constant liar.
+  jobs it did not propose, as RUNNING trials) still run, which its releases since 4.5 model;
+  ``deterministic_objective=True``, as its documentation says for a noiseless function;
+- ``optuna-tpe``: Optuna's TPE as its documentation recommends for parallel workers:
+  ``multivariate=True`` (one joint density of all parameters) and the constant liar (running
+  trials counted as bad results);
+- ``smac-bb``: SMAC3's ``BlackBoxFacade`` through ask and tell
+  (:mod:`spearmint_nn.benchmarks.smac_method`).
 
 The references are optional (``pip install -e '.[reference]'``); a missing one raises
-ImportError naming the extra.
+ImportError naming the extra. The versions of their libraries are in every report's provenance
+(:mod:`spearmint_nn.benchmarks.provenance`).
 """
 from __future__ import annotations
 
@@ -141,8 +149,10 @@ class OptunaMethod:
         except ImportError as error:
             raise ImportError("the optuna methods need Optuna: pip install -e '.[reference]'") from error
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        sampler = (optuna.samplers.GPSampler(seed=seed) if kind == "gp"
-                   else optuna.samplers.TPESampler(seed=seed, constant_liar=True))
+        with warnings.catch_warnings():  # both options are marked experimental, and recommended
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            sampler = (optuna.samplers.GPSampler(seed=seed, deterministic_objective=True) if kind == "gp"
+                       else optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True))
         self._optuna, self.space = optuna, space
         self.study = optuna.create_study(sampler=sampler)
         self._names = [f"u{i}" for i in range(space.dim)]
@@ -179,24 +189,41 @@ class OptunaMethod:
         return {name: float(np.clip(u, 0.0, 1.0)) for name, u in zip(self._names, unit)}
 
 
-REFERENCES: dict[str, Callable[[Space, int, int], Method]] = {  # name -> (space, seed, initial) -> method
-    "sobol": lambda space, seed, initial: Sobol(space, seed, initial),
-    "botorch-qlognei": lambda space, seed, initial: BoTorchMethod(space, seed, "qlognei"),
-    "botorch-ts": lambda space, seed, initial: BoTorchMethod(space, seed, "ts"),
-    "optuna-gp": lambda space, seed, initial: OptunaMethod(space, seed, "gp"),
-    "optuna-tpe": lambda space, seed, initial: OptunaMethod(space, seed, "tpe"),
+def _turbo(space: Space, seed: int, initial: int, q: int) -> Method:
+    from .turbo import Turbo  # imported when asked for: it needs BoTorch
+
+    return Turbo(space, seed, batch_size=q, shared=initial)
+
+
+def _smac(space: Space, seed: int) -> Method:
+    from .smac_method import SmacBlackBox  # imported when asked for: it needs SMAC3
+
+    return SmacBlackBox(space, seed)
+
+
+# name -> (space, seed, the shared initial design's size, points in flight) -> method
+REFERENCES: dict[str, Callable[[Space, int, int, int], Method]] = {
+    "sobol": lambda space, seed, initial, q: Sobol(space, seed, initial),
+    "botorch-qlognei": lambda space, seed, initial, q: BoTorchMethod(space, seed, "qlognei"),
+    "botorch-ts": lambda space, seed, initial, q: BoTorchMethod(space, seed, "ts"),
+    "optuna-gp": lambda space, seed, initial, q: OptunaMethod(space, seed, "gp"),
+    "optuna-tpe": lambda space, seed, initial, q: OptunaMethod(space, seed, "tpe"),
+    "turbo": lambda space, seed, initial, q: _turbo(space, seed, initial, q),
+    "smac-bb": lambda space, seed, initial, q: _smac(space, seed),
 }
 # what "ours:KEY=VALUE" takes: the search settings but the two the harness gives every method
 SETTING_NAMES = tuple(f.name for f in fields(SearchSettings) if f.name not in ("seed", "budget"))
 
 
-def make_method(name: str, space: Space, seed: int, budget: int, initial: int) -> Method:
+def make_method(name: str, space: Space, seed: int, budget: int, initial: int, q: int | None = None) -> Method:
     """The method called ``name``: "ours" (the default settings), "ours:KEY=VALUE,..." (settings
-    such as ``model=dngo`` or ``restart_after=0``), or a reference named in the module docstring."""
+    such as ``model=dngo`` or ``restart_after=0``), or a reference named in the module docstring;
+    ``initial`` shared Sobol points start the run, ``q`` points are in flight (``initial`` if not
+    given)."""
     if name == "ours" or name.startswith("ours:"):
         return Ours(space, seed, budget, **{k: _setting(v) for k, v in _our_settings(name).items()})
     check_method(name)
-    return REFERENCES[name](space, seed, initial)
+    return REFERENCES[name](space, seed, initial, q or initial)
 
 
 def check_method(name: str) -> None:

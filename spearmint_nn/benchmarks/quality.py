@@ -15,7 +15,6 @@ values, so an interrupted benchmark keeps what finished.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import platform
 import sys
@@ -28,6 +27,7 @@ import torch
 from ..search.optimizer import Optimizer
 from .functions import FUNCTIONS, TestFunction
 from .reference import REFERENCE_METHODS, run_reference
+from .provenance import write_json
 from .runs import earlier_runs, parse_seeds, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
 
@@ -167,8 +167,7 @@ def main(
     def save() -> None:
         if args.json:
             report["wall_seconds"] = time.time() - started
-            with open(args.json, "w") as f:
-                json.dump(report, f, indent=1)
+            write_json(args.json, report)
 
     plan = []
     for entry in args.evals:

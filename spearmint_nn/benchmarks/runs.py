@@ -13,6 +13,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from .provenance import write_json
+from .threads import limit_threads
+
 
 def seed_list(text: str) -> list[int]:
     """Seeds named on the command line: a range "A-B" (A..B) or a list "3,5,8" (one seed: "3")."""
@@ -34,22 +37,22 @@ def run_in_processes(
     """Yield (job, function(*job)) for every job, in the order the runs end.
 
     ``function`` must be importable at module level (it is sent to worker processes by name).
-    Each worker uses one thread: the runs themselves are the parallelism.
+    Each worker computes with one thread (:mod:`spearmint_nn.benchmarks.threads`): the runs
+    themselves are the parallelism.
     """
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=limit_threads) as pool:
         futures = {pool.submit(function, *job): job for job in jobs}
         for future in as_completed(futures):
             yield futures[future], future.result()
 
 
 def write_report(path: str, load_before: tuple[float, float, float], start: float, **content: Any) -> None:
-    """Write a benchmark's JSON report: ``machine`` (CPUs, platform, the load average before the
+    """Write a benchmark's JSON report: its provenance (:mod:`~spearmint_nn.benchmarks.provenance`),
+    ``machine`` (CPUs, platform, the load average before the
     benchmark started and now, seconds since ``start``, a ``time.time()``) and ``content``."""
     machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average_before": load_before,
                "load_average_now": os.getloadavg(), "elapsed_s": time.time() - start}
-    with open(path, "w") as handle:
-        json.dump({"machine": machine, **content}, handle, indent=1)
+    write_json(path, {"machine": machine, **content})
 
 
 def earlier_runs(paths: Sequence[str], key_fields: Sequence[str]) -> dict[tuple, dict[str, Any]]:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .functions import FUNCTIONS
+from .provenance import write_json
 
 DEFAULT_SIZES = (500, 2000, 5000, 10000)
 DEFAULT_PENDING = (0, 100, 800)
@@ -115,9 +116,8 @@ def run_point(model: str, n: int, n_pending: int, batch: int, timeout: float) ->
     """:func:`measure_point` in a fresh process; ``{"timeout": True}`` if it did not finish."""
     command = [sys.executable, "-m", "spearmint_nn.benchmarks.scale", "--point", model, str(n), str(n_pending),
                str(batch)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    try:  # the point inherits the one-thread environment (see benchmarks.threads)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"model": model, "n": n, "pending": n_pending, "batch": batch, "timeout": True, "limit_s": timeout}
     if done.returncode != 0:
@@ -228,8 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine['cpus']} CPUs, load average {load_before[0]:.1f} before, "
           f"{machine['load_average_after'][0]:.1f} after; {machine['wall_s']:.0f} s in all")
     if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"machine": machine, "results": results, "growth": growth(results)}, handle, indent=1)
+        write_json(args.json, {"machine": machine, "results": results, "growth": growth(results)})
     return 0
 
 

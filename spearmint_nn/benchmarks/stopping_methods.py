@@ -7,7 +7,7 @@ epoch (:meth:`finish`) or was stopped (:meth:`stopped`). Names:
 
 * ``ours``: :class:`spearmint_nn.Optimizer` (ask/tell, default settings), no stopping;
 * ``ours-median``, ``ours-asha``, ``ours-model``: the same with the rule of
-  :mod:`spearmint_nn.experiment.stopping_rules` of that name at its defaults (ASHA's ``max-steps``
+  :mod:`spearmint_nn.problem.stopping_rules` of that name at its defaults (ASHA's ``max-steps``
   the problem's epochs), judged after every epoch as the daemon judges at each poll. A stopped
   job stays pending in the Optimizer, as the daemon hands stopped jobs' points to it
   (:meth:`spearmint_nn.daemon.early_stopping.EarlyStopping.points`);
@@ -34,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..experiment.curves import Report
-from ..experiment.stopping_rules import Decision, Other, StoppingSettings, decide, parse_early_stopping
+from ..problem.stopping_rules import Decision, Other, StoppingSettings, decide, parse_early_stopping
 from .learning_curves import CurveProblem, Point
 
 OURS = ("ours", "ours-median", "ours-asha", "ours-model")

@@ -2,7 +2,7 @@
 
 After each poll's reading of the curves (:class:`~spearmint_nn.daemon.progress_reports.ProgressReports`),
 :meth:`EarlyStopping.poll` asks the config's rule
-(:func:`spearmint_nn.experiment.stopping_rules.decide`) about every running job whose curve has
+(:func:`spearmint_nn.problem.stopping_rules.decide`) about every running job whose curve has
 grown since it was last judged, with the other jobs' curves (from memory, or read once from
 their files) and the feasible complete jobs' final values. A job to stop is cancelled through the
 driver (one call for all of them) and moved to ``jobs/stopped/`` with ``stopped_reason``,
@@ -23,7 +23,7 @@ from ..drivers.base import Driver
 from ..experiment.config import ExperimentConfig
 from ..experiment.curves import Report, curve_summary
 from ..experiment.jobs import Job, JobState
-from ..experiment.stopping_rules import Other, decide
+from ..problem.stopping_rules import Other, decide
 from ..experiment.store import Store
 from .progress_reports import ProgressReports
 from .reporting import Reporter

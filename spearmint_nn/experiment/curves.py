@@ -31,6 +31,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..problem.stopping_rules import Report
+
 # A step or a value: a plain decimal number. (float() would also take "nan", "inf", "1_000"
 # and surrounding white space, none of which a report should be.)
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -41,15 +43,6 @@ _ATTEMPT_MARK = re.compile(r"#\s*attempt\s+(\d+)\s*")
 MAX_LINE_BYTES = 4096
 # How much of a garbage line a warning quotes.
 QUOTED_CHARS = 60
-
-
-@dataclass(frozen=True)
-class Report:
-    """One report: ``step`` (an int when written as one), ``value``, and the job's attempt."""
-
-    step: int | float
-    value: float
-    attempt: int = 1
 
 
 @dataclass

@@ -4,15 +4,29 @@ Every observation is one encoded point with its objective value, each constraint
 the job's duration. A call that is refused (a point outside the space, a value that is not a
 number, an unknown task) raises before anything is recorded, so the record never holds a point
 without its values.
+
+The learning curves of points still running are told too (ask/tell early stopping,
+:class:`EarlyStoppingCalls`), and judged by the daemon's rules with the daemon's options
+(:mod:`spearmint_nn.problem.stopping_rules`). What a rule sees, for the point judged: its curve
+(the reports told for it, in the order told), and every other point that has a curve or an
+observation, with its curve and its final value: the objective observed there when that
+observation is feasible (the last one, for a point observed more than once), None for a point
+running, stopped, failed or infeasible. As the daemon judges a job only when its curve grew, a
+point asked about again without a new report gets the same answer (and the ASHA rule judges
+only the rungs that new reports crossed). A stopped point is told to the model as the daemon
+tells its stopped jobs: a pending point for good (handed out, if it was not), so its neighbourhood
+is not proposed again while nothing false is learnt (it has no value, and it did not fail).
 """
 from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..problem.stopping_rules import Decision, Other, Report, decide, parse_early_stopping
 from ..problem.tasks import Tasks
 from .candidates import point_key, point_keys
 from ..problem.space import Space
@@ -32,7 +46,8 @@ class Observations:
     handed_out : encoded points handed out by ``suggest`` and neither observed nor forgotten.
     """
 
-    def __init__(self, space: Space, tasks: Tasks, sign: float = 1.0):
+    def __init__(self, space: Space, tasks: Tasks, sign: float = 1.0,
+                 early_stopping: Mapping[str, Any] | None = None):
         self.space, self.tasks, self.sign = space, tasks, sign
         self.X: list[np.ndarray] = []
         self.objective: list[float] = []
@@ -40,6 +55,10 @@ class Observations:
         self.durations: list[float] = []
         self.handed_out: list[np.ndarray] = []
         self._observed_keys: set[tuple] = set()  # point_key of every observed point
+        #: The ``early-stopping`` options (None: ``{}``, the key's defaults); a wrong one is a
+        #: ConfigError naming ``early_stopping.<option>``.
+        self.stopping = parse_early_stopping("early_stopping", {} if early_stopping is None else early_stopping)
+        self._curves: dict[tuple, _Curve] = {}  # point_key -> the curve told for the point
 
     def __len__(self) -> int:
         return len(self.X)
@@ -103,6 +122,59 @@ class Observations:
         """Drop a handed-out point from the pending ones; whether it was one of them."""
         return self._drop_handed_out(self.space.encode([params])[0])
 
+    def report(self, params: Mapping[str, Any], step: Any, value: Any) -> None:
+        """Add a report to the curve of ``params``: see :meth:`EarlyStoppingCalls.report`."""
+        key = point_key(self.space.encode([params])[0])
+        number = one_number(step)
+        if number is None or not math.isfinite(number):
+            raise ValueError(f"report: step: expected a finite number, got {describe(step)}")
+        reported = one_number(value)
+        if reported is None:
+            raise ValueError(f"report: value: expected {wanted(value)}, got {describe(value)}")
+        if not math.isfinite(reported):
+            # as the daemon skips such a report line: a diverged training is no crash of the caller
+            warnings.warn(f"report: the value {reported} at step {number:g} is not finite; skipped", stacklevel=3)
+            return
+        self._curves.setdefault(key, _Curve()).reports.append(Report(number, reported))
+
+    def stop_decision(self, params: Mapping[str, Any]) -> Decision:
+        """The rule's answer for ``params``: see :meth:`EarlyStoppingCalls.stop_decision`."""
+        key = point_key(self.space.encode([params])[0])
+        finals = self._finals()
+        curve = self._curves.get(key)
+        if key in finals:
+            return Decision(False, "observed: it has finished")
+        if curve is not None and curve.stopped:
+            return Decision(True, "told stopped before")
+        if curve is None or not curve.reports:
+            return Decision(False, "no report yet")
+        if curve.judged is None or curve.judged[0] != len(curve.reports):
+            others = [Other(c.reports, finals.get(k)) for k, c in self._curves.items() if k != key]
+            others += [Other([], final) for k, final in finals.items() if k not in self._curves]
+            direction = "minimize" if self.sign > 0 else "maximize"
+            curve.judged = (len(curve.reports), decide(self.stopping, curve.reports, others, direction, curve.since))
+            curve.since = max(r.step for r in curve.reports)
+        return curve.judged[1]
+
+    def stopped(self, params: Mapping[str, Any]) -> None:
+        """Record ``params`` as stopped: see :meth:`EarlyStoppingCalls.tell_stopped`."""
+        row = self.space.encode([params])[0]
+        key = point_key(row)
+        if key in self._observed_keys:
+            raise ValueError(f"tell_stopped: {_point_text(self.space, row)} was observed: it has finished")
+        self._curves.setdefault(key, _Curve()).stopped = True
+        if key not in point_keys(np.asarray(self.handed_out).reshape(-1, self.space.dim)):
+            self.handed_out.append(row)
+
+    def _finals(self) -> dict[tuple, float | None]:
+        """point_key -> the objective observed there in the user's sign when that observation is
+        feasible, else None; the last observation of a point observed more than once."""
+        if not self.X:
+            return {}
+        feasible = self.feasible_mask()
+        return {key: self.sign * y if ok else None
+                for key, y, ok in zip(point_keys(np.asarray(self.X)), self.objective, feasible)}
+
     def _drop_handed_out(self, row: np.ndarray) -> bool:
         key = point_key(row)
         for i, x in enumerate(self.handed_out):
@@ -110,6 +182,68 @@ class Observations:
                 del self.handed_out[i]
                 return True
         return False
+
+
+@dataclass
+class _Curve:
+    """One point's reports, and what the rule said on them."""
+
+    reports: list[Report] = field(default_factory=list)
+    judged: tuple[int, Decision] | None = None  # (reports judged, the answer), given again until one more comes
+    since: float | None = None                  # the last step judged: the ASHA rule's rungs above it are new
+    stopped: bool = False                       # told stopped: pending for good, and never judged again
+
+
+class EarlyStoppingCalls:
+    """Early stopping in ask/tell, the Optimizer's ``report``, ``should_stop``, ``stop_decision``
+    and ``tell_stopped``: the daemon's ``early-stopping`` rules and options on the curves told
+    for handed-out points (see the module docstring for what the rules see)::
+
+        opt = Optimizer(variables, seed=0, early_stopping={"rule": "median", "min-steps": 5})
+        params = opt.suggest(1)[0]
+        for epoch in range(1, 51):
+            loss = train_one_epoch(params)
+            opt.report(params, epoch, loss)
+            if opt.should_stop(params):        # why: opt.stop_decision(params).why
+                opt.tell_stopped(params)       # pending for good: no value, no failure
+                break
+        else:
+            opt.observe(params, loss)          # its final value, as for any point
+
+    ``early_stopping`` takes the config key's object (``rule``: ``"median"``, ``"asha"`` or
+    ``"model"``, ``min-steps``, ...; absent: ``{}``, the key's defaults, the median rule with
+    min-steps 0 and min-jobs 5). Points are identified by their params, as :meth:`observe`
+    identifies them. A point is judged against the final values of the points observed (the
+    median rule needs ``min-jobs`` of them whose curves reached its step) and the curves of all.
+    """
+
+    _data: Observations
+
+    def report(self, params: Mapping[str, Any], step: Any, value: Any) -> None:
+        """Tell the objective's ``value`` at ``step`` (an epoch, a number of samples: the unit of
+        ``min-steps``) for the point ``params`` (handed out by ``suggest`` and still running).
+        ``value`` and ``step`` are numbers (a tensor or array of one element counts); a value
+        that is NaN or infinite is skipped with a warning, as the daemon skips such a report line.
+        A refused call (params outside the space: ConfigError; a step or value that is not a
+        finite number: ValueError) changes nothing."""
+        self._data.report(params, step, value)
+
+    def should_stop(self, params: Mapping[str, Any]) -> bool:
+        """Whether the rule says to stop ``params`` now: :meth:`stop_decision`'s ``stop``."""
+        return self._data.stop_decision(params).stop
+
+    def stop_decision(self, params: Mapping[str, Any]) -> Decision:
+        """The rule's answer on the reports told for ``params`` so far: ``stop`` (a bool) and
+        ``why`` (one line, as the daemon logs it). False without a report or for an observed
+        point; True once the point was told stopped. Asked again before a new report, the same answer."""
+        return self._data.stop_decision(params)
+
+    def tell_stopped(self, params: Mapping[str, Any]) -> None:
+        """Tell that ``params`` was stopped early. Like the daemon's stopped jobs it stays pending
+        for good (in :attr:`pending`; a point not handed out is added), so the model fantasises its
+        outcome and proposes elsewhere, and its curve stays for the rules; :meth:`observe` it
+        instead if it ran to its end after all. A point already observed is a ValueError."""
+        self._data.stopped(params)
 
 
 def _seconds(duration: Any) -> float:

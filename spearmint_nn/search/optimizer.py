@@ -81,7 +81,7 @@ from .maximize import GP_DRAW_CANDIDATES, maximize, minimize_sample_path
 from .reports import ModelBest, describe_model, model_best, in_units
 from ..problem.settings import (AUTO, AUTO_FINAL, AUTO_START, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES,
                                  check_registry)
-from .observations import Observations
+from .observations import EarlyStoppingCalls, Observations
 from .model_store import ModelStore
 from .related import RelatedTask, related_tasks, summarise_related
 from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
@@ -129,7 +129,7 @@ def own_torch_threads(method: Method) -> Method:
     return with_own_threads  # type: ignore[return-value]
 
 
-class Optimizer:
+class Optimizer(EarlyStoppingCalls):
     """Suggest points to evaluate and learn from their results.
 
     ``Optimizer(space, settings, state=...)``: ``space`` is a :class:`Space` or the
@@ -150,6 +150,9 @@ class Optimizer:
     variables must match these by name and type; ranges may differ. The GP then learns how
     strongly each correlates with this search (:meth:`related_summary`).
 
+    ``early_stopping``: the config key ``early-stopping``'s options for :meth:`should_stop` and
+    the other calls of :class:`~spearmint_nn.search.observations.EarlyStoppingCalls`.
+
     A wrong setting raises :class:`~spearmint_nn.errors.ConfigError` (a ValueError) naming its
     field, a wrong ``variables`` mapping one naming the variable; an unknown keyword is a TypeError.
     """
@@ -163,6 +166,7 @@ class Optimizer:
         state_dir: str | Path | None = None,
         likelihoods: Mapping[str, str] | None = None,
         related: Sequence[RelatedTask | tuple[Any, Sequence[tuple[Mapping[str, Any], Any]]]] = (),
+        early_stopping: Mapping[str, Any] | None = None,
         **keywords: Any,
     ):
         self.space = space if isinstance(space, Space) else Space.from_config(space)
@@ -179,7 +183,7 @@ class Optimizer:
 
         self.related = related_tasks(self.space, related, settings)
         self._rng = np.random.default_rng(settings.seed)
-        self._data = Observations(self.space, settings.tasks, settings.sign)
+        self._data = Observations(self.space, settings.tasks, settings.sign, early_stopping)
         self._sobol = SobolStream(self.space, self._seed_draw(), self._rng)
         auto_choice = state.auto_choice() if state is not None else AUTO_START
         #: The fitted models (:class:`~spearmint_nn.search.model_bank.ModelBank`).

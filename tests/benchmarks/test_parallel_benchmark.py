@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from spearmint_nn.benchmarks.checkpoints import best_after
 from spearmint_nn.benchmarks.functions import FUNCTIONS
 from spearmint_nn.benchmarks.parallel import DURATION_SIGMA, main, run_async, run_batches, summarise, table
 from spearmint_nn.benchmarks.parallel_methods import make_method, split_methods
@@ -66,19 +67,33 @@ def test_batches_start_from_the_same_sobol_points_and_summaries_read_them():
 def test_earlier_reports_join_the_summary_and_a_rerun_replaces_its_run(tmp_path, capsys):
     common = ["--mode", "async", "--problems", "branin", "--methods", "sobol", "--workers-in-flight", "2",
               "--evals", "6", "--job-seconds", "5"]
-    first, second = tmp_path / "first.json", tmp_path / "second.json"
-    assert main([*common, "--seeds", "0-1", "--json", str(first)]) == 0
-    earlier = json.loads(first.read_text())["runs"]
+    first, traces, second = tmp_path / "first.json", tmp_path / "first.traces.json", tmp_path / "second.json"
+    assert main([*common, "--seeds", "0-1", "--json", str(first), "--traces", str(traces)]) == 0
+    summaries, earlier = json.loads(first.read_text())["runs"], json.loads(traces.read_text())["runs"]
+    # the report keeps each run's summary, the traces every value; both give the same table
+    assert all("values" not in r for r in summaries) and all(len(r["values"]) == 6 for r in earlier)
+    assert [best_after(r, 3) for r in summaries] == [min(r["values"][:3]) for r in earlier]
     earlier[0]["values"] = [-100.0] * 6  # marks the earlier run of seed 0, which the rerun must replace
-    first.write_text(json.dumps({"runs": earlier}))
-    assert main([*common, "--seeds", "0,2", "--json", str(second), "--include", str(first)]) == 0
+    traces.write_text(json.dumps({"runs": earlier}))
+    assert main([*common, "--seeds", "0,2", "--json", str(second), "--include", str(first), str(traces)]) == 0
     report = json.loads(second.read_text())
     assert sorted(r["seed"] for r in report["runs"]) == [0, 1, 2]
-    assert min(min(r["values"]) for r in report["runs"]) > -100.0
+    # the included run names the report it came from; the runs made now are the report's own
+    assert {r["seed"]: r.get("source") for r in report["runs"]} == {0: None, 1: 0, 2: None}
+    assert [s["file"] for s in report["sources"]] == ["first.traces.json"]  # first.json's runs all replaced
+    assert min(best_after(r, 6) for r in report["runs"]) > -100.0
     assert report["summary"][0]["seeds"] == 3 and "| 3 |" in capsys.readouterr().out
     with pytest.raises(SystemExit):  # a report of other sizes cannot join
         main([*common[:-4], "--evals", "8", "--job-seconds", "5", "--seeds", "3", "--include", str(first)])
     assert "not async, 2 and 8" in capsys.readouterr().err
+
+
+def test_full_traces_go_only_to_a_file_named_as_git_ignores_it(tmp_path, capsys):
+    # (tests/unit/test_checkout.py checks that .gitignore ignores *.traces.json)
+    with pytest.raises(SystemExit) as stopped:
+        main(["--methods", "sobol", "--seeds", "0", "--traces", str(tmp_path / "traces.json")])
+    assert stopped.value.code == 2 and "name the file *.traces.json" in capsys.readouterr().err
+    assert not (tmp_path / "traces.json").exists()
 
 
 def test_a_misspelt_problem_is_named_before_any_run_starts(tmp_path, capsys):

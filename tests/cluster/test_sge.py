@@ -15,6 +15,7 @@ import pytest
 
 from helpers import batch_scenarios as scenarios
 from helpers import daemon_job
+from helpers import stopping_scenario
 from helpers import warning_scenario
 from spearmint_nn.drivers.base import JobSpec, SchedulerState
 from spearmint_nn.drivers.sge import SgeDriver
@@ -151,3 +152,7 @@ def test_daemon_as_a_job_with_a_90_s_limit_runs_again_until_the_experiment_ends(
 def test_a_50_s_job_under_a_20_s_limit_checkpoints_and_completes_in_several_attempts(tmp_path, cluster):
     # Grid Engine's limits are seconds: the same as SLURM's 5 minutes under 2, six times shorter
     warning_scenario.resumed_until_done(tmp_path, cluster, work_s=50, time_limit=20, warning=5, at_least=3)
+
+
+def test_bad_jobs_stopped_early_are_cancelled_on_the_scheduler(tmp_path, cluster):
+    stopping_scenario.bad_jobs_stopped_on_the_scheduler(tmp_path, cluster)

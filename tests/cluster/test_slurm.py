@@ -14,6 +14,7 @@ import pytest
 
 from helpers import batch_scenarios as scenarios
 from helpers import daemon_job
+from helpers import stopping_scenario
 from helpers import warning_scenario
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
@@ -150,3 +151,7 @@ def test_a_5_minute_job_under_a_2_minute_limit_checkpoints_and_completes_in_seve
     # the warning 20 s before the limit (SLURM may send it up to a minute early): three attempts
     # or more, each stopped at its checkpoint and submitted again by the daemon
     warning_scenario.resumed_until_done(tmp_path, cluster, work_s=300, time_limit=120, warning=20, at_least=3)
+
+
+def test_bad_jobs_stopped_early_are_cancelled_on_the_scheduler(tmp_path, cluster):
+    stopping_scenario.bad_jobs_stopped_on_the_scheduler(tmp_path, cluster)

@@ -114,7 +114,8 @@ def _daemon_like(exp: Path, stream: io.StringIO, interactive: bool | None) -> tu
     return reporter, progress, store
 
 
-def test_daemon_progress_on_a_terminal_redraws_below_the_log(tmp_path):
+def test_daemon_progress_on_a_terminal_redraws_below_the_log(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the whole line fits, whatever runs the tests
     exp = write_experiment(tmp_path, 3, budget=10)
     term = FakeTerminal()
     reporter, progress, _ = _daemon_like(exp, term, interactive=None)

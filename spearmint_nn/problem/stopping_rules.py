@@ -20,6 +20,10 @@ Keys (unknown ones are an error, naming the key):
 
 Whatever the rule, a job whose best value so far is better than the best final value of every
 complete job (the incumbent's) is never stopped: it is on its way to be the new best.
+
+The ask/tell Optimizer asks the same rules with the same options
+(``Optimizer(..., early_stopping={...})``, :class:`spearmint_nn.search.observations.Curves`),
+which is why they live under ``problem/``, below both the experiment folder and the search.
 Torch-free (the config module reads it in every job process).
 """
 from __future__ import annotations
@@ -31,8 +35,7 @@ from functools import cached_property
 from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError, did_you_mean
-from ..problem.settings import parse_direction
-from .curves import Report
+from .settings import parse_direction
 
 MEDIAN, ASHA, MODEL = "median", "asha", "model"
 RULES = (MEDIAN, ASHA, MODEL)
@@ -42,6 +45,16 @@ RULE_KEYS = {MEDIAN: ("percentile", "min-jobs"), ASHA: ("reduction-factor", "min
 # Optuna's MedianPruner defaults: the 50th percentile, and no pruning before 5 trials completed
 # (n_startup_trials); Li et al.'s and Ray Tune's reduction factor 3 and grace period 1.
 DEFAULTS = {"percentile": 50.0, "min-jobs": 5, "reduction-factor": 3.0, "min-resource": 1.0, "probability": 0.05}
+
+
+@dataclass(frozen=True)
+class Report:
+    """One report: ``step`` (an int when written as one), ``value``, and the job's attempt (the
+    report files' lines, :mod:`spearmint_nn.experiment.curves`; one ``Optimizer.report`` call)."""
+
+    step: int | float
+    value: float
+    attempt: int = 1
 
 
 @dataclass(frozen=True)

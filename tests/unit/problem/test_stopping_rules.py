@@ -7,9 +7,9 @@ from helpers.experiments import quick_config, write_experiment
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.experiment.curves import Report
-from spearmint_nn.experiment.stopping_rules import (ASHA, MEDIAN, MODEL, Other, StoppingSettings, decide,
-                                                    parse_early_stopping, percentile, rungs, running_best,
-                                                    value_at_rung)
+from spearmint_nn.problem.stopping_rules import (ASHA, MEDIAN, MODEL, Other, StoppingSettings, decide,
+                                                 parse_early_stopping, percentile, rungs, running_best,
+                                                 value_at_rung)
 
 
 def curve(*points: tuple[float, float]) -> list[Report]:

@@ -1,0 +1,86 @@
+"""One table from several invocations of the parallel benchmark, each run keeping its origin.
+
+Seeds run on different days, commits or machines often make one table ("same run" rows). A
+merged report says where each of its runs comes from: ``sources`` lists every invocation whose
+runs it holds (the file it came from, its ``provenance``, ``arguments`` and ``machine`` as that
+report recorded them; reports written before provenance was recorded have ``null`` there), and
+each run carries ``source``, its index in that list. A run without ``source`` is the writing
+invocation's own (the report's ``provenance``). Merging merged reports keeps the original
+sources, and a source none of the kept runs comes from is dropped.
+
+    python -m spearmint_nn.benchmarks.merge --json merged.json first.json second.json ...
+
+Later files win for the same problem, method and seed, as with ``benchmarks.parallel
+--include`` (which records its sources the same way). Every run must have the same mode,
+workers in flight and evaluations; runs stay as they are (summaries or full traces).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from .checkpoints import summarise_run
+from .provenance import write_json
+
+Run = dict[str, Any]
+KEY = ("problem", "method", "seed")
+
+
+def sourced_runs(paths: Sequence[str]) -> tuple[dict[tuple, Run], list[dict[str, Any]]]:
+    """The runs of the reports at ``paths`` by (problem, method, seed), later files winning,
+    each with its ``source`` index into the returned list of sources."""
+    sources: list[dict[str, Any]] = []
+    found: dict[tuple, Run] = {}
+    for path in paths:
+        with open(path) as handle:
+            report = json.load(handle)
+        offset = len(sources)
+        sources += report.get("sources", [])  # a merged report's own sources, in their order
+        sources.append({"file": Path(path).name, **{k: report.get(k) for k in ("provenance", "arguments", "machine")}})
+        for run in report["runs"]:
+            index = run.get("source")
+            found[tuple(run.get(k) for k in KEY)] = {
+                **run, "source": len(sources) - 1 if index is None else offset + index}
+    used = sorted({run["source"] for run in found.values()})
+    renumber = {old: new for new, old in enumerate(used)}
+    return ({key: {**run, "source": renumber[run["source"]]} for key, run in found.items()},
+            [sources[old] for old in used])
+
+
+def check_sizes(runs: Sequence[Run], mode: str, workers: int, evals: int) -> list[str]:
+    """What is wrong with ``runs`` for a report of ``mode``, ``workers`` in flight and ``evals``."""
+    wrong = []
+    for run in runs:
+        n = summarise_run(run)["evals"]
+        if (run["mode"], run["workers"], n) != (mode, workers, evals):
+            wrong.append(f"{run['method']} seed {run['seed']} ran {run['mode']} with {run['workers']} in flight "
+                         f"and {n} evaluations, not {mode}, {workers} and {evals}")
+    return wrong
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .parallel import report_points, summarise
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", required=True, help="the merged report")
+    parser.add_argument("reports", nargs="+", help="reports of benchmarks.parallel, later ones winning")
+    args = parser.parse_args(argv)
+    found, sources = sourced_runs(args.reports)
+    runs = list(found.values())
+    first = runs[0]
+    evals = summarise_run(first)["evals"]
+    wrong = check_sizes(runs, first["mode"], first["workers"], evals)
+    if wrong:
+        parser.error("; ".join(wrong))
+    checkpoints, time_points = report_points(first["mode"], first["workers"], evals, first.get("job_seconds", 0.0))
+    write_json(args.json, {"merged": args.reports, "sources": sources,
+                           "summary": summarise(runs, checkpoints, time_points), "runs": runs})
+    print(f"{len(runs)} runs from {len(sources)} invocations", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""The field's suite: COCO's BBOB functions in the parallel harness, reported as COCO does.
+
+Every (function, dimension, instance, method, seed) is one run of the parallel harness
+(:mod:`spearmint_nn.benchmarks.parallel`) on ``bbob-f<k>-d<dim>-i<inst>``
+(:mod:`spearmint_nn.benchmarks.bbob`), each in its own process with one thread; the report is
+COCO's runtime ECDFs per dimension and function group, their areas and the mean ranks per problem
+(:mod:`spearmint_nn.benchmarks.ecdf`). Regimes:
+
+- ``sequential``: one evaluation at a time after a shared Sobol start of d + 1 points;
+- ``batch10``, ``batch50``: rounds of q = 10 or 50 after a shared start of q points;
+- ``async50``, ``async200``: W = 50 or 200 workers on the simulated clock (jobs of median
+  ``--job-seconds``, each proposal's wall time charged), after a shared start of W points.
+
+Every run is also reported against simulated time. The synchronous regimes get the clock the
+asynchronous ones have (:func:`batch_finish_times`): the jobs' durations are the same lognormal
+draws of the seed, a round starts when the slowest job of the one before has finished and its
+proposal has been made (its measured wall time), and each result counts from its job's end.
+
+The budget is ``--budget`` x d evaluations (the issue's 10 x d to 50 x d). The JSON report holds
+the provenance, the arguments, the ECDF summary and every run's summary (no traces); it is
+rewritten as each run ends, so an interrupted suite keeps what finished.
+
+    python -m spearmint_nn.benchmarks.suite --dims 2,5 --functions 1-24 --instances 1-5
+        --regime sequential --methods ours,sobol,turbo --seeds 1 [--budget 20] [--workers 1]
+        [--json suite.json]
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import bbob, ecdf
+from .checkpoints import summarise_run
+from .parallel import DURATION_SIGMA, run_async, run_batches
+from .parallel_methods import check_method, make_method, split_methods
+from .runs import parse_seeds, run_in_processes, seed_list, write_report
+
+#: regime -> (harness mode, points in flight)
+REGIMES = {"sequential": ("batch", 1), "batch10": ("batch", 10), "batch50": ("batch", 50),
+           "async50": ("async", 50), "async200": ("async", 200)}
+
+
+def run_one(problem: str, method: str, seed: int, regime: str, evals: int, job_seconds: float) -> dict[str, Any]:
+    """One run of the suite: the harness's run of ``problem`` in ``regime``, summarised, with its
+    regime and the problem's optimum (what the ECDFs' targets are counted from)."""
+    from .functions import get_function
+
+    mode, q = REGIMES[regime]
+    dim = bbob.parse_name(problem)[1]
+    if mode == "batch":
+        initial = max(q, dim + 1)
+        run = run_batches(problem, method, seed, q, evals, initial=initial)
+        sizes = round_sizes(initial, q, evals)
+        durations = np.random.default_rng(seed).lognormal(np.log(job_seconds), DURATION_SIGMA, evals)
+        times = batch_finish_times(sizes, run["propose_seconds"], durations)
+        run.update(job_seconds=job_seconds, finish_times=times, proposed=sizes[1:], elapsed_s=max(times))
+    else:
+        run = run_async(problem, method, seed, q, evals, job_seconds)
+    return {**summarise_run(run), "regime": regime, "minimum": get_function(problem).minimum}
+
+
+def round_sizes(initial: int, q: int, evals: int) -> list[int]:
+    """Points of each round of a synchronous run: the shared start, then q (fewer in the last)."""
+    return [initial] + [min(q, evals - n) for n in range(initial, evals, q)]
+
+
+def batch_finish_times(sizes: Sequence[int], propose_seconds: Sequence[float],
+                       durations: Sequence[float]) -> list[float]:
+    """Simulated finish time of each evaluation of a synchronous run of rounds of ``sizes``
+    (module docstring): the k-th proposal's seconds come before round k + 1."""
+    times: list[float] = []
+    start = 0.0
+    for round_, size in enumerate(sizes):
+        if round_:
+            start += propose_seconds[round_ - 1]
+        ends = [start + d for d in durations[len(times):len(times) + size]]
+        times += ends
+        start = max(ends)
+    return times
+
+
+def check_available(methods: list[str]) -> list[str]:
+    """The mistakes in ``methods``: unknown names, and references whose library is not installed
+    (each built once on a small space, which imports its library)."""
+    from ..problem.space import Space
+
+    space = Space.from_config({"x": {"type": "FLOAT", "size": 2, "min": 0.0, "max": 1.0}})
+    mistakes = []
+    for method in methods:
+        try:
+            check_method(method)
+            make_method(method, space, 0, 10, 2)
+        except (ValueError, ImportError) as error:
+            mistakes.append(str(error))
+    return mistakes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dims", default="2,5", help="comma-separated dimensions (COCO's: 2,3,5,10,20,40)")
+    parser.add_argument("--functions", type=seed_list, default="1-24", help="BBOB functions: a range A-B or a list")
+    parser.add_argument("--instances", type=seed_list, default="1-5", help="a range A-B or a list")
+    parser.add_argument("--regime", choices=REGIMES, default="sequential")
+    parser.add_argument("--methods", default="ours,sobol", help="comma-separated (see parallel_methods)")
+    parser.add_argument("--seeds", type=parse_seeds, default="1", help="N (seeds 0..N-1), a range A-B or a list")
+    parser.add_argument("--budget", type=int, default=20, help="evaluations per dimension")
+    parser.add_argument("--job-seconds", type=float, default=60.0, help="median job duration (async regimes)")
+    parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
+    parser.add_argument("--json", help="write the report here (rewritten as each run ends)")
+    args = parser.parse_args(argv)
+    dims = [int(d) for d in args.dims.split(",")]
+    if any(d < 2 for d in dims) or any(f not in bbob.FUNCTIONS for f in args.functions) or min(args.instances) < 1:
+        parser.error("BBOB has dimensions from 2, functions 1-24 and instances from 1")
+    methods = split_methods(args.methods)
+    mistakes = check_available(methods)
+    if mistakes:
+        parser.error("--methods: " + "; ".join(mistakes))
+    # the seeds, instances and functions vary slowest, so a partial report covers every method
+    jobs = [(bbob.problem_name(f, d, i), m, s, args.regime, args.budget * d, args.job_seconds)
+            for s, i, d, f, m in itertools.product(args.seeds, args.instances, dims, args.functions, methods)]
+    load_before, start = os.getloadavg(), time.time()
+    runs = []
+    for _, run in run_in_processes(run_one, jobs, args.workers):
+        runs.append(run)
+        print(f"{run['problem']} {run['method']} seed {run['seed']}: best - f_opt "
+              f"{run['best_by_evals'][-1][1] - run['minimum']:.3g}, {run['proposals']['total_s']:.1f} s proposing",
+              file=sys.stderr, flush=True)
+        if args.json:
+            write_report(args.json, load_before, start, arguments=vars(args), summary=ecdf.report(runs), runs=runs)
+    print(ecdf.table(ecdf.report(runs)))
+    print(f"regime {args.regime}, budget {args.budget} x d, {len(runs)} runs; {os.cpu_count()} CPUs, load "
+          f"{load_before[0]:.1f} before, {time.time() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Merged reports keep where each run comes from: its file, commit, date and versions."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spearmint_nn.benchmarks.merge import main, sourced_runs
+
+
+def _report(path, commit: str, seeds: list[int], evals: int = 4, **extra) -> str:
+    runs = [{"problem": "branin", "method": "sobol", "seed": s, "mode": "batch", "workers": 2,
+             "values": [float(s + commit.count("b"))] * evals, "propose_seconds": [0.1]} for s in seeds]
+    path.write_text(json.dumps({"provenance": {"git": {"commit": commit, "dirty": False}, "date": commit},
+                                "arguments": {"seeds": seeds}, "runs": runs, **extra}))
+    return str(path)
+
+
+def test_each_merged_run_names_the_invocation_it_came_from(tmp_path):
+    first = _report(tmp_path / "a.json", "aaaa", [0, 1])
+    second = _report(tmp_path / "b.json", "bbbb", [1, 2])  # seed 1 again: the later file wins
+    out = tmp_path / "merged.json"
+    assert main(["--json", str(out), first, second]) == 0
+    merged = json.loads(out.read_text())
+    origin = {run["seed"]: merged["sources"][run["source"]] for run in merged["runs"]}
+    assert {seed: (s["file"], s["provenance"]["git"]["commit"]) for seed, s in origin.items()} == {
+        0: ("a.json", "aaaa"), 1: ("b.json", "bbbb"), 2: ("b.json", "bbbb")}
+    assert origin[2]["arguments"] == {"seeds": [1, 2]}
+    assert merged["provenance"]["git"] is None or len(merged["provenance"]["git"]["commit"]) == 40
+    assert [row["seeds"] for row in merged["summary"]] == [3]
+
+
+def test_merging_a_merged_report_keeps_the_original_sources_and_drops_unused_ones(tmp_path):
+    out = tmp_path / "merged.json"
+    main(["--json", str(out), _report(tmp_path / "a.json", "aaaa", [0]), _report(tmp_path / "b.json", "bbbb", [1])])
+    third = _report(tmp_path / "c.json", "cccc", [0])  # replaces a.json's only run
+    runs, sources = sourced_runs([str(out), third])
+    assert [s["file"] for s in sources] == ["b.json", "c.json"]
+    assert {seed: sources[run["source"]]["provenance"]["date"] for (_, _, seed), run in runs.items()} == {
+        0: "cccc", 1: "bbbb"}
+
+
+def test_runs_of_other_sizes_are_not_merged(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--json", str(tmp_path / "m.json"), _report(tmp_path / "a.json", "aaaa", [0]),
+              _report(tmp_path / "b.json", "bbbb", [1], evals=6)])
+    assert "sobol seed 1 ran batch with 2 in flight and 6 evaluations, not batch, 2 and 4" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()

@@ -1,0 +1,56 @@
+"""The suite's entry point at its smallest: 2-D, two BBOB functions, one instance, 10 evaluations."""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from spearmint_nn.benchmarks import suite
+
+
+@pytest.mark.slow  # about 20 s: three methods' runs in their own processes
+def test_a_tiny_suite_runs_every_method_and_reports_coco_ecdfs(tmp_path, capsys):
+    pytest.importorskip("ioh", reason="the BBOB problems need ioh: pip install -e '.[suite]'")
+    has_reference = importlib.util.find_spec("botorch") is not None
+    methods = ["ours", "sobol"] + (["turbo"] if has_reference else [])
+    out = tmp_path / "suite.json"
+    assert suite.main(["--dims", "2", "--functions", "1,15", "--instances", "1", "--budget", "5",
+                       "--methods", ",".join(methods), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert "ioh" in report["provenance"]["versions"] and report["provenance"]["git"] is not None
+    runs = report["runs"]
+    assert sorted((r["problem"], r["method"]) for r in runs) == sorted(
+        (p, m) for p in ("bbob-f1-d2-i1", "bbob-f15-d2-i1") for m in methods)
+    assert all(r["evals"] == 10 and r["regime"] == "sequential" and "values" not in r for r in runs)
+    # every method starts from the same 3 Sobol points (d + 1), so their first best values agree
+    for problem in ("bbob-f1-d2-i1", "bbob-f15-d2-i1"):
+        firsts = {r["best_by_evals"][0][1] for r in runs if r["problem"] == problem}
+        assert len(firsts) == 1
+    groups = report["summary"]["dims"]["2"]["groups"]
+    assert set(groups) == {"separable", "multimodal, adequate global structure", "all"}
+    assert set(groups["all"]) == set(methods) and all(row["runs"] == 2 for row in groups["all"].values())
+    # ten sequential jobs of median 60 s: the time tables reach 5 jobs at least
+    assert report["summary"]["dims"]["2"]["times_s"][:3] == [60.0, 120.0, 300.0]
+    assert all(len(row["ecdf_time"]) >= 3 for row in groups["all"].values())
+    assert set(report["summary"]["ranks"]["per_problem"]) == {"bbob-f1-d2-i1", "bbob-f15-d2-i1"}
+    printed = capsys.readouterr().out
+    assert "2-D, budget 10 evaluations" in printed and "mean rank over 2 problems" in printed
+    if not has_reference:
+        pytest.skip("ran ours and sobol only: the reference (turbo) needs BoTorch, pip install -e '.[reference]'")
+
+
+def test_an_unknown_method_or_function_stops_the_suite_before_any_run(capsys):
+    with pytest.raises(SystemExit):
+        suite.main(["--dims", "2", "--functions", "1", "--methods", "ours,turbo-2"])
+    assert "unknown method 'turbo-2'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        suite.main(["--dims", "2", "--functions", "0-3", "--methods", "sobol"])
+    assert "functions 1-24" in capsys.readouterr().err
+
+
+def test_synchronous_rounds_on_the_simulated_clock():
+    assert suite.round_sizes(3, 2, 8) == [3, 2, 2, 1]
+    # rounds of 2, 2, 2: each starts after the slowest job before it and the proposal's seconds
+    times = suite.batch_finish_times([2, 2, 2], [1.0, 2.0], [10.0, 20.0, 5.0, 7.0, 3.0, 4.0])
+    assert times == [10.0, 20.0, 26.0, 28.0, 33.0, 34.0]
