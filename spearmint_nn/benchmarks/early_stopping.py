@@ -41,26 +41,19 @@ nothing new: the tables of a report).
 """
 from __future__ import annotations
 
+import argparse
+import heapq
+import math
 import os
+import sys
+import time
+from dataclasses import replace
+from typing import Any
 
-for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_variable, "1")  # before numpy is imported: one BLAS thread per run
-
-import argparse  # noqa: E402
-import heapq  # noqa: E402
-import math  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from dataclasses import replace  # noqa: E402
-from typing import Any  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from .learning_curves import PROBLEMS  # noqa: E402
-from .runs import earlier_runs, run_in_processes, seed_list, write_report  # noqa: E402
-from .summary import quartiles  # noqa: E402
-from .stopping_methods import METHODS, OURS, make_method, timed  # noqa: E402
+from .learning_curves import PROBLEMS
+from .runs import earlier_runs, run_in_processes, seed_list, write_report
+from .summary import quartiles
+from .stopping_methods import METHODS, OURS, make_method, timed
 
 SHARES = (0.25, 1 / 3, 0.5, 1.0)
 SHARE_NAMES = ("1/4", "1/3", "1/2", "1")
@@ -242,17 +235,6 @@ def tables(summary: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def versions() -> dict[str, str]:
-    """The libraries' versions that the numbers depend on."""
-    found = {"python": platform.python_version(), "numpy": np.__version__}
-    for name in ("torch", "optuna", "sklearn"):
-        try:
-            found[name] = __import__(name).__version__
-        except ImportError:
-            found[name] = "not installed"
-    return found
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problems", default="hartmann6-curves", help=f"comma-separated, from {', '.join(PROBLEMS)}")
@@ -297,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{run['started']} jobs, {run['stopped']} stopped, {run['propose_s']:.1f} s proposing",
               file=sys.stderr, flush=True)
         if args.json:
-            write_report(args.json, load_before, start, arguments=vars(args), versions=versions(),
+            write_report(args.json, load_before, start, arguments=vars(args),
                          seeds_run=complete_seeds(runs), summary=summarise(runs), runs=runs)
     print(tables(summarise(runs)))
     print(f"\nseeds with every method and W: {complete_seeds(runs)}")

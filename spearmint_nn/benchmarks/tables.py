@@ -118,6 +118,21 @@ def markdown(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(("| " + " | ".join(line) + " |").replace("|  |", "| |") for line in lines)
 
 
+def early_stopping_table(file: str, workers: int, methods: Sequence[tuple[str, str]]) -> str:
+    """The README's: per method (as labelled), the median best final value at a third and all
+    of the compute, and the compute share at which a run reaches no stopping's final best of its
+    seed (median over the runs reaching it, and how many did)."""
+    summary = {(r["method"], r["workers"]): r for r in load(file)["summary"]["rows"]}
+    picked = [(summary[(method, workers)], label) for method, label in methods]
+    columns = [[f"{r[key]:.2f}" for r, _ in picked] for key in ("best@1/3", "best@1")]
+    reach = [f"{r['compute_to_target']:.2f} ({r['reached']}/{r['seeds']})" if math.isfinite(r["compute_to_target"])
+             else f"- ({r['reached']}/{r['seeds']})" for r, _ in picked]
+    columns = [bold_lowest(c, [float(x) for x in c]) for c in columns]
+    reach = bold_lowest(reach, [r["compute_to_target"] for r, _ in picked])
+    return markdown(["multi-fidelity Hartmann6 (10 seeds)", "best @1/3", "best @1", "compute to no stopping's best"],
+                    [[label, a, b, c] for (_, label), a, b, c in zip(picked, *columns, reach)])
+
+
 # ---- tables of the parallel benchmark ----------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -425,6 +440,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "readme-transfer": lambda: transfer_table((
         ("transfer-hartmann6.json", "Hartmann6 (a warped, shifted copy)"),
         ("transfer-digits-mlp.json", "digits MLP (trained on 200 of its images)"))),
+    "readme-early-stopping": lambda: early_stopping_table("early-stopping-hartmann6-asha-nocap.json", 1, (
+        ("ours", "spearmint-nn, no stopping"), ("ours-median", "spearmint-nn, `median` rule"),
+        ("ours-model", "spearmint-nn, `model` rule"), ("ours-asha", "spearmint-nn, `asha` rule"),
+        ("tpe-sh", "Optuna TPE + successive halving"), ("tpe-hyperband", "Optuna TPE + Hyperband"),
+        ("asha-random", "ASHA, random sampling"))),
     # RESULTS.md, "benchmarks.parallel", in its order
     "batch50-8seeds": ParallelTable(BATCH50, rows(
         "ours", "botorch-qlognei", "optuna-gp", "optuna-tpe", "botorch-ts", "sobol"), (
