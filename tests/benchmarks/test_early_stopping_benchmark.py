@@ -64,7 +64,8 @@ def test_a_tiny_run_of_every_method_accounts_compute_and_writes_its_report(tmp_p
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text())
-    assert set(report) >= {"machine", "arguments", "versions", "seeds_run", "summary", "runs"}
+    assert set(report) >= {"provenance", "machine", "arguments", "seeds_run", "summary", "runs"}
+    assert "torch" in report["provenance"]["versions"]
     assert report["seeds_run"] == {"hartmann6-curves": [0]}
     runs = report["runs"]
     assert sorted((r["method"], r["workers"]) for r in runs) == sorted((m, w) for m in METHODS for w in (1, 3))
