@@ -47,8 +47,8 @@ class EarlyStopping:
             return []
         running = [job for job in self.store.jobs(JobState.RUNNING)
                    if job.driver == self.driver.name and job.scheduler_id is not None]
-        self._judged = {job_id: seen for job_id, seen in self._judged.items()
-                        if job_id in {job.id for job in running}}
+        running_ids = {job.id for job in running}
+        self._judged = {job_id: seen for job_id, seen in self._judged.items() if job_id in running_ids}
         grown = [(job, curve) for job in running for curve in [self.curves.curve(job.id)]
                  if curve and len(curve) != self._judged.get(job.id, (0, 0.0))[0]]
         if not grown:
