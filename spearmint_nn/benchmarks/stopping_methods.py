@@ -8,9 +8,9 @@ epoch (:meth:`finish`) or was stopped (:meth:`stopped`). Names:
 * ``ours``: :class:`spearmint_nn.Optimizer` (ask/tell, default settings), no stopping;
 * ``ours-median``, ``ours-asha``, ``ours-model``: the same with the rule of
   :mod:`spearmint_nn.problem.stopping_rules` of that name at its defaults (ASHA's ``max-steps``
-  the problem's epochs), judged after every epoch as the daemon judges at each poll. A stopped
-  job stays pending in the Optimizer, as the daemon hands stopped jobs' points to it
-  (:meth:`spearmint_nn.daemon.early_stopping.EarlyStopping.points`);
+  the problem's epochs), through the Optimizer's ``report``, ``should_stop`` and
+  ``tell_stopped`` after every epoch, as the daemon judges at each poll (a stopped job is seen
+  at its predicted final value, as the daemon shows its stopped jobs);
 * ``tpe-median``, ``tpe-sh``, ``tpe-hyperband``, ``gp-median``, ``gp-sh``, ``gp-hyperband``:
   Optuna's ``TPESampler(multivariate=True)`` (``constant_liar=True`` with more than one
   worker) or ``GPSampler``, with ``MedianPruner()``, ``SuccessiveHalvingPruner()`` or
@@ -33,8 +33,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..experiment.curves import Report
-from ..problem.stopping_rules import Decision, Other, StoppingSettings, decide, parse_early_stopping
 from .learning_curves import CurveProblem, Point
 
 OURS = ("ours", "ours-median", "ours-asha", "ours-model")
@@ -58,13 +56,6 @@ def to_point(problem: CurveProblem, params: dict[str, Any]) -> Point:
             for name, spec in problem.variables.items()}
 
 
-def ours_should_stop(settings: StoppingSettings, curve: list[Report], others: list[Other],
-                     since: float | None) -> Decision:
-    """Whether to stop a running job: the daemon's rule, called on the curves directly. The one
-    place to swap for the Optimizer's own ``should_stop`` once it has one."""
-    return decide(settings, curve, others, "minimize", since)
-
-
 class Ours:
     """``ours`` and ``ours-<rule>`` (see the module docstring)."""
 
@@ -73,36 +64,27 @@ class Ours:
     def __init__(self, problem: CurveProblem, rule: str | None, seed: int, jobs: int):
         from ..search.optimizer import Optimizer
 
-        self.problem = problem
-        self.opt = Optimizer(problem.variables, seed=seed, budget=jobs)
-        self.settings = None if rule is None else parse_early_stopping(
-            "early-stopping", {"rule": rule, **({"max-steps": problem.max_epochs} if rule == "asha" else {})})
+        self.problem, self.rule = problem, rule
+        options = None if rule is None else {"rule": rule, **({"max-steps": problem.max_epochs} if rule == "asha" else {})}
+        self.opt = Optimizer(problem.variables, seed=seed, budget=jobs, early_stopping=options)
         self.params: dict[int, dict[str, Any]] = {}
-        self.curves: dict[int, list[Report]] = {}
-        self.judged: dict[int, float] = {}
-        self.done: dict[int, Other] = {}  # finished jobs, their lookups cached across decisions
 
     def ask(self, job: int) -> Task:
         params = self.opt.suggest(1)[0]
-        self.params[job], self.curves[job] = params, []
+        self.params[job] = params
         return Task(job, to_point(self.problem, params), self.problem.max_epochs)
 
     def report(self, job: int, epoch: int, value: float) -> bool:
-        self.curves[job].append(Report(epoch, value))
-        if self.settings is None:
+        if self.rule is None:
             return False
-        others = list(self.done.values()) + [Other(list(c)) for j, c in self.curves.items()
-                                             if j != job and j not in self.done]
-        decision = ours_should_stop(self.settings, self.curves[job], others, self.judged.get(job))
-        self.judged[job] = epoch
-        return decision.stop
+        self.opt.report(self.params[job], epoch, value)
+        return self.opt.should_stop(self.params[job])
 
     def finish(self, job: int, value: float) -> None:
         self.opt.observe(self.params[job], value)
-        self.done[job] = Other(self.curves[job], value)
 
     def stopped(self, job: int) -> None:
-        self.done[job] = Other(self.curves[job])  # its point stays pending in the Optimizer
+        self.opt.tell_stopped(self.params[job])
 
 
 class OptunaMethod:

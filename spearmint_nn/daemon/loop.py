@@ -133,7 +133,7 @@ class Daemon:
         self._submitter = Submitter(self.config, self.driver, self.store, self.reporter)
         self._site_limits = SiteLimits(self.paths, self.reporter, self.driver.name)
         self._curves = ProgressReports(self.store, self.reporter)  # the running jobs' learning curves
-        self._early = EarlyStopping(self.config, self.store, self._curves, self.driver, self.reporter)
+        self._early = EarlyStopping(self.config, self.store, self._curves, self.driver, self.reporter, self._observe)
         for line in (warning, lock.took_over):  # a wrapper to fix; a daemon elsewhere taken for dead
             if line is not None:
                 self.reporter.event("warning", line)
@@ -207,10 +207,10 @@ class Daemon:
         out or changed is said in one line each."""
         replayed = 0
         earlier = EarlierJobs(self.config.space)
-        finished = self.store.jobs((JobState.COMPLETE, JobState.FAILED))
+        finished = self.store.jobs((JobState.COMPLETE, JobState.FAILED, JobState.STOPPED))
         self._before_success.load(finished)
-        for job in finished:
-            if not self._before_success.counts_now(job):
+        for job in finished:  # (a stopped job without a predicted value is a pending point: _ask)
+            if not self._before_success.counts_now(job) or (job.state is JobState.STOPPED and not job.predicted_values):
                 continue
             params = earlier.fit(job.params)
             if params is not None:
@@ -593,7 +593,7 @@ class Daemon:
         self._show(job, fit.params)
 
     def _show(self, job: Job, params: Mapping[str, Any]) -> None:
-        value = job.values if job.state is JobState.COMPLETE else math.nan
+        value = job.values if job.state is JobState.COMPLETE else job.predicted_values or math.nan
         self._proposer.observe(job.id, params, value, job.duration)
 
     def _handle_requests(self) -> bool:  # requests from the CLI

@@ -183,6 +183,12 @@ class Job:
         return dict(self.fields.get("values") or {})
 
     @property
+    def predicted_values(self) -> dict[str, float]:
+        """{objective: predicted final value} of a stopped job shown to the model ({} otherwise:
+        see spearmint_nn.daemon.early_stopping)."""
+        return dict(self.fields.get("predicted_values") or {})
+
+    @property
     def value(self) -> float | None:
         """The objective's value of a complete job."""
         return self.fields.get("value")
@@ -236,8 +242,8 @@ class Job:
 
     def counts_toward_budget(self, ignored_failures: Iterable[str]) -> bool:
         """Whether the job counts against max-finished-jobs: complete, stopped early (one
-        evaluation, as a pruned trial is one of Optuna's n_trials; it is not shown to the model
-        as a value), or failed for a reason not in ``ignored_failures`` (the config's
+        evaluation, as a pruned trial is one of Optuna's n_trials; the model sees it at its
+        predicted final value, if any), or failed for a reason not in ``ignored_failures`` (the config's
         ``ignore-failures``: those are neither counted nor shown to the model)."""
         return self.state in (JobState.COMPLETE, JobState.STOPPED) or (
             self.state is JobState.FAILED and self.failure not in ignored_failures)

@@ -45,6 +45,9 @@ RULE_KEYS = {MEDIAN: ("percentile", "min-jobs"), ASHA: ("reduction-factor", "min
 # Optuna's MedianPruner defaults: the 50th percentile, and no pruning before 5 trials completed
 # (n_startup_trials); Li et al.'s and Ray Tune's reduction factor 3 and grace period 1.
 DEFAULTS = {"percentile": 50.0, "min-jobs": 5, "reduction-factor": 3.0, "min-resource": 1.0, "probability": 0.05}
+# A stopped job's final value is predicted from at least this many complete jobs' moves (fewer:
+# it stays a pending point, see predict_final); the 3 that give a mean and a spread at all.
+PREDICTION_MIN_JOBS = 3
 
 
 @dataclass(frozen=True)
@@ -217,8 +220,7 @@ def decide(settings: StoppingSettings, curve: Sequence[Report], others: Sequence
     if step < settings.min_steps:
         return Decision(False, f"step {step:g} is below min-steps {settings.min_steps:g}")
     best = running_best(curve, sign)
-    finals = [o.final for o in others if o.final is not None and math.isfinite(o.final)]
-    incumbent = min(finals, key=lambda v: sign * v) if finals else None
+    incumbent = incumbent_of(others, sign)
     if incumbent is not None and sign * best < sign * incumbent:
         return Decision(False, f"its best so far {best:.6g} beats the best final value {incumbent:.6g}")
     if settings.rule == MEDIAN:
@@ -313,15 +315,13 @@ def model_rule(settings: StoppingSettings, curve: Sequence[Report], others: Sequ
     incumbent; then P(final better than the incumbent) = mean_j Phi((incumbent - (best + d_j)) / h),
     sign-flipped for maximisation."""
     t = max(r.step for r in curve)
-    moves = [o.final - b for o in others if o.final is not None and o.reached(t)
-             and (b := o.best_by(t, sign)) is not None]
+    moves = _moves(others, t, sign)
     if incumbent is None or len(moves) < settings.min_jobs:
         return Decision(False, f"{len(moves)} complete job(s) reached step {t:g}, fewer than min-jobs "
                                f"{settings.min_jobs}")
     best = running_best(curve, sign)
     n = len(moves)
-    mean = sum(moves) / n
-    sd = math.sqrt(sum((d - mean) ** 2 for d in moves) / max(n - 1, 1))
+    sd = _sd(moves)
     floor = 0.01 * max(max(moves) - min(moves), abs(incumbent), 1e-12)
     h = max(1.06 * sd * n ** -0.2, floor)
     chance = sum(0.5 * math.erfc(-sign * (incumbent - (best + d)) / (h * math.sqrt(2))) for d in moves) / n
@@ -330,3 +330,56 @@ def model_rule(settings: StoppingSettings, curve: Sequence[Report], others: Sequ
                               f"{settings.probability:g}, from its best {best:.6g} by step {t:g} and the moves "
                               f"after that step of {n} complete jobs")
     return Decision(False, f"P(its final value beats the best {incumbent:.6g}) = {chance:.3g}")
+
+
+# ---- what a stopped job would have reached -----------------------------------------------------
+
+@dataclass(frozen=True)
+class Prediction:
+    """A stopped job's predicted final value, the spread of that guess, and the number of
+    complete jobs it rests on (:func:`predict_final`)."""
+
+    value: float
+    sd: float
+    jobs: int
+
+
+def predict_final(curve: Sequence[Report], others: Sequence[Other], direction: str = "minimize") -> Prediction | None:
+    """Where a stopped job was heading: its best value by its last step t plus the mean move
+    after t of the complete jobs whose curves reached t (the model rule's analogy, its mean
+    instead of its mixture), with the moves' standard deviation; None when fewer than
+    PREDICTION_MIN_JOBS complete jobs reached t (or no report), where there is nothing to
+    extrapolate from.
+
+    The value is never better than the incumbent's final value: the job was stopped because a
+    rule judged it would not beat it, and a guess must not become the best a search reports or
+    improves on (the complete jobs' moves come from the curves that survived, which improve
+    more than a stopped one would)."""
+    sign = parse_direction(direction)
+    if not curve:
+        return None
+    moves = _moves(others, max(r.step for r in curve), sign)
+    if len(moves) < PREDICTION_MIN_JOBS:
+        return None
+    value = running_best(curve, sign) + sum(moves) / len(moves)
+    incumbent = incumbent_of(others, sign)
+    if incumbent is not None and sign * value < sign * incumbent:
+        value = incumbent
+    return Prediction(value, _sd(moves), len(moves))
+
+
+def incumbent_of(others: Sequence[Other], sign: float) -> float | None:
+    """The best final value of the others (None: no feasible complete job)."""
+    finals = [o.final for o in others if o.final is not None and math.isfinite(o.final)]
+    return min(finals, key=lambda v: sign * v) if finals else None
+
+
+def _moves(others: Sequence[Other], t: float, sign: float) -> list[float]:
+    """final_j - best_j(t) of each complete job j whose curve reached step t."""
+    return [o.final - b for o in others if o.final is not None and o.reached(t)
+            and (b := o.best_by(t, sign)) is not None]
+
+
+def _sd(values: Sequence[float]) -> float:
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / max(len(values) - 1, 1))

@@ -14,8 +14,13 @@ observation is feasible (the last one, for a point observed more than once), Non
 running, stopped, failed or infeasible. As the daemon judges a job only when its curve grew, a
 point asked about again without a new report gets the same answer (and the ASHA rule judges
 only the rungs that new reports crossed). A stopped point is told to the model as the daemon
-tells its stopped jobs: a pending point for good (handed out, if it was not), so its neighbourhood
-is not proposed again while nothing false is learnt (it has no value, and it did not fail).
+tells its stopped jobs: observed at its predicted final value
+(:func:`~spearmint_nn.problem.stopping_rules.predict_final`: where the complete points' curves
+say it was heading, never better than the incumbent) with its constraints unknown, so the model
+learns that its region is poor without a value it never reached or a failure it never had; a
+point stopped before 3 complete points reached its step, with nothing to extrapolate from, is a
+pending point for good instead (handed out, if it was not). Either way its neighbourhood is not
+proposed again, and to the rules it stays a curve without a final value.
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..problem.stopping_rules import Decision, Other, Report, decide, parse_early_stopping
+from ..problem.stopping_rules import Decision, Other, Prediction, Report, decide, parse_early_stopping, predict_final
 from ..problem.tasks import Tasks
 from .candidates import point_key, point_keys
 from ..problem.space import Space
@@ -59,6 +64,7 @@ class Observations:
         #: ConfigError naming ``early_stopping.<option>``.
         self.stopping = parse_early_stopping("early_stopping", {} if early_stopping is None else early_stopping)
         self._curves: dict[tuple, _Curve] = {}  # point_key -> the curve told for the point
+        self._predictions: dict[tuple, Prediction] = {}  # stopped points observed at their predicted final value
 
     def __len__(self) -> int:
         return len(self.X)
@@ -74,7 +80,10 @@ class Observations:
         if key in self._observed_keys:
             warnings.warn(f"observe: {_point_text(self.space, row)} was observed before; this value is kept as a "
                           "repeated measurement of that point (the models see both)", stacklevel=3)
-        self._observed_keys.add(key)
+        self._append(row, objective, constraints, seconds)
+
+    def _append(self, row: np.ndarray, objective: float, constraints: Mapping[str, float], seconds: float) -> None:
+        self._observed_keys.add(point_key(row))
         self._drop_handed_out(row)
         self.X.append(row)
         self.objective.append(self.sign * objective)
@@ -140,39 +149,55 @@ class Observations:
     def stop_decision(self, params: Mapping[str, Any]) -> Decision:
         """The rule's answer for ``params``: see :meth:`EarlyStoppingCalls.stop_decision`."""
         key = point_key(self.space.encode([params])[0])
-        finals = self._finals()
         curve = self._curves.get(key)
-        if key in finals:
-            return Decision(False, "observed: it has finished")
         if curve is not None and curve.stopped:
             return Decision(True, "told stopped before")
+        if key in self._observed_keys:
+            return Decision(False, "observed: it has finished")
         if curve is None or not curve.reports:
             return Decision(False, "no report yet")
         if curve.judged is None or curve.judged[0] != len(curve.reports):
-            others = [Other(c.reports, finals.get(k)) for k, c in self._curves.items() if k != key]
-            others += [Other([], final) for k, final in finals.items() if k not in self._curves]
-            direction = "minimize" if self.sign > 0 else "maximize"
-            curve.judged = (len(curve.reports), decide(self.stopping, curve.reports, others, direction, curve.since))
+            decision = decide(self.stopping, curve.reports, self._others(key), self._direction, curve.since)
+            curve.judged = (len(curve.reports), decision)
             curve.since = max(r.step for r in curve.reports)
         return curve.judged[1]
 
-    def stopped(self, params: Mapping[str, Any]) -> None:
+    def stopped(self, params: Mapping[str, Any]) -> Prediction | None:
         """Record ``params`` as stopped: see :meth:`EarlyStoppingCalls.tell_stopped`."""
         row = self.space.encode([params])[0]
         key = point_key(row)
+        if key in self._predictions:  # told stopped again
+            return self._predictions[key]
         if key in self._observed_keys:
             raise ValueError(f"tell_stopped: {_point_text(self.space, row)} was observed: it has finished")
-        self._curves.setdefault(key, _Curve()).stopped = True
-        if key not in point_keys(np.asarray(self.handed_out).reshape(-1, self.space.dim)):
+        curve = self._curves.setdefault(key, _Curve())
+        curve.stopped = True
+        prediction = predict_final(curve.reports, self._others(key), self._direction)
+        if prediction is not None:
+            self._predictions[key] = prediction
+            self._append(row, prediction.value, {name: math.nan for name in self.tasks.constraints}, math.nan)
+        elif key not in point_keys(np.asarray(self.handed_out).reshape(-1, self.space.dim)):
             self.handed_out.append(row)
+        return prediction
+
+    @property
+    def _direction(self) -> str:
+        return "minimize" if self.sign > 0 else "maximize"
+
+    def _others(self, key: tuple) -> list[Other]:
+        """Every point but ``key`` as the rules see it: its curve and final value."""
+        finals = self._finals()
+        others = [Other(c.reports, finals.get(k)) for k, c in self._curves.items() if k != key]
+        return others + [Other([], final) for k, final in finals.items() if k not in self._curves]
 
     def _finals(self) -> dict[tuple, float | None]:
         """point_key -> the objective observed there in the user's sign when that observation is
-        feasible, else None; the last observation of a point observed more than once."""
+        feasible and not a stopped point's prediction, else None; the last observation of a point
+        observed more than once."""
         if not self.X:
             return {}
         feasible = self.feasible_mask()
-        return {key: self.sign * y if ok else None
+        return {key: self.sign * y if ok and key not in self._predictions else None
                 for key, y, ok in zip(point_keys(np.asarray(self.X)), self.objective, feasible)}
 
     def _drop_handed_out(self, row: np.ndarray) -> bool:
@@ -191,7 +216,7 @@ class _Curve:
     reports: list[Report] = field(default_factory=list)
     judged: tuple[int, Decision] | None = None  # (reports judged, the answer), given again until one more comes
     since: float | None = None                  # the last step judged: the ASHA rule's rungs above it are new
-    stopped: bool = False                       # told stopped: pending for good, and never judged again
+    stopped: bool = False                       # told stopped: never judged again
 
 
 class EarlyStoppingCalls:
@@ -205,7 +230,7 @@ class EarlyStoppingCalls:
             loss = train_one_epoch(params)
             opt.report(params, epoch, loss)
             if opt.should_stop(params):        # why: opt.stop_decision(params).why
-                opt.tell_stopped(params)       # pending for good: no value, no failure
+                opt.tell_stopped(params)       # seen at its predicted final value: no failure
                 break
         else:
             opt.observe(params, loss)          # its final value, as for any point
@@ -238,12 +263,14 @@ class EarlyStoppingCalls:
         point; True once the point was told stopped. Asked again before a new report, the same answer."""
         return self._data.stop_decision(params)
 
-    def tell_stopped(self, params: Mapping[str, Any]) -> None:
-        """Tell that ``params`` was stopped early. Like the daemon's stopped jobs it stays pending
-        for good (in :attr:`pending`; a point not handed out is added), so the model fantasises its
-        outcome and proposes elsewhere, and its curve stays for the rules; :meth:`observe` it
-        instead if it ran to its end after all. A point already observed is a ValueError."""
-        self._data.stopped(params)
+    def tell_stopped(self, params: Mapping[str, Any]) -> Prediction | None:
+        """Tell that ``params`` was stopped early. Like the daemon's stopped jobs it is observed at
+        its predicted final value (returned: ``value``, ``sd``, and the ``jobs`` it rests on; see
+        the module docstring), or, with fewer than 3 complete points past its step, stays pending
+        for good (in :attr:`pending`; a point not handed out is added; None returned). Its curve
+        stays for the rules; :meth:`observe` it instead if it ran to its end after all. A point
+        already observed is a ValueError."""
+        return self._data.stopped(params)
 
 
 def _seconds(duration: Any) -> float:

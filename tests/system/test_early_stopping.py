@@ -55,11 +55,11 @@ BAD = [3, 5]
 GOOD = [1, 2, 4]
 
 
-def _folder(tmp_path: Path, **config) -> Path:
+def _folder(tmp_path: Path, points: list[float] = POINTS, **config) -> Path:
     folder = write_experiment(tmp_path / "exp", quick_config(**{
-        "variables": {"x": {"type": "FLOAT", "min": 0.0, "max": 1.0}}, "max-finished-jobs": len(POINTS),
+        "variables": {"x": {"type": "FLOAT", "min": 0.0, "max": 1.0}}, "max-finished-jobs": len(points),
         "max-concurrent": 2, "polling-time": 0.3, **config}), {"wrapper.py": WRAPPER})
-    for x in POINTS:  # queued before the daemon starts: ids 1..5 in this order, no proposal
+    for x in points:  # queued before the daemon starts: ids 1, 2, ... in this order, no proposal
         point = tmp_path / "point.json"
         point.write_text(json.dumps({"x": [x]}))
         assert cli("add", folder, point).returncode == 0
@@ -122,6 +122,28 @@ def test_the_median_rule_stops_bad_jobs_and_lets_good_ones_complete(tmp_path):
     assert again.returncode == 0, again.stderr
     assert {job_id: state for job_id, (state, _) in all_jobs(folder).items()} == {
         1: "complete", 2: "complete", 3: "stopped", 4: "complete", 5: "stopped"}
+
+
+def test_a_job_stopped_after_three_complete_ones_is_shown_to_the_model_at_its_predicted_value(tmp_path):
+    # one at a time: three good jobs complete, then the bad one is stopped at a step t >= 2. Each
+    # good job moved 1/6 - 1/t after step t (from x + 1/t to x + 1/6): the bad one is predicted at
+    # 10.9 + 1/t + 1/6 - 1/t, whatever t, from 3 jobs whose moves agree (sd 0)
+    folder = _folder(tmp_path, [0.1, 0.2, 0.3, 0.9], **{
+        "max-concurrent": 1, "early-stopping": {"rule": "median", "min-steps": 2, "min-jobs": 3}})
+    run = cli("run", folder, timeout=240)
+    assert run.returncode == 0, run.stderr
+    jobs = all_jobs(folder)
+    assert {job_id: state for job_id, (state, _) in jobs.items()} == {
+        1: "complete", 2: "complete", 3: "complete", 4: "stopped"}
+    record = jobs[4][1]
+    assert record["predicted_values"] == {"main": pytest.approx(10.9 + 1 / 6)}, record
+    assert record["predicted_sd"] == pytest.approx(0.0, abs=1e-9) and record["predicted_from_jobs"] == 3
+    log = ExperimentPaths(folder).log.read_text()
+    assert f"shown to the model at its predicted final value {10.9 + 1 / 6:.6g}" in log, log
+    # a daemon started again shows it to the model again, with the complete ones
+    again = cli("run", folder, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "4 finished job(s) shown to the model" in ExperimentPaths(folder).log.read_text()
 
 
 def test_without_the_key_nothing_is_stopped(tmp_path):

@@ -77,7 +77,7 @@ def test_a_job_the_rule_stops_is_cancelled_and_recorded_stopped(tmp_path, proces
     assert early.poll() == []  # the bad job's step 1 is below min-steps
     _write_curve(store, bad, [(2, 2.5)])
     assert curves.poll()
-    assert early.poll() == [bad]  # best 2.5 by step 2 > the median 0.65
+    assert [job.id for job in early.poll()] == [bad]  # best 2.5 by step 2 > the median 0.65
     assert bad_proc.wait(timeout=30) != 0 and good_proc.poll() is None
     record = json.loads(store.paths.job_file("stopped", bad).read_text())
     assert record["state"] == "stopped" and record["stopped_step"] == 2
@@ -87,6 +87,26 @@ def test_a_job_the_rule_stops_is_cancelled_and_recorded_stopped(tmp_path, proces
     assert store.get(good).state is JobState.RUNNING
     assert early.points() == [store.get(bad).params]  # handed to the optimizer as pending
     assert store.finished_count(config.ignored_failures) == 3
+
+
+def test_a_job_stopped_past_three_complete_curves_is_shown_to_the_model_at_its_predicted_value(tmp_path, processes):
+    config, store, curves, early = _setup(tmp_path, {"rule": "median", "min-jobs": 2, "min-steps": 2})
+    third = store.new_job({"x": [0.3], "y": [0.0]}, "optimizer")
+    _write_curve(store, third.id, [(1, 1.3), (2, 0.8), (3, 0.5)])
+    store.move(third.id, JobState.RUNNING, driver="local", scheduler_id="1:1")
+    store.move(third.id, JobState.COMPLETE, values={"main": 0.5}, value=0.5)
+    bad, bad_proc = _running(store, processes, [(1, 3.0), (2, 2.5)])
+    shown = []
+    early.observe = shown.append  # the daemon's: to the optimizer
+    assert curves.poll()
+    stopped = early.poll()
+    assert [job.id for job in stopped] == [bad] and bad_proc.wait(timeout=30) != 0
+    # the complete jobs moved -0.4, -0.4 and -0.3 after step 2: 2.5 + their mean
+    record = json.loads(store.paths.job_file("stopped", bad).read_text())
+    assert record["predicted_values"]["main"] == pytest.approx(2.5 - 1.1 / 3)
+    assert record["predicted_sd"] == pytest.approx(0.0577, abs=1e-4) and record["predicted_from_jobs"] == 3
+    assert stopped[0].predicted_values == record["predicted_values"] and shown == stopped
+    assert early.points() == []  # observed at that value, not pending
 
 
 def test_a_job_is_judged_again_only_when_its_curve_grew_and_a_finished_one_is_left_alone(tmp_path, processes):
@@ -102,7 +122,7 @@ def test_a_job_is_judged_again_only_when_its_curve_grew_and_a_finished_one_is_le
     assert not curves.poll() and early.poll() == []
     _write_curve(store, waiting, [(3, 0.45)])
     curves.poll()
-    assert early.poll() == [waiting]  # 0.45 by step 3 > the median 0.25 of 0.2 and 0.3
+    assert [job.id for job in early.poll()] == [waiting]  # 0.45 by step 3 > the median 0.25 of 0.2 and 0.3
     assert waiting_proc.wait(timeout=30) != 0
 
 

@@ -7,8 +7,8 @@ from helpers.experiments import quick_config, write_experiment
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.experiment.curves import Report
-from spearmint_nn.problem.stopping_rules import (ASHA, MEDIAN, MODEL, Other, StoppingSettings, decide,
-                                                 parse_early_stopping, percentile, rungs, running_best,
+from spearmint_nn.problem.stopping_rules import (ASHA, MEDIAN, MODEL, Other, Prediction, StoppingSettings, decide,
+                                                 parse_early_stopping, percentile, predict_final, rungs, running_best,
                                                  value_at_rung)
 
 
@@ -190,3 +190,25 @@ def test_the_cached_lookups_of_another_job_are_the_plain_ones(points):
             assert other.value_at(t) == value_at_rung(other.curve, t), t
     assert other.last_step == max(step for step, _ in points)
     assert Other([]).last_step is None and Other([]).best_by(3, 1.0) is None and Other([]).value_at(1) is None
+
+
+def test_a_stopped_jobs_final_value_is_predicted_from_the_complete_jobs_moves():
+    # moves after step 2: 0.5 - 0.8, 0.4 - 0.7, 0.3 - 0.6 = -0.3 each; best by step 2 is 1.5
+    prediction = predict_final(curve((1, 2.0), (2, 1.5)), COMPLETE)
+    assert prediction == Prediction(pytest.approx(1.2), pytest.approx(0.0), 3)
+    # moves after step 1 of -0.4, -0.5 and -0.6: mean -0.5, sd 0.1
+    spread = predict_final(curve((1, 2.0)), [Other(curve((1, 1.0), (2, 0.8)), final=0.6),
+                                             Other(curve((1, 0.9), (2, 0.7)), final=0.4),
+                                             Other(curve((1, 0.8), (2, 0.6)), final=0.2)])
+    assert (spread.value, spread.sd, spread.jobs) == (pytest.approx(1.5), pytest.approx(0.1), 3)
+    # maximising: the best by step 2 is 2.0 and the moves from the highest values by step 2 are
+    # -0.5 each; 1.5 would beat the incumbent 0.5, so 0.5
+    assert predict_final(curve((1, 2.0), (2, 1.5)), COMPLETE, "maximize").value == pytest.approx(0.5)
+
+
+def test_a_prediction_is_never_better_than_the_incumbent_and_needs_three_complete_jobs():
+    # 0.55 by step 2, minus 0.3, would be 0.25: below the incumbent 0.3, so 0.3
+    assert predict_final(curve((1, 0.7), (2, 0.55)), COMPLETE).value == pytest.approx(0.3)
+    assert predict_final(curve((1, 2.0), (2, 1.5)), COMPLETE[:2]) is None
+    assert predict_final(curve((1, 2.0), (4, 1.5)), COMPLETE) is None  # none reached step 4
+    assert predict_final([], COMPLETE) is None

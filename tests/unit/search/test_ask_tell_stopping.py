@@ -127,3 +127,24 @@ def test_the_options_change_no_proposal():
         plain = optimizer().suggest(4)
         stopping = optimizer(early_stopping={"rule": "asha", "max-steps": 9}).suggest(4)
     assert [p["x"].tolist() for p in plain] == [p["x"].tolist() for p in stopping]
+
+
+def test_a_point_stopped_past_three_observed_curves_is_observed_at_its_predicted_final_value():
+    opt = optimizer(early_stopping={"rule": "median", "min-jobs": 3})
+    tell(opt, 0.1, (1, 1.0), (2, 0.8), final=0.6)  # moves after step 1: -0.4, -0.5, -0.6
+    tell(opt, 0.2, (1, 0.9), (2, 0.7), final=0.4)
+    tell(opt, 0.3, (1, 0.8), (2, 0.6), final=0.2)
+    stopped = tell(opt, 0.4, (1, 2.0))
+    assert opt.should_stop(stopped)  # 2.0 by step 1, worse than the median 0.9
+    prediction = opt.tell_stopped(stopped)
+    assert (prediction.value, prediction.sd, prediction.jobs) == (pytest.approx(1.5), pytest.approx(0.1), 3)
+    assert opt.tell_stopped(stopped) is prediction  # told again: nothing changes
+    assert opt.n_observed == 4 and opt.pending == [] and opt.should_stop(stopped)
+    assert opt.incumbent[1] == pytest.approx(0.2)
+    # to the rules it is still a curve without a final value: the median at step 1 stays that of
+    # the three observed points (0.9), not of four finals
+    assert opt.should_stop(tell(opt, 0.5, (1, 0.95)))
+    assert not opt.should_stop(tell(opt, 0.6, (1, 0.85)))
+    # a prediction never beats the incumbent: 0.5 by step 1, less 0.5, is 0.0 < 0.2
+    assert opt.tell_stopped(tell(opt, 0.7, (1, 0.5))).value == pytest.approx(0.2)
+    assert opt.incumbent[0]["x"] == pytest.approx(0.3)
