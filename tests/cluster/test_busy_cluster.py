@@ -6,6 +6,7 @@ the slots kept busy. The full size (1000 jobs, 200 at once) is run by hand:
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers import batch_scenarios as scenarios
+from spearmint_nn.experiment.layout import ExperimentPaths
 from test_sge import sge_problem
 from test_slurm import slurm_problem
 
@@ -42,4 +44,7 @@ def test_fifty_jobs_eight_at_once_through_two_restarts(tmp_path: Path, scheduler
     # 8 slots, jobs of 6-12 s: outside the first 10 s, the controller's down time (Grid Engine's
     # takes 35 s here) and the 10 s after each restart, busy at least 70% of the time (about 90%
     # in CI); a daemon that submitted one job per poll (2 s) would keep about half of them busy
-    assert result["steady_busy_share"] > 0.7, result
+    log = ExperimentPaths(tmp_path / "work" / scheduler / "experiment").log
+    assert result["steady_busy_share"] > 0.7, "\n".join([
+        json.dumps({key: value for key, value in result.items() if key != "ledger"}, indent=1),
+        f"load average {os.getloadavg()}", log.read_text()[-6000:] if log.exists() else "no log"])

@@ -83,6 +83,7 @@ def test_jobs_preempted_by_a_higher_priority_partition_still_all_finish(tmp_path
                               timeout=60).stdout.split()[0]
         high = subprocess.run(["sbatch", "--parsable", "-p", "high", "-n", cpus, "-J", "sm-high", "-o", "/dev/null",
                                "--wrap", "sleep 10"], capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+        _wait_for_the_high_job(high, exp)
         # SLURM holds a job it requeued for 120 s (its BeginTime), so this takes some minutes
         assert daemon.wait(timeout=600) == 0
     finally:
@@ -101,6 +102,22 @@ def test_jobs_preempted_by_a_higher_priority_partition_still_all_finish(tmp_path
                             capture_output=True, text=True, timeout=120)
     summary = json.loads(status.stdout)
     assert summary["attempts"] == {"total": 8, "interrupted_jobs": 4}, status.stderr
+
+
+def _wait_for_the_high_job(high: str, exp) -> None:
+    """The preempting job starts within 2 minutes (it takes every CPU, so only by preempting the
+    experiment's jobs), else the test fails with what SLURM says of it, the queue and the node."""
+    def started() -> bool:
+        state = subprocess.run(["sacct", "-n", "-X", "-P", "-j", high, "-o", "State"], capture_output=True,
+                               text=True, timeout=60).stdout.split()
+        return bool(state) and state[0] not in ("PENDING", "")
+    try:
+        scenarios.wait_for(started, 120, "the job of partition high to start")
+    except AssertionError as exc:
+        said = [subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout for argv in (
+            ["scontrol", "show", "job", high], ["squeue", "-a", "-o", "%i %P %j %T %C %M %r"],
+            ["scontrol", "show", "node"])]
+        raise AssertionError(f"{exc}; runs so far {sorted(scenarios.runs(exp))}\n" + "\n".join(said)) from None
 
 
 def test_a_queued_job_is_found_by_its_name_and_folder(tmp_path, cluster):
