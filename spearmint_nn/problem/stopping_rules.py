@@ -1,6 +1,6 @@
 """Early stopping of running jobs: the config key ``early-stopping`` and its rules.
 
-``"early-stopping": {"rule": "median", "min-steps": 5}`` opts an experiment in (absent: no job
+``"early-stopping": {"rule": "model", "min-steps": 5}`` opts an experiment in (absent: no job
 is ever stopped). At each poll the daemon asks :func:`decide` about every running job whose
 learning curve (:mod:`spearmint_nn.experiment.curves`) has new reports, and stops the job when
 the rule says so (:mod:`spearmint_nn.daemon.early_stopping`). The rules are pure functions of
@@ -10,7 +10,8 @@ which a job was already judged (``since``), which a restarted daemon does not kn
 
 Keys (unknown ones are an error, naming the key):
 
-* ``rule``: ``"median"`` (the default), ``"asha"`` or ``"model"``;
+* ``rule``: ``"model"`` (the default: on the benchmark's problems it ends ahead of the other two
+  and of Optuna's pruners, ``benchmarks/RESULTS.md``), ``"median"`` or ``"asha"``;
 * ``min-steps`` (default 0): no decision while the job's last reported step is below it;
 * ``max-steps`` (default null): a job's full budget in steps; ASHA needs it (no rung at or
   beyond it);
@@ -64,7 +65,7 @@ class Report:
 class StoppingSettings:
     """The ``early-stopping`` key, parsed (see the module docstring for each field's meaning)."""
 
-    rule: str = MEDIAN
+    rule: str = MODEL
     min_steps: float = 0.0
     max_steps: float | None = None
     percentile: float = DEFAULTS["percentile"]
@@ -148,7 +149,7 @@ def parse_early_stopping(path: str, value: Any) -> StoppingSettings | None:
         return None
     if not isinstance(value, Mapping):
         raise ConfigError(path, f"must be an object such as {{\"rule\": \"median\", \"min-steps\": 5}} (got {value!r})")
-    rule = value.get("rule", MEDIAN)
+    rule = value.get("rule", MODEL)
     if not isinstance(rule, str) or rule.lower() not in RULES:
         hint = did_you_mean(rule, RULES) if isinstance(rule, str) else ""
         raise ConfigError(f"{path}.rule", f"must be one of {', '.join(RULES)} (got {rule!r}){hint}")

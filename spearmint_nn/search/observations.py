@@ -236,8 +236,8 @@ class EarlyStoppingCalls:
             opt.observe(params, loss)          # its final value, as for any point
 
     ``early_stopping`` takes the config key's object (``rule``: ``"median"``, ``"asha"`` or
-    ``"model"``, ``min-steps``, ...; absent: ``{}``, the key's defaults, the median rule with
-    min-steps 0 and min-jobs 5). Points are identified by their params, as :meth:`observe`
+    ``"model"``, ``min-steps``, ...; absent: ``{}``, the key's defaults, the model rule with
+    min-steps 0, min-jobs 5 and probability 0.05). Points are identified by their params, as :meth:`observe`
     identifies them. A point is judged against the final values of the points observed (the
     median rule needs ``min-jobs`` of them whose curves reached its step) and the curves of all.
     """

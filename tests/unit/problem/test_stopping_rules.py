@@ -118,7 +118,7 @@ def test_asha_never_stops_the_incumbent_and_maximises():
 
 def test_the_key_parses_with_defaults_and_names_the_wrong_key():
     assert parse_early_stopping("early-stopping", None) is None
-    assert parse_early_stopping("early-stopping", {}) == StoppingSettings(rule=MEDIAN)
+    assert parse_early_stopping("early-stopping", {}) == StoppingSettings(rule=MODEL)
     assert parse_early_stopping("early-stopping", {"rule": "ASHA", "max-steps": 50, "reduction-factor": 4}) == \
         StoppingSettings(rule=ASHA, max_steps=50, reduction_factor=4)
     cases = [({"rule": "median", "percentile": 150}, "early-stopping.percentile"),
@@ -126,7 +126,7 @@ def test_the_key_parses_with_defaults_and_names_the_wrong_key():
              ({"rule": "asha", "max-steps": 10, "min-resource": 10}, "early-stopping.min-resource"),
              ({"rule": "asha", "max-steps": 10, "reduction-factor": 1}, "early-stopping.reduction-factor"),
              ({"min-steps": 5, "max-steps": 5}, "early-stopping.min-steps"),
-             ({"probability": 0.1}, "early-stopping.probability"),
+             ({"percentile": 40}, "early-stopping.percentile"),  # a median option, not the default model rule's
              ("median", "early-stopping")]
     for value, key in cases:
         with pytest.raises(ConfigError) as info:
