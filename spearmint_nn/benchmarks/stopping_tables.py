@@ -38,13 +38,13 @@ def early_stopping_table(file: str, workers: int, methods: Sequence[tuple[str, s
                     [[label, a, b, c] for (_, label), a, b, c in zip(picked, *columns, reach)])
 
 
-def early_stopping_rows(file: str, workers: int, labels: dict[str, str] | None = None) -> str:
+def early_stopping_rows(file: str, workers: int, labels: dict[str, str] | None = None, digits: int = 3) -> str:
     """RESULTS.md's: every method at ``workers`` workers (as labelled, else by name): jobs
     started (median), budget spent, compute to no stopping's final best, the median best at
-    1/4, 1/3, 1/2 and all of the compute, seconds per ask."""
+    1/4, 1/3, 1/2 and all of the compute (``digits`` decimals), seconds per ask."""
     labels = labels or {}
     rows = list(_rows(file, workers).values())
-    best = [bold_lowest([_best(r[f"best@{share}"], 3) for r in rows], [r[f"best@{share}"] for r in rows])
+    best = [bold_lowest([_best(r[f"best@{share}"], digits) for r in rows], [r[f"best@{share}"] for r in rows])
             for share in SHARES]
     reach = bold_lowest([_reach(r) for r in rows], [r["compute_to_target"] for r in rows])
     body = [[labels.get(r["method"], r["method"]), f"{r['started']:.0f}", f"{r['spent']:.2f}", c, *cells,

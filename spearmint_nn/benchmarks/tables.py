@@ -406,6 +406,11 @@ TABLES: dict[str, Callable[[], str]] = {
         "ours": "ours (no stopping)", "asha-random": "asha-random (no limit)"}),
     "early-stopping-hartmann6-wins": lambda: early_stopping_wins("early-stopping-hartmann6-asha-nocap.json", 1, (
         "ours", "tpe-sh", "tpe-hyperband", "gp-sh", "asha-random"), {"ours": "vs ours", "asha-random": "asha-random (no limit)"}),
+    "early-stopping-digits-mlp": lambda: early_stopping_rows("early-stopping-digits-mlp-asha-nocap.json", 1, {
+        "ours": "ours (no stopping)", "asha-random": "asha-random (no limit)"}, digits=4),
+    "early-stopping-digits-mlp-wins": lambda: early_stopping_wins("early-stopping-digits-mlp-asha-nocap.json", 1, (
+        "ours", "tpe-median", "tpe-sh", "gp-hyperband", "asha-random"),
+        {"ours": "vs ours", "asha-random": "asha-random (no limit)"}),
     # RESULTS.md, "benchmarks.parallel", in its order
     "batch50-8seeds": ParallelTable(BATCH50, rows(
         "ours", "botorch-qlognei", "optuna-gp", "optuna-tpe", "botorch-ts", "sobol"), (
