@@ -9,7 +9,7 @@ import json
 import math
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .checkpoints import summarise_run
 
@@ -26,14 +26,15 @@ def load(name: str) -> dict[str, Any]:
 
 
 
-def bold_lowest(cells: list[str], numbers: list[float]) -> list[str]:
-    """``cells`` with those of the lowest number (as printed: a tie is a tie) in bold."""
-    shown = [float(c.split()[0]) if c.split()[0] != "-" else math.inf for c in cells]
-    finite = [s for s, n in zip(shown, numbers) if math.isfinite(n)]
+def bold_lowest(cells: list[str], numbers: list[float], best: Callable[[list[float]], float] = min) -> list[str]:
+    """``cells`` with those of the lowest number (as printed: a tie is a tie) in bold; ``best``
+    max: the highest."""
+    shown = [float(c.split()[0]) if c.split()[0] != "-" else math.nan for c in cells]
+    finite = [s for s, n in zip(shown, numbers) if math.isfinite(n) and math.isfinite(s)]
     if len(finite) < 2:
         return cells
-    low = min(finite)
-    return [_bold_first(c) if s == low else c for c, s in zip(cells, shown)]
+    top = best(finite)
+    return [_bold_first(c) if s == top else c for c, s in zip(cells, shown)]
 
 
 def _bold_first(cell: str) -> str:
