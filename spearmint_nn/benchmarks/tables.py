@@ -271,7 +271,7 @@ def suite_table(file: str, dim: int) -> str:
     groups = summary["dims"][str(dim)]
     methods = sorted(groups["groups"]["all"], key=lambda m: summary["ranks"]["mean"][m])
     cells = {m: groups["groups"]["all"][m] for m in methods}
-    columns = [bold_lowest([f"{cells[m]['ecdf'][i]:.2f}" for m in methods], [1.0] * len(methods), max)
+    columns = [bold_lowest([f"{cells[m]['ecdf'][i]:.3f}" for m in methods], [1.0] * len(methods), max)
                for i in range(len(groups["budgets_per_dim"]))]
     columns.append(bold_lowest([f"{cells[m]['area']:.3f}" for m in methods], [1.0] * len(methods), max))
     columns.append(bold_lowest([f"{summary['ranks']['mean'][m]:.2f}" for m in methods], [1.0] * len(methods)))
@@ -423,6 +423,8 @@ TABLES: dict[str, Callable[[], str]] = {
         "ours": "ours (no stopping)", "asha-random": "asha-random (no limit)"}),
     "early-stopping-hartmann6-wins": lambda: early_stopping_wins("early-stopping-hartmann6-asha-nocap.json", 1, (
         "ours", "tpe-sh", "tpe-hyperband", "gp-sh", "asha-random"), {"ours": "vs ours", "asha-random": "asha-random (no limit)"}),
+    # RESULTS.md, "benchmarks.suite"
+    "suite-d5-sequential": lambda: suite_table("suite-d5-sequential.json", 5),
     "early-stopping-hartmann6-w20": lambda: early_stopping_rows("early-stopping-hartmann6-w20-asha-nocap.json", 20, {
         "ours": "ours (no stopping)", "asha-random": "asha-random (no limit)"}),
     "early-stopping-hartmann6-w20-wins": lambda: early_stopping_wins("early-stopping-hartmann6-w20-asha-nocap.json", 20, (
