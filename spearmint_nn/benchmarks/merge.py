@@ -12,7 +12,9 @@ sources, and a source none of the kept runs comes from is dropped.
 
 Later files win for the same problem, method and seed, as with ``benchmarks.parallel
 --include`` (which records its sources the same way). Every run must have the same mode,
-workers in flight and evaluations; runs stay as they are (summaries or full traces).
+workers in flight and evaluations; runs stay as they are (summaries or full traces). Reports of
+the suite (``benchmarks.suite``, e.g. one per set of instances) merge the same way: their runs
+must share the regime and the evaluations per dimension, and the summary is the suite's.
 """
 from __future__ import annotations
 
@@ -61,7 +63,19 @@ def check_sizes(runs: Sequence[Run], mode: str, workers: int, evals: int) -> lis
     return wrong
 
 
+def check_suite_sizes(runs: Sequence[Run]) -> list[str]:
+    """What is wrong with the suite's ``runs`` for one report: another regime or budget than the first's."""
+    from .bbob import parse_name
+
+    def size(run: Run) -> tuple[str, float]:
+        return run["regime"], summarise_run(run)["evals"] / parse_name(run["problem"])[1]
+
+    return [f"{run['problem']} {run['method']} seed {run['seed']} ran {size(run)[0]} with {size(run)[1]:g} x d "
+            f"evaluations, not {size(runs[0])[0]} with {size(runs[0])[1]:g} x d" for run in runs if size(run) != size(runs[0])]
+
+
 def main(argv: list[str] | None = None) -> int:
+    from .ecdf import report
     from .parallel import report_points, summarise
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -72,12 +86,16 @@ def main(argv: list[str] | None = None) -> int:
     runs = list(found.values())
     first = runs[0]
     evals = summarise_run(first)["evals"]
-    wrong = check_sizes(runs, first["mode"], first["workers"], evals)
+    suite = "regime" in first
+    wrong = check_suite_sizes(runs) if suite else check_sizes(runs, first["mode"], first["workers"], evals)
     if wrong:
         parser.error("; ".join(wrong))
-    checkpoints, time_points = report_points(first["mode"], first["workers"], evals, first.get("job_seconds", 0.0))
-    write_json(args.json, {"merged": args.reports, "sources": sources,
-                           "summary": summarise(runs, checkpoints, time_points), "runs": runs})
+    if suite:
+        summary = report(runs)
+    else:
+        checkpoints, time_points = report_points(first["mode"], first["workers"], evals, first.get("job_seconds", 0.0))
+        summary = summarise(runs, checkpoints, time_points)
+    write_json(args.json, {"merged": args.reports, "sources": sources, "summary": summary, "runs": runs})
     print(f"{len(runs)} runs from {len(sources)} invocations", file=sys.stderr)
     return 0
 

@@ -27,6 +27,7 @@ ImportError naming the extra. The versions of their libraries are in every repor
 from __future__ import annotations
 
 import importlib.util
+import json
 import warnings
 from dataclasses import fields
 from typing import Any, Callable, Protocol, Sequence
@@ -260,7 +261,10 @@ def split_methods(text: str) -> list[str]:
 
 
 def _setting(text: str) -> Any:
-    """A setting's value from the command line: an int, a float, else the string."""
+    """A setting's value from the command line: an int, a float, a JSON object ("{...}", e.g. of
+    model_options), else the string."""
+    if text.startswith("{"):
+        return json.loads(text)
     for kind in (int, float):
         try:
             return kind(text)

@@ -16,6 +16,10 @@ asynchronous ones have (:func:`batch_finish_times`): the jobs' durations are the
 draws of the seed, a round starts when the slowest job of the one before has finished and its
 proposal has been made (its measured wall time), and each result counts from its job's end.
 
+``--quick`` checks the harness, not the quality, in about a minute: 2-D, the first function of
+each of the five groups, instance 1, 5 x d evaluations or the shared start and two rounds of the
+regime if more (the options it replaces are ignored).
+
 The budget is ``--budget`` x d evaluations (the issue's 10 x d to 50 x d). The JSON report holds
 the provenance, the arguments, the ECDF summary and every run's summary (no traces); it is
 rewritten as each run ends, so an interrupted suite keeps what finished.
@@ -23,6 +27,7 @@ rewritten as each run ends, so an interrupted suite keeps what finished.
     python -m spearmint_nn.benchmarks.suite --dims 2,5 --functions 1-24 --instances 1-5
         --regime sequential --methods ours,sobol,turbo --seeds 1 [--budget 20] [--workers 1]
         [--json suite.json]
+    python -m spearmint_nn.benchmarks.suite --quick --regime batch10 --methods ours,sobol
 """
 from __future__ import annotations
 
@@ -40,6 +45,9 @@ from .checkpoints import summarise_run
 from .parallel import DURATION_SIGMA, run_async, run_batches
 from .parallel_methods import check_method, make_method, split_methods
 from .runs import parse_seeds, run_in_processes, seed_list, write_report
+
+#: what ``--quick`` runs: the first function of each group, in 2-D, on instance 1 (its budget: :func:`quick_budget`)
+QUICK = {"dims": "2", "functions": [min(members) for members in bbob.GROUPS.values()], "instances": [1]}
 
 #: regime -> (harness mode, points in flight)
 REGIMES = {"sequential": ("batch", 1), "batch10": ("batch", 10), "batch50": ("batch", 50),
@@ -63,6 +71,12 @@ def run_one(problem: str, method: str, seed: int, regime: str, evals: int, job_s
     else:
         run = run_async(problem, method, seed, q, evals, job_seconds)
     return {**summarise_run(run), "regime": regime, "minimum": get_function(problem).minimum}
+
+
+def quick_budget(regime: str, dim: int = 2) -> int:
+    """``--quick``'s evaluations per dimension: 5, or the regime's shared start and two rounds."""
+    q = REGIMES[regime][1]
+    return max(5, -(-(max(q, dim + 1) + 2 * q) // dim))
 
 
 def round_sizes(initial: int, q: int, evals: int) -> list[int]:
@@ -113,7 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job-seconds", type=float, default=60.0, help="median job duration (async regimes)")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
     parser.add_argument("--json", help="write the report here (rewritten as each run ends)")
+    parser.add_argument("--quick", action="store_true", help="a check of the harness, not the quality: " + ", ".join(
+        f"{key} {value}" for key, value in QUICK.items()) + ", 5 x d evaluations or the start and two rounds")
     args = parser.parse_args(argv)
+    if args.quick:
+        vars(args).update(QUICK, budget=quick_budget(args.regime))
     dims = [int(d) for d in args.dims.split(",")]
     if any(d < 2 for d in dims) or any(f not in bbob.FUNCTIONS for f in args.functions) or min(args.instances) < 1:
         parser.error("BBOB has dimensions from 2, functions 1-24 and instances from 1")

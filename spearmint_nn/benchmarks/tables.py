@@ -30,6 +30,7 @@ import numpy as np
 
 from .checkpoints import best_after, best_at_time
 from .stopping_tables import early_stopping_rows, early_stopping_table, early_stopping_wins
+from .suite_tables import suite_groups_table, suite_table, suite_wins
 from .table_format import RESULTS, bold_lowest, load, markdown
 
 DOCUMENTS = {"README.md": Path(__file__).resolve().parents[2] / "README.md",
@@ -263,23 +264,6 @@ def scale_table(file: str) -> str:
                      "peak RSS (MiB)"], rows)
 
 
-def suite_table(file: str, dim: int) -> str:
-    """The suite's: per method, the share of (run, target) pairs of all functions reached after
-    1, 2, 5, 10 x d evaluations (COCO's runtime ECDF; the highest in bold), the ECDF's area
-    and the mean rank over the problems (lowest in bold)."""
-    summary = load(file)["summary"]
-    groups = summary["dims"][str(dim)]
-    methods = sorted(groups["groups"]["all"], key=lambda m: summary["ranks"]["mean"][m])
-    cells = {m: groups["groups"]["all"][m] for m in methods}
-    columns = [bold_lowest([f"{cells[m]['ecdf'][i]:.3f}" for m in methods], [1.0] * len(methods), max)
-               for i in range(len(groups["budgets_per_dim"]))]
-    columns.append(bold_lowest([f"{cells[m]['area']:.3f}" for m in methods], [1.0] * len(methods), max))
-    columns.append(bold_lowest([f"{summary['ranks']['mean'][m]:.2f}" for m in methods], [1.0] * len(methods)))
-    problems = len(summary["ranks"]["per_problem"])
-    return markdown(["method", *(f"reached @{k}·d" for k in groups["budgets_per_dim"]), "area",
-                     f"mean rank ({problems} problems)"], [[m, *row] for m, *row in zip(methods, *columns)])
-
-
 def busy_cluster_table(file: str, overview: bool = False) -> str:
     """The benchmark's own table, or (``overview``) the README's four columns of it."""
     from .busy_cluster import table
@@ -425,6 +409,8 @@ TABLES: dict[str, Callable[[], str]] = {
         "ours", "tpe-sh", "tpe-hyperband", "gp-sh", "asha-random"), {"ours": "vs ours", "asha-random": "asha-random (no limit)"}),
     # RESULTS.md, "benchmarks.suite"
     "suite-d5-sequential": lambda: suite_table("suite-d5-sequential.json", 5),
+    "suite-d5-sequential-groups": lambda: suite_groups_table("suite-d5-sequential.json", 5),
+    "suite-d5-sequential-wins": lambda: suite_wins("suite-d5-sequential.json"),
     "early-stopping-hartmann6-w20": lambda: early_stopping_rows("early-stopping-hartmann6-w20-asha-nocap.json", 20, {
         "ours": "ours (no stopping)", "asha-random": "asha-random (no limit)"}),
     "early-stopping-hartmann6-w20-wins": lambda: early_stopping_wins("early-stopping-hartmann6-w20-asha-nocap.json", 20, (

@@ -46,3 +46,28 @@ def test_runs_of_other_sizes_are_not_merged(tmp_path, capsys):
               _report(tmp_path / "b.json", "bbbb", [1], evals=6)])
     assert "sobol seed 1 ran batch with 2 in flight and 6 evaluations, not batch, 2 and 4" in capsys.readouterr().err
     assert not (tmp_path / "m.json").exists()
+
+
+def _suite_report(path, instance: int, regime: str = "sequential", evals: int = 10) -> str:
+    runs = [{"problem": f"bbob-f1-d2-i{instance}", "method": method, "seed": 0, "mode": "batch", "workers": 1,
+             "regime": regime, "minimum": 0.0, "values": [100.0 / (k + 1) ** (2 if method == "ours" else 1)
+                                                          for k in range(evals)],
+             "propose_seconds": [0.1] * (evals - 3), "proposed": [1] * (evals - 3)} for method in ("ours", "sobol")]
+    path.write_text(json.dumps({"provenance": {"git": {"commit": f"c{instance}", "dirty": False}},
+                                "arguments": {"instances": [instance]}, "runs": runs}))
+    return str(path)
+
+
+def test_suite_reports_of_other_instances_merge_into_one_coco_summary(tmp_path, capsys):
+    out = tmp_path / "merged.json"
+    assert main(["--json", str(out), _suite_report(tmp_path / "i1.json", 1), _suite_report(tmp_path / "i2.json", 2)]) == 0
+    merged = json.loads(out.read_text())
+    assert sorted(merged["summary"]["ranks"]["per_problem"]) == ["bbob-f1-d2-i1", "bbob-f1-d2-i2"]
+    everything = merged["summary"]["dims"]["2"]["groups"]["all"]
+    assert everything["ours"]["runs"] == 2 and everything["ours"]["area"] > everything["sobol"]["area"]
+    assert merged["summary"]["ranks"]["mean"] == {"ours": 1.0, "sobol": 2.0}
+    assert {merged["sources"][r["source"]]["provenance"]["git"]["commit"] for r in merged["runs"]} == {"c1", "c2"}
+    with pytest.raises(SystemExit):
+        main(["--json", str(tmp_path / "m.json"), _suite_report(tmp_path / "i1.json", 1),
+              _suite_report(tmp_path / "b.json", 2, regime="batch10")])
+    assert "bbob-f1-d2-i2 ours seed 0 ran batch10 with 5 x d evaluations, not sequential" in capsys.readouterr().err

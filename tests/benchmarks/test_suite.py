@@ -9,35 +9,48 @@ import pytest
 from spearmint_nn.benchmarks import suite
 
 
-@pytest.mark.slow  # about 20 s: three methods' runs in their own processes
-def test_a_tiny_suite_runs_every_method_and_reports_coco_ecdfs(tmp_path, capsys):
+@pytest.mark.slow  # about 40 s: three methods' runs in their own processes
+def test_the_quick_suite_runs_every_method_and_reports_coco_ecdfs(tmp_path, capsys):
     pytest.importorskip("ioh", reason="the BBOB problems need ioh: pip install -e '.[suite]'")
     has_reference = importlib.util.find_spec("botorch") is not None
     methods = ["ours", "sobol"] + (["turbo"] if has_reference else [])
     out = tmp_path / "suite.json"
-    assert suite.main(["--dims", "2", "--functions", "1,15", "--instances", "1", "--budget", "5",
+    # --quick replaces the dimensions, functions, instances and budget given
+    assert suite.main(["--quick", "--dims", "5", "--functions", "3", "--budget", "50",
                        "--methods", ",".join(methods), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert "ioh" in report["provenance"]["versions"] and report["provenance"]["git"] is not None
     runs = report["runs"]
-    assert sorted((r["problem"], r["method"]) for r in runs) == sorted(
-        (p, m) for p in ("bbob-f1-d2-i1", "bbob-f15-d2-i1") for m in methods)
+    problems = [f"bbob-f{f}-d2-i1" for f in (1, 6, 10, 15, 20)]
+    assert sorted((r["problem"], r["method"]) for r in runs) == sorted((p, m) for p in problems for m in methods)
     assert all(r["evals"] == 10 and r["regime"] == "sequential" and "values" not in r for r in runs)
     # every method starts from the same 3 Sobol points (d + 1), so their first best values agree
-    for problem in ("bbob-f1-d2-i1", "bbob-f15-d2-i1"):
+    for problem in problems:
         firsts = {r["best_by_evals"][0][1] for r in runs if r["problem"] == problem}
         assert len(firsts) == 1
     groups = report["summary"]["dims"]["2"]["groups"]
-    assert set(groups) == {"separable", "multimodal, adequate global structure", "all"}
-    assert set(groups["all"]) == set(methods) and all(row["runs"] == 2 for row in groups["all"].values())
+    assert len(groups) == 6 and "all" in groups and "multimodal, weak global structure" in groups
+    assert set(groups["all"]) == set(methods) and all(row["runs"] == 5 for row in groups["all"].values())
     # ten sequential jobs of median 60 s: the time tables reach 5 jobs at least
     assert report["summary"]["dims"]["2"]["times_s"][:3] == [60.0, 120.0, 300.0]
     assert all(len(row["ecdf_time"]) >= 3 for row in groups["all"].values())
-    assert set(report["summary"]["ranks"]["per_problem"]) == {"bbob-f1-d2-i1", "bbob-f15-d2-i1"}
+    assert set(report["summary"]["ranks"]["per_problem"]) == set(problems)
     printed = capsys.readouterr().out
-    assert "2-D, budget 10 evaluations" in printed and "mean rank over 2 problems" in printed
+    assert "2-D, budget 10 evaluations" in printed and "mean rank over 5 problems" in printed
     if not has_reference:
         pytest.skip("ran ours and sobol only: the reference (turbo) needs BoTorch, pip install -e '.[reference]'")
+
+
+@pytest.mark.slow  # about 30 s
+def test_the_quick_suite_in_batches_of_ten_runs_the_start_and_two_rounds(tmp_path):
+    pytest.importorskip("ioh", reason="the BBOB problems need ioh: pip install -e '.[suite]'")
+    out = tmp_path / "suite.json"
+    assert suite.main(["--quick", "--regime", "batch10", "--methods", "ours,sobol", "--json", str(out)]) == 0
+    runs = json.loads(out.read_text())["runs"]
+    assert len(runs) == 10 and all(r["evals"] == 30 and r["regime"] == "batch10" for r in runs)
+    # a shared start of 10, then two proposals of 10, each charged to the simulated clock
+    assert all(r["proposals"]["calls"] == 2 and r["proposals"]["points"] == 20 for r in runs)
+    assert all(r["elapsed_s"] > 2 * 60.0 for r in runs)
 
 
 def test_an_unknown_method_or_function_stops_the_suite_before_any_run(capsys):

@@ -1,0 +1,64 @@
+"""The suite's tables, from the COCO summary of a result file (:func:`spearmint_nn.benchmarks.ecdf.report`):
+the aggregate runtime ECDF against evaluations and simulated time, its area per function group,
+and per problem, wins, ties and losses of ours against each reference."""
+from __future__ import annotations
+
+from typing import Any
+
+from .table_format import bold_lowest, load, markdown
+
+OURS = "ours"
+
+
+def _by_rank(summary: dict[str, Any]) -> list[str]:
+    return sorted(summary["ranks"]["mean"], key=lambda m: summary["ranks"]["mean"][m])
+
+
+def _highest(cells: list[str]) -> list[str]:
+    return bold_lowest(cells, [1.0] * len(cells), max)
+
+
+def suite_table(file: str, dim: int) -> str:
+    """Per method (best mean rank first), the share of (run, target) pairs of all functions
+    reached after 1, 2, 5, 10 ... x d evaluations and after 10 and 50 median jobs of simulated time
+    where the runs last that long (COCO's runtime ECDFs; the highest in bold), the ECDF's area
+    and the mean rank over the problems (lowest in bold)."""
+    summary = load(file)["summary"]
+    entry = summary["dims"][str(dim)]
+    methods = _by_rank(summary)
+    cells = entry["groups"]["all"]
+    columns = [_highest([f"{cells[m]['ecdf'][i]:.3f}" for m in methods]) for i in range(len(entry["budgets_per_dim"]))]
+    head = [f"reached @{k}·d" for k in entry["budgets_per_dim"]]
+    times = entry.get("times_s", [])
+    for i, seconds in enumerate(times):
+        if seconds / times[0] in (10, 50):  # the first is one median job
+            columns.append(_highest([f"{cells[m]['ecdf_time'][i]:.3f}" for m in methods]))
+            head.append(f"@{seconds / times[0]:g} jobs' time")
+    columns.append(_highest([f"{cells[m]['area']:.3f}" for m in methods]))
+    columns.append(bold_lowest([f"{summary['ranks']['mean'][m]:.2f}" for m in methods], [1.0] * len(methods)))
+    problems = len(summary["ranks"]["per_problem"])
+    return markdown(["method", *head, "area", f"mean rank ({problems} problems)"],
+                    [[m, *row] for m, *row in zip(methods, *columns)])
+
+
+def suite_groups_table(file: str, dim: int) -> str:
+    """Per function group (rows), each method's ECDF area over the budget (the highest in bold)."""
+    summary = load(file)["summary"]
+    groups = summary["dims"][str(dim)]["groups"]
+    methods = _by_rank(summary)
+    rows = [[f"{group} ({rows[methods[0]]['runs']} runs)",
+             *_highest([f"{rows[m]['area']:.3f}" for m in methods])] for group, rows in groups.items()]
+    return markdown(["group", *methods], rows)
+
+
+def suite_wins(file: str) -> str:
+    """Per reference, the problems where ours ranks ahead of it, level with it and behind it (each
+    problem's ranks: the share of its (seed, target) pairs reached within the budget)."""
+    summary = load(file)["summary"]
+    per_problem = summary["ranks"]["per_problem"].values()
+    rows = []
+    for method in (m for m in _by_rank(summary) if m != OURS):
+        pairs = [(ranks[OURS], ranks[method]) for ranks in per_problem if OURS in ranks and method in ranks]
+        rows.append([method, str(sum(a < b for a, b in pairs)), str(sum(a == b for a, b in pairs)),
+                     str(sum(a > b for a, b in pairs))])
+    return markdown(["ours against", "ahead", "level", "behind"], rows)
