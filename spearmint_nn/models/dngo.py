@@ -284,7 +284,7 @@ class DNGO(Surrogate, Conditionable, PathSampler, Warped):
         asynchronous cluster this is most of a proposal's cost (8 sweeps: 2.2 s of 4.3 s at
         N = 3000 with 800 in flight).
     warping : start the basis network with a trained input warp (``basis.BasisNetwork``); off by
-        default, as measured in benchmarks/RESULTS.md ("`dngo-warp`": it pays on an objective of
+        default, as measured in benchmarks/RESULTS.md of e90882b ("`dngo-warp`": it pays on an objective of
         log-scale inputs and costs on Hartmann6). The "dngo-warp" model turns it on.
     warped_columns : which inputs to warp, as column indices or a boolean mask of length D
         (default: all); the optimizer passes the FLOAT and INT columns.

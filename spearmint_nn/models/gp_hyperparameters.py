@@ -45,7 +45,7 @@ from .warping import LOG_SHAPE_BOUND, LOG_SHAPE_PRIOR_VARIANCE, WARP_PROBABILITY
 # Fixed noise variance (standardised units) for a NOISELESS likelihood: Spearmint's stability noise,
 # not a model of noise. At 1e-10 the GP had to interpolate every wiggle of the transformed targets,
 # which it paid for with short length scales and more edge-seeking EI: Branin reached regret 1e-3
-# within 40 evaluations in 32 of 40 runs (37 of 40 at 1e-6; benchmarks/RESULTS.md "The GP's targets").
+# within 40 evaluations in 32 of 40 runs (37 of 40 at 1e-6; benchmarks/RESULTS.md of e90882b "The GP's targets").
 NOISELESS_JITTER = 1e-6
 HORSESHOE_SCALE = 0.1
 # Deterministic objectives need a noise floor far below the precision sought: a regret of 1e-3 on
@@ -55,7 +55,7 @@ LOG_LENGTHSCALE_BOUNDS = (math.log(1e-3), math.log(10.0))
 # Spearmint's top-hat (uniform l) pulls towards l ~ 5 in the unit cube, and a log-uniform one
 # towards l ~ 0.02: with 3-20 points either mode explains the data as noise or as isolated
 # spikes, and EI then searches like random search. A log-normal centred on half the cube keeps
-# both within reach of the data but not favoured (benchmarks/RESULTS.md, "The GP's length-scale prior").
+# both within reach of the data but not favoured (benchmarks/RESULTS.md of e90882b, "The GP's length-scale prior").
 LOG_LENGTHSCALE_PRIOR_MEAN = math.log(0.5)
 LOG_LENGTHSCALE_PRIOR_SD = 1.0
 # "log-normal-scaled": the log-normal's median grows as sqrt(D / 2), as the distance between

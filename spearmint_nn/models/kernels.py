@@ -63,7 +63,7 @@ def squared_exponential(r2: Tensor) -> Tensor:
 #: Matérn 5/2 is Spearmint's choice (Snoek et al. 2012: sample paths twice differentiable, not
 #: infinitely smooth like the squared exponential's, which suits objectives of real experiments).
 #: The squared exponential is the default of other GP libraries and fits very smooth objectives
-#: better (models/DESIGN.md and benchmarks/RESULTS.md, "Which kernel").
+#: better (models/DESIGN.md and benchmarks/RESULTS.md of e90882b, "Which kernel").
 CORRELATIONS: dict[str, Callable[[Tensor], Tensor]] = {"matern52": matern52, "squared-exponential": squared_exponential}
 #: The GPs' default: the first, as the search's settings take it (``problem.settings.KERNELS``, which
 #: the optimizer checks lists these in this order).

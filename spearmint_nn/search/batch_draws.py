@@ -27,7 +27,7 @@ against it compares a draw with a value the draw does not contain. What still li
 batches is the draws' agreement: after the log output transform the best observation is a
 sharp dip that every draw keeps, and from a few hundred evaluations on no candidate gains under
 any draw (Hartmann6, batches of 200), so a batch is the lowest posterior means
-(benchmarks/RESULTS.md, "Why large batches stay in one basin").
+(benchmarks/RESULTS.md of e90882b, "Why large batches stay in one basin").
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ at the bottom. On Branin 1% is about 3, so once a run has sampled a basin, its v
 0.1 above the minimum) all land within 0.02 standardised units of each other, the size of
 DNGO's training misfit: the regression calls the basin's floor noise and its proposals stay
 about 0.005 (in the unit cube) off the minimum. Tied to the best few values, delta shrinks as
-the run closes in and the floor stays resolved (benchmarks/RESULTS.md, "Which targets are met").
+the run closes in and the floor stays resolved (benchmarks/RESULTS.md of e90882b, "Which targets are met").
 
 The log is not always right. On Hartmann-like objectives most of the box is flat and bad and a
 few points are much better: the values already have a long tail on the *good* side, and the log
