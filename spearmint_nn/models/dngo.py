@@ -290,7 +290,7 @@ class DNGO(Surrogate, Conditionable, PathSampler, Warped):
         (default: all); the optimizer passes the FLOAT and INT columns.
     fourier_features, fourier_length_scales : m random Fourier features for each RBF length
         scale l (unit-cube units) appended to the regression's basis, drawn from the seed and kept
-        for the model's life; m = 0 gives the paper's basis. Measured in benchmarks/RESULTS.md ("Two
+        for the model's life; m = 0 gives the paper's basis. Measured in benchmarks/RESULTS.md of e90882b ("Two
         Fourier length scales"): they give the regression variance away from the data, where the trained
         features have none.
     """
