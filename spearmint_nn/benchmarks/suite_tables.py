@@ -8,6 +8,10 @@ from typing import Any
 from .table_format import bold_lowest, load, markdown
 
 OURS = "ours"
+#: The README's names of the methods.
+LABELS = {OURS: "spearmint-nn (default)", "turbo": "TuRBO (Thompson sampling)", "botorch-qlognei": "BoTorch qLogNEI",
+          "optuna-gp": "Optuna GPSampler", "optuna-tpe": "Optuna TPE (multivariate)", "smac-bb": "SMAC3 black-box",
+          "sobol": "Sobol (random)"}
 
 
 def _by_rank(summary: dict[str, Any]) -> list[str]:
@@ -18,27 +22,30 @@ def _highest(cells: list[str]) -> list[str]:
     return bold_lowest(cells, [1.0] * len(cells), max)
 
 
-def suite_table(file: str, dim: int) -> str:
+def suite_table(file: str, dim: int, overview: bool = False) -> str:
     """Per method (best mean rank first), the share of (run, target) pairs of all functions
     reached after 1, 2, 5, 10 ... x d evaluations and after 10 and 50 median jobs of simulated time
     where the runs last that long (COCO's runtime ECDFs; the highest in bold), the ECDF's area
-    and the mean rank over the problems (lowest in bold)."""
+    and the mean rank over the problems (lowest in bold). ``overview`` (the README's): from 2 x d,
+    10 jobs' time, no area."""
     summary = load(file)["summary"]
     entry = summary["dims"][str(dim)]
     methods = _by_rank(summary)
     cells = entry["groups"]["all"]
-    columns = [_highest([f"{cells[m]['ecdf'][i]:.3f}" for m in methods]) for i in range(len(entry["budgets_per_dim"]))]
-    head = [f"reached @{k}·d" for k in entry["budgets_per_dim"]]
+    shown = [i for i, k in enumerate(entry["budgets_per_dim"]) if k > 1 or not overview]
+    columns = [_highest([f"{cells[m]['ecdf'][i]:.3f}" for m in methods]) for i in shown]
+    head = [f"reached @{entry['budgets_per_dim'][i]}·d" for i in shown]
     times = entry.get("times_s", [])
     for i, seconds in enumerate(times):
-        if seconds / times[0] in (10, 50):  # the first is one median job
+        if seconds / times[0] in ((10,) if overview else (10, 50)):  # the first is one median job
             columns.append(_highest([f"{cells[m]['ecdf_time'][i]:.3f}" for m in methods]))
             head.append(f"@{seconds / times[0]:g} jobs' time")
-    columns.append(_highest([f"{cells[m]['area']:.3f}" for m in methods]))
+    if not overview:
+        columns.append(_highest([f"{cells[m]['area']:.3f}" for m in methods]))
     columns.append(bold_lowest([f"{summary['ranks']['mean'][m]:.2f}" for m in methods], [1.0] * len(methods)))
     problems = len(summary["ranks"]["per_problem"])
-    return markdown(["method", *head, "area", f"mean rank ({problems} problems)"],
-                    [[m, *row] for m, *row in zip(methods, *columns)])
+    return markdown(["method", *head, *([] if overview else ["area"]), f"mean rank ({problems} problems)"],
+                    [[LABELS.get(m, m) if overview else m, *row] for m, *row in zip(methods, *columns)])
 
 
 def suite_groups_table(file: str, dim: int) -> str:

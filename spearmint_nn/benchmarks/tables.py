@@ -393,6 +393,7 @@ TABLES: dict[str, Callable[[], str]] = {
         Column("Ackley 10-D (min 0)", "ackley10", "range", "200"), Column("s", "ackley10", "seconds"))).render,
     "readme-async": AsyncOverview(README_ASYNC).render,
     "readme-async-crossovers": lambda: crossovers(README_ASYNC),
+    "readme-suite": lambda: suite_table("suite-d5-sequential.json", 5, overview=True),
     "readme-busy-cluster": lambda: busy_cluster_table("busy-cluster-1000.json", overview=True),
     "readme-transfer": lambda: transfer_table((
         ("transfer-hartmann6.json", "Hartmann6 (a warped, shifted copy)"),
