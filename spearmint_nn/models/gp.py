@@ -115,9 +115,9 @@ class GP(ConditionedGP, PathSampler, Warped):
     n_inputs : D, if known in advance (checked against the data).
     kernel : the correlation function, a name from ``kernels.CORRELATIONS``: "matern52"
         (Spearmint's, default) or "squared-exponential".
-    lengthscale_prior : "log-normal" (default, log l ~ N(log 0.5, 1)), "log-normal-scaled" (its
-        median times sqrt(D / 2)) or "top-hat" (Spearmint's, l uniform on its bounds); see
-        ``gp_hyperparameters.LOG_LENGTHSCALE_PRIOR_MEAN`` for why the default differs.
+    lengthscale_prior : "log-normal" (default, log l ~ N(log 0.5, 1)) or "top-hat" (Spearmint's,
+        l uniform on its bounds); see ``gp_hyperparameters.LOG_LENGTHSCALE_PRIOR_MEAN`` for why the
+        default differs.
     warping : warp inputs through sampled Beta CDFs (on by default).
     warped_columns : which inputs to warp, as column indices or a boolean mask of length D;
         None (default) warps every input. The others enter the kernel unwarped and have no

@@ -58,11 +58,7 @@ LOG_LENGTHSCALE_BOUNDS = (math.log(1e-3), math.log(10.0))
 # both within reach of the data but not favoured (benchmarks/RESULTS.md of e90882b, "The GP's length-scale prior").
 LOG_LENGTHSCALE_PRIOR_MEAN = math.log(0.5)
 LOG_LENGTHSCALE_PRIOR_SD = 1.0
-# "log-normal-scaled": the log-normal's median grows as sqrt(D / 2), as the distance between
-# random points of the unit cube does, so it is the default's at D = 2 where that was measured
-# (the dimension scaling of Hvarfner, Hellsten and Nardi, "Vanilla Bayesian optimization performs
-# great in high dimensions", ICML 2024).
-LENGTHSCALE_PRIORS = ("log-normal", "top-hat", "log-normal-scaled")
+LENGTHSCALE_PRIORS = ("log-normal", "top-hat")
 RHO_BOUNDS = (1e-3, 1.0)
 
 
@@ -247,11 +243,8 @@ def _prior_terms(layout: HyperLayout, lengthscale_prior: str) -> tuple[Tensor, T
         slope[layout.log_lengthscales] = 1.0  # uniform l is density proportional to l in log l
     else:
         # Log-normal on the length scale: a Gaussian in the sampled log coordinate (no Jacobian).
-        mean = LOG_LENGTHSCALE_PRIOR_MEAN
-        if lengthscale_prior == "log-normal-scaled":
-            mean += 0.5 * math.log(max(layout.n_dims, 2) / 2)
         precision[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_SD**-2
-        slope[layout.log_lengthscales] = mean * LOG_LENGTHSCALE_PRIOR_SD**-2
+        slope[layout.log_lengthscales] = LOG_LENGTHSCALE_PRIOR_MEAN * LOG_LENGTHSCALE_PRIOR_SD**-2
     if layout.warping:
         for shapes in (layout.log_alpha, layout.log_beta):
             lower[shapes], upper[shapes] = -LOG_SHAPE_BOUND, LOG_SHAPE_BOUND

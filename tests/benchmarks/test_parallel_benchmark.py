@@ -122,8 +122,8 @@ def test_our_settings_reach_the_optimizer_and_a_misspelt_one_does_not_build():
     space = Space.from_config(FUNCTIONS["branin"].variables)
     ours = make_method("ours:fantasies=3,model=gp", space, 0, 10, 2)
     assert (ours.optimizer.settings.fantasies, ours.optimizer.settings.model) == (3, "gp")
-    scaled = make_method('ours:model_options={"lengthscale_prior":"log-normal-scaled"}', space, 0, 10, 2)
-    assert dict(scaled.optimizer.settings.model_options) == {"lengthscale_prior": "log-normal-scaled"}
+    scaled = make_method('ours:model_options={"lengthscale_prior":"top-hat"}', space, 0, 10, 2)
+    assert dict(scaled.optimizer.settings.model_options) == {"lengthscale_prior": "top-hat"}
     with pytest.raises(ValueError, match="unknown setting 'fantasy'"):
         make_method("ours:fantasy=3", space, 0, 10, 2)
 

@@ -143,26 +143,8 @@ def test_log_prior_is_the_sum_of_the_per_coordinate_priors():
     off = theta[:2].clone()
     off[:, layout.log_lengthscales.start] = 3.0
     assert torch.isinf(log_prior(off, layout, "top-hat")).all()
-    # the dimension-scaled log-normal: in 3-D its median is 0.5 sqrt(3 / 2), the rest unchanged
-    centre = math.log(0.5 * math.sqrt(1.5))
-    scaled = expected + 0.5 * ((log_ls - math.log(0.5)) ** 2 - math.log(0.5) ** 2).sum(-1) \
-        - 0.5 * ((log_ls - centre) ** 2 - centre ** 2).sum(-1)
-    np.testing.assert_allclose(log_prior(theta, layout, "log-normal-scaled").numpy(), scaled.numpy(), rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="length-scale prior"):
         GP(lengthscale_prior="uniform")
-
-
-def test_the_scaled_length_scale_prior_is_the_default_in_two_dimensions():
-    for noiseless in (False, True):
-        layout = HyperLayout(n_dims=2, warped=(0, 1), noiseless=noiseless, n_arc=0)
-        theta = torch.randn(20, layout.size, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-        theta = theta.clamp(-2.0, 2.0)
-        theta[:, layout.warp_switch] = 0.5
-        theta[:, layout.rho] = 0.5
-        if layout.log_noise is not None:
-            theta[:, layout.log_noise] = -5.0
-        np.testing.assert_array_equal(log_prior(theta, layout, "log-normal-scaled").numpy(),
-                                      log_prior(theta, layout).numpy())
 
 
 @pytest.mark.parametrize("warped_columns", [None, [0, 2]])
