@@ -3,6 +3,7 @@ the aggregate runtime ECDF against evaluations and simulated time, its area per 
 and per problem, wins, ties and losses of ours against each reference."""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from .table_format import bold_lowest, load, markdown
@@ -14,6 +15,17 @@ LABELS = {OURS: "spearmint-nn (default)", "turbo": "TuRBO (Thompson sampling)", 
           "sobol": "Sobol (random)"}
 
 
+@lru_cache(maxsize=None)
+def _summary(files: str | tuple[str, ...]) -> dict[str, Any]:
+    """A file's COCO summary, or that of the runs of several files together (e.g. probes of our
+    settings beside the run they are compared with: ranks are over every method of them all)."""
+    if isinstance(files, str):
+        return load(files)["summary"]
+    from .ecdf import report
+
+    return report([run for name in files for run in load(name)["runs"]])
+
+
 def _by_rank(summary: dict[str, Any]) -> list[str]:
     return sorted(summary["ranks"]["mean"], key=lambda m: summary["ranks"]["mean"][m])
 
@@ -22,13 +34,13 @@ def _highest(cells: list[str]) -> list[str]:
     return bold_lowest(cells, [1.0] * len(cells), max)
 
 
-def suite_table(file: str, dim: int, overview: bool = False) -> str:
+def suite_table(file: str | tuple[str, ...], dim: int, overview: bool = False) -> str:
     """Per method (best mean rank first), the share of (run, target) pairs of all functions
     reached after 1, 2, 5, 10 ... x d evaluations and after 10 and 50 median jobs of simulated time
     where the runs last that long (COCO's runtime ECDFs; the highest in bold), the ECDF's area
     and the mean rank over the problems (lowest in bold). ``overview`` (the README's): from 2 x d,
     10 jobs' time, no area."""
-    summary = load(file)["summary"]
+    summary = _summary(file)
     entry = summary["dims"][str(dim)]
     methods = _by_rank(summary)
     cells = entry["groups"]["all"]
@@ -48,9 +60,9 @@ def suite_table(file: str, dim: int, overview: bool = False) -> str:
                     [[LABELS.get(m, m) if overview else m, *row] for m, *row in zip(methods, *columns)])
 
 
-def suite_groups_table(file: str, dim: int) -> str:
+def suite_groups_table(file: str | tuple[str, ...], dim: int) -> str:
     """Per function group (rows), each method's ECDF area over the budget (the highest in bold)."""
-    summary = load(file)["summary"]
+    summary = _summary(file)
     groups = summary["dims"][str(dim)]["groups"]
     methods = _by_rank(summary)
     rows = [[f"{group} ({rows[methods[0]]['runs']} runs)",
@@ -58,10 +70,10 @@ def suite_groups_table(file: str, dim: int) -> str:
     return markdown(["group", *methods], rows)
 
 
-def suite_wins(file: str) -> str:
+def suite_wins(file: str | tuple[str, ...]) -> str:
     """Per reference, the problems where ours ranks ahead of it, level with it and behind it (each
     problem's ranks: the share of its (seed, target) pairs reached within the budget)."""
-    summary = load(file)["summary"]
+    summary = _summary(file)
     per_problem = summary["ranks"]["per_problem"].values()
     rows = []
     for method in (m for m in _by_rank(summary) if m != OURS):

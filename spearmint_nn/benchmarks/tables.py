@@ -382,6 +382,8 @@ README_ASYNC = ((H6_50, "hartmann6"), (ACKLEY_50, "ackley10"), (LEVY_50, "levy20
                 (REST_800, "ackley10"), (REST_800, "levy20"))
 ASYNC50_TIMES, ASYNC200_TIMES = (120, 300, 600), (90, 120, 180, 300, 600)
 
+SUITE_D5_PROBES = ("suite-d5-sequential.json", "suite-d5-sequential-probes.json")
+
 #: Every generated table by name: how to render it from the files in ``results/``.
 TABLES: dict[str, Callable[[], str]] = {
     # the README
@@ -412,6 +414,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "suite-d5-sequential": lambda: suite_table("suite-d5-sequential.json", 5),
     "suite-d5-sequential-groups": lambda: suite_groups_table("suite-d5-sequential.json", 5),
     "suite-d5-sequential-wins": lambda: suite_wins("suite-d5-sequential.json"),
+    "suite-d5-sequential-probes": lambda: suite_table(SUITE_D5_PROBES, 5),
+    "suite-d5-sequential-probes-groups": lambda: suite_groups_table(SUITE_D5_PROBES, 5),
+    "suite-d5-sequential-probes-wins": lambda: suite_wins(SUITE_D5_PROBES),
     "early-stopping-hartmann6-w20": lambda: early_stopping_rows("early-stopping-hartmann6-w20-asha-nocap.json", 20, {
         "ours": "ours (no stopping)", "asha-random": "asha-random (no limit)"}),
     "early-stopping-hartmann6-w20-wins": lambda: early_stopping_wins("early-stopping-hartmann6-w20-asha-nocap.json", 20, (
