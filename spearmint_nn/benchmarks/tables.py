@@ -382,7 +382,7 @@ README_ASYNC = ((H6_50, "hartmann6"), (ACKLEY_50, "ackley10"), (LEVY_50, "levy20
                 (REST_800, "ackley10"), (REST_800, "levy20"))
 ASYNC50_TIMES, ASYNC200_TIMES = (120, 300, 600), (90, 120, 180, 300, 600)
 
-SUITE_D5_PROBES = ("suite-d5-sequential.json", "suite-d5-sequential-probes.json")
+SUITE_D5_PROBES = ("suite-d5-sequential.json", "suite-d5-sequential-probes.json", "suite-d5-sequential-probe-warp-from.json")
 
 #: Every generated table by name: how to render it from the files in ``results/``.
 TABLES: dict[str, Callable[[], str]] = {
