@@ -67,11 +67,9 @@ def check_suite_sizes(runs: Sequence[Run]) -> list[str]:
     """What is wrong with the suite's ``runs`` for one report: another regime or budget than the first's."""
     from .bbob import parse_name
 
-    def size(run: Run) -> tuple[str, float]:
-        return run["regime"], summarise_run(run)["evals"] / parse_name(run["problem"])[1]
-
-    return [f"{run['problem']} {run['method']} seed {run['seed']} ran {size(run)[0]} with {size(run)[1]:g} x d "
-            f"evaluations, not {size(runs[0])[0]} with {size(runs[0])[1]:g} x d" for run in runs if size(run) != size(runs[0])]
+    sizes = [(run["regime"], summarise_run(run)["evals"] / parse_name(run["problem"])[1]) for run in runs]
+    return [f"{run['problem']} {run['method']} seed {run['seed']} ran {size[0]} with {size[1]:g} x d "
+            f"evaluations, not {sizes[0][0]} with {sizes[0][1]:g} x d" for run, size in zip(runs, sizes) if size != sizes[0]]
 
 
 def main(argv: list[str] | None = None) -> int:
