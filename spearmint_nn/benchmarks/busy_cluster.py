@@ -17,6 +17,10 @@ Reported, from the scheduler's own accounting (``sacct``, ``qacct``) of the expe
   to take). Accounting times are whole seconds. Also the same share in steady running: without
   the first minute (``--settle``), nor the controller's down time and the minute after each
   restart.
+- **whose wait a free slot was**, from the daemon's own job records over the same steady
+  window: the share of the slots' time in which the daemon had a job at the scheduler (from
+  its submission to its wrapper's end; the rest waited on the daemon), and the share in which
+  a submitted job had not been started yet (waiting on the scheduler).
 - **scheduler calls per minute** of the daemon: every scheduler command the daemon runs goes
   through a logging shim put first on its ``PATH``;
 - **the daemon's CPU**: user + system seconds of the daemon processes and what they ran, as a
@@ -256,16 +260,41 @@ def busy_share(intervals: Sequence[tuple[float, float]], slots: int,
     first = min(begin for begin, _ in intervals)
     last = max(begin for begin, _ in intervals)
     used = sum(max(0.0, min(end, last) - begin) for begin, end in intervals)
-    excluded = [(first, first + settle_s), *((start, end + settle_s) for start, end in disturbed)]
-    steady_used = steady_offered = 0.0
-    for second in range(int(first), int(last)):  # whole seconds, as the accounting's times
-        if any(start <= second < end for start, end in excluded):
-            continue
-        steady_offered += slots
-        steady_used += sum(1 for begin, end in intervals if begin <= second and end >= second + 1)
     return {"busy_share": used / (slots * (last - first)) if last > first else None,
-            "steady_busy_share": steady_used / steady_offered if steady_offered else None,
+            "steady_busy_share": _steady_share(intervals, slots, first, last, disturbed, settle_s),
             "window_s": last - first, "accounted_jobs": len(intervals)}
+
+
+def _steady_share(intervals: Sequence[tuple[float, float]], slots: int, first: float, last: float,
+                  disturbed: Sequence[tuple[float, float]], settle_s: float, step: float = 1.0) -> float | None:
+    """The share of the slots' time that ``intervals`` cover from ``first`` to ``last`` outside
+    the settling windows, in steps of ``step`` seconds from the whole second before ``first``
+    (an interval covers a step it spans whole: the accounting's times are whole seconds)."""
+    excluded = [(first, first + settle_s), *((start, end + settle_s) for start, end in disturbed)]
+    used = offered = 0.0
+    for index in range(int((last - int(first)) / step)):
+        moment = int(first) + index * step
+        if any(start <= moment < end for start, end in excluded):
+            continue
+        offered += slots
+        used += min(slots, sum(1 for begin, end in intervals if begin <= moment and end >= moment + step))
+    return used / offered if offered else None
+
+
+def daemon_side(folder: Path, slots: int, first: float, last: float, disturbed: Sequence[tuple[float, float]],
+                settle_s: float) -> dict[str, Any]:
+    """Whose wait a free slot was, from the daemon's job records, in the steady window of
+    :func:`busy_share`: the share of the slots' time in which the daemon had a job at the
+    scheduler (from its submission to the end of its wrapper), and the share in which a job
+    was submitted but the scheduler had not started it yet. A slot free while fewer than
+    ``slots`` jobs were in flight waited on the daemon (noticing an end, proposing,
+    submitting); one free while jobs waited to start waited on the scheduler."""
+    records = [json.loads(path.read_text()) for path in (folder / ".spearmint" / "jobs" / "complete").glob("*.json")]
+    records = [r for r in records if {"submitted", "process_started", "ended"} <= r.keys()]
+    in_flight = [(r["submitted"], r["ended"]) for r in records]
+    queued = [(r["submitted"], r["process_started"]) for r in records]
+    return {"steady_in_flight_share": _steady_share(in_flight, slots, first, last, disturbed, settle_s, 0.1),
+            "steady_queued_share": _steady_share(queued, slots, first, last, disturbed, settle_s, 0.1)}
 
 
 def check_ledgers(folder: Path, jobs: int) -> dict[str, Any]:
@@ -309,10 +338,12 @@ def run(scheduler: str, jobs: int, slots: int, seconds: tuple[int, int], restart
             break
         time.sleep(2)
         intervals = accounting(prefix, since)
+    disturbed = [(event["at"], event["at"] + event.get("down_s", 0.0)) for event in outcome["events"].values()]
     return {"scheduler": scheduler, "jobs": jobs, "slots": slots, "seconds": list(seconds),
             "model": model or "default", "awk_loops": loops, "driver_options": driver,
-            **busy_share(intervals, slots, [(event["at"], event["at"] + event.get("down_s", 0.0))
-                                            for event in outcome["events"].values()], settle_s),
+            **busy_share(intervals, slots, disturbed, settle_s),
+            **daemon_side(folder, slots, min(begin for begin, _ in intervals), max(begin for begin, _ in intervals),
+                          disturbed, settle_s),
             "ledger": check_ledgers(folder, jobs),
             "scheduler_calls": scheduler_calls(log, outcome["daemon_wall_s"] / 60),
             "daemon_cpu_s": round(outcome["daemon_cpu_s"], 1), "daemon_wall_s": round(outcome["daemon_wall_s"], 1),
@@ -321,12 +352,18 @@ def run(scheduler: str, jobs: int, slots: int, seconds: tuple[int, int], restart
 
 
 def table(results: Sequence[dict[str, Any]]) -> str:
-    rows = [("scheduler", "jobs / slots", "job seconds", "busy share (steady)", "scheduler calls/min", "daemon CPU",
+    # whose wait a free slot was: a column only for results that record it (not those before it)
+    whose = any("steady_in_flight_share" in r for r in results)
+    rows = [("scheduler", "jobs / slots", "job seconds", "busy share (steady)",
+             *(["steady: in flight / queued"] if whose else []), "scheduler calls/min", "daemon CPU",
              "ran once / complete / failed", "nothing lost or repeated")]
     for r in results:
         ledger = r["ledger"]
         rows.append((r["scheduler"], f"{r['jobs']} / {r['slots']}", f"{r['seconds'][0]}-{r['seconds'][1]}",
-                     f"{_percent(r['busy_share'])} ({_percent(r['steady_busy_share'])})", f"{r['scheduler_calls']['per_minute']:g}",
+                     f"{_percent(r['busy_share'])} ({_percent(r['steady_busy_share'])})",
+                     *([f"{_percent(r.get('steady_in_flight_share'))} / {_percent(r.get('steady_queued_share'))}"]
+                       if whose else []),
+                     f"{r['scheduler_calls']['per_minute']:g}",
                      f"{r['daemon_cpu_s']:g} s ({100 * r['daemon_cpu_share']:.0f}% of a core)",
                      f"{ledger['ran_once']} / {ledger['complete']} / {ledger['failed']}", "yes" if ledger["ok"] else "NO"))
     return "\n".join("| " + " | ".join(row) + " |" for row in [rows[0], tuple("---" for _ in rows[0]), *rows[1:]])

@@ -41,10 +41,15 @@ def test_fifty_jobs_eight_at_once_through_two_restarts(tmp_path: Path, scheduler
     assert set(result["restarts"]) == {"daemon_restart", "controller_restart"}, result["restarts"]
     assert result["daemon_exit_codes"][0] == -9 and result["daemon_exit_codes"][-1] == 0
     assert result["accounted_jobs"] >= 50  # the accounting saw every job (array tasks each)
-    # 8 slots, jobs of 6-12 s: outside the first 10 s, the controller's down time (Grid Engine's
-    # takes 35 s here) and the 10 s after each restart, busy at least 70% of the time (about 90%
-    # in CI); a daemon that submitted one job per poll (2 s) would keep about half of them busy
+    # 8 slots, jobs of 6-12 s; outside the first 10 s, the controller's down time (Grid Engine's
+    # takes 35 s here) and the 10 s after each restart. The daemon had a job at the scheduler
+    # for at least 80% of the slots' time (about 98% here, on a host loaded as CI's); a daemon
+    # that submitted one job per poll (2 s) would keep about half of them in flight. The slots'
+    # use by the accounting also counts the scheduler's delay in starting what was submitted:
+    # about 92% here, and once 59% on a CI host, so it is only checked to be well above nothing.
     log = ExperimentPaths(tmp_path / "work" / scheduler / "experiment").log
-    assert result["steady_busy_share"] > 0.7, "\n".join([
+    diagnosis = "\n".join([
         json.dumps({key: value for key, value in result.items() if key != "ledger"}, indent=1),
         f"load average {os.getloadavg()}", log.read_text()[-6000:] if log.exists() else "no log"])
+    assert result["steady_in_flight_share"] > 0.8, diagnosis
+    assert result["steady_busy_share"] > 0.3, diagnosis
