@@ -60,12 +60,12 @@ def summarise_run(run: Run) -> Run:
         "calls": len(seconds),
         "points": int(sum(points)),
         "max_points": int(max(points, default=0)),
-        "total_s": float(seconds.sum()),
-        "median_s": float(np.median(seconds)) if len(seconds) else 0.0,
-        "max_s": float(seconds.max()) if len(seconds) else 0.0,
-        "by_tenth_s": [float(part.mean()) for part in np.array_split(seconds, min(10, len(seconds)))]
+        "total_s": _seconds(seconds.sum()),
+        "median_s": _seconds(np.median(seconds)) if len(seconds) else 0.0,
+        "max_s": _seconds(seconds.max()) if len(seconds) else 0.0,
+        "by_tenth_s": [_seconds(part.mean()) for part in np.array_split(seconds, min(10, len(seconds)))]
         if len(seconds) else [],
-        "first_calls": [[float(s), int(n)] for s, n in zip(seconds[:FIRST_CALLS], points)],
+        "first_calls": [[_seconds(s), int(n)] for s, n in zip(seconds[:FIRST_CALLS], points)],
     }
     return summary
 
@@ -75,6 +75,12 @@ def _changes(at: np.ndarray, best: np.ndarray) -> list[list[float]]:
     keep = np.ones(len(best), dtype=bool)
     keep[1:] = best[1:] != best[:-1]
     return [[_number(a), float(b)] for a, b in zip(at[keep], best[keep])]
+
+
+def _seconds(value: Any) -> float:
+    """Measured seconds to 4 significant digits: the timer's noise is larger than what more
+    digits say, and they are a fifth of a suite's result file."""
+    return float(f"{float(value):.4g}")
 
 
 def _number(value: Any) -> int | float:
