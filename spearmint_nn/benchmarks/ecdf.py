@@ -51,9 +51,15 @@ TIMES_PER_JOB = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 def runtimes(changes: Sequence[Sequence[float]], minimum: float) -> np.ndarray:
     """For each of COCO's 51 targets above ``minimum``, the first count (or time) in ``changes``
     (``[[at, best], ...]`` as a run summary keeps them) whose best value reaches it; inf if none."""
-    found = np.full(len(bbob.TARGET_EXPONENTS), np.inf)
+    return reach(changes, bbob.targets(minimum))
+
+
+def reach(changes: Sequence[Sequence[float]], targets: np.ndarray) -> np.ndarray:
+    """For each of ``targets``, the first count (or time) in ``changes`` whose best value is at
+    most the target; inf if none."""
+    found = np.full(len(targets), np.inf)
     for at, best in changes:
-        reached = (bbob.targets(minimum) >= best) & np.isinf(found)
+        reached = (targets >= best) & np.isinf(found)
         found[reached] = at
     return found
 
@@ -123,7 +129,7 @@ class Runtimes:
             if len(shares) < 2:
                 continue
             methods = sorted(shares)
-            order = _mean_ranks([-shares[m] for m in methods])
+            order = mean_ranks([-shares[m] for m in methods])
             per_problem[problem] = dict(zip(methods, order))
         mean = {m: float(np.mean([ranks[m] for ranks in per_problem.values() if m in ranks]))
                 for m in self.methods if any(m in ranks for ranks in per_problem.values())}
@@ -135,7 +141,7 @@ def _in(problem: str, dim: int, group: str | None) -> bool:
     return d == dim and (group is None or function in bbob.GROUPS[group])
 
 
-def _mean_ranks(scores: Sequence[float]) -> list[float]:
+def mean_ranks(scores: Sequence[float]) -> list[float]:
     """Ranks of ``scores`` (lowest first, from 1), tied scores sharing the mean of their ranks."""
     ranks = [0.0] * len(scores)
     order = sorted(range(len(scores)), key=lambda i: scores[i])

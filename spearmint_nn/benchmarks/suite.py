@@ -16,6 +16,11 @@ asynchronous ones have (:func:`batch_finish_times`): the jobs' durations are the
 draws of the seed, a round starts when the slowest job of the one before has finished and its
 proposal has been made (its measured wall time), and each result counts from its job's end.
 
+``--tasks`` runs real hyperparameter tasks instead (:mod:`spearmint_nn.benchmarks.hpo`:
+Bayesmark's scikit-learn models on scikit-learn's datasets, ``all`` for its 24), each seed a run
+from its own shared start, reported as data profiles against the best value any run found
+(:mod:`spearmint_nn.benchmarks.profiles`).
+
 ``--quick`` checks the harness, not the quality, in about a minute: 2-D, the first function of
 each of the five groups, instance 1, 5 x d evaluations or the shared start and two rounds of the
 regime if more (the options it replaces are ignored).
@@ -28,11 +33,13 @@ rewritten as each run ends, so an interrupted suite keeps what finished.
         --regime sequential --methods ours,sobol,turbo --seeds 1 [--budget 20] [--workers 1]
         [--json suite.json]
     python -m spearmint_nn.benchmarks.suite --quick --regime batch10 --methods ours,sobol
+    python -m spearmint_nn.benchmarks.suite --tasks all --regime sequential --methods ours,sobol --seeds 5
 """
 from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import os
 import sys
 import time
@@ -40,7 +47,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import bbob, ecdf
+from . import bbob, ecdf, hpo, profiles
 from .checkpoints import summarise_run
 from .parallel import DURATION_SIGMA, run_async, run_batches
 from .parallel_methods import check_method, make_method, split_methods
@@ -60,7 +67,8 @@ def run_one(problem: str, method: str, seed: int, regime: str, evals: int, job_s
     from .functions import get_function
 
     mode, q = REGIMES[regime]
-    dim = bbob.parse_name(problem)[1]
+    function = get_function(problem)
+    dim = function.dim
     if mode == "batch":
         initial = max(q, dim + 1)
         run = run_batches(problem, method, seed, q, evals, initial=initial)
@@ -70,7 +78,9 @@ def run_one(problem: str, method: str, seed: int, regime: str, evals: int, job_s
         run.update(job_seconds=job_seconds, finish_times=times, proposed=sizes[1:], elapsed_s=max(times))
     else:
         run = run_async(problem, method, seed, q, evals, job_seconds)
-    return {**summarise_run(run), "regime": regime, "minimum": get_function(problem).minimum}
+    # a real task's optimum is unknown (NaN): none recorded
+    minimum = None if math.isnan(function.minimum) else function.minimum
+    return {**summarise_run(run), "regime": regime, "dim": dim, "minimum": minimum}
 
 
 def quick_budget(regime: str, dim: int = 2) -> int:
@@ -126,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=20, help="evaluations per dimension")
     parser.add_argument("--job-seconds", type=float, default=60.0, help="median job duration (async regimes)")
     parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
+    parser.add_argument("--tasks", default=None, help="real hyperparameter tasks instead of BBOB: 'all' ("
+                        f"{len(hpo.TASKS)}) or a comma-separated list of hpo-<model>-<dataset>-<metric> (--dims, "
+                        "--functions and --instances are then not used; the runs differ by --seeds)")
     parser.add_argument("--json", help="write the report here (rewritten as each run ends)")
     parser.add_argument("--quick", action="store_true", help="a check of the harness, not the quality: " + ", ".join(
         f"{key} {value}" for key, value in QUICK.items()) + ", 5 x d evaluations or the start and two rounds")
@@ -139,19 +152,31 @@ def main(argv: list[str] | None = None) -> int:
     mistakes = check_available(methods)
     if mistakes:
         parser.error("--methods: " + "; ".join(mistakes))
-    # the seeds, instances and functions vary slowest, so a partial report covers every method
-    jobs = [(bbob.problem_name(f, d, i), m, s, args.regime, args.budget * d, args.job_seconds)
-            for s, i, d, f, m in itertools.product(args.seeds, args.instances, dims, args.functions, methods)]
+    if args.tasks is not None:
+        tasks = list(hpo.TASKS) if args.tasks == "all" else args.tasks.split(",")
+        try:
+            sizes = {task: len(hpo.SPACES[hpo.parse_name(task)[0]]) for task in tasks}
+        except ValueError as error:
+            parser.error(f"--tasks: {error}")
+        jobs = [(task, m, s, args.regime, args.budget * sizes[task], args.job_seconds)
+                for s, task, m in itertools.product(args.seeds, tasks, methods)]
+        summarise, print_table = profiles.report, profiles.table
+    else:
+        # the seeds, instances and functions vary slowest, so a partial report covers every method
+        jobs = [(bbob.problem_name(f, d, i), m, s, args.regime, args.budget * d, args.job_seconds)
+                for s, i, d, f, m in itertools.product(args.seeds, args.instances, dims, args.functions, methods)]
+        summarise, print_table = ecdf.report, ecdf.table
     load_before, start = os.getloadavg(), time.time()
     runs = []
     for _, run in run_in_processes(run_one, jobs, args.workers):
         runs.append(run)
-        print(f"{run['problem']} {run['method']} seed {run['seed']}: best - f_opt "
-              f"{run['best_by_evals'][-1][1] - run['minimum']:.3g}, {run['proposals']['total_s']:.1f} s proposing",
-              file=sys.stderr, flush=True)
+        best = run["best_by_evals"][-1][1]
+        print(f"{run['problem']} {run['method']} seed {run['seed']}: "
+              + (f"best {best:.4g}" if run["minimum"] is None else f"best - f_opt {best - run['minimum']:.3g}")
+              + f", {run['proposals']['total_s']:.1f} s proposing", file=sys.stderr, flush=True)
         if args.json:
-            write_report(args.json, load_before, start, arguments=vars(args), summary=ecdf.report(runs), runs=runs)
-    print(ecdf.table(ecdf.report(runs)))
+            write_report(args.json, load_before, start, arguments=vars(args), summary=summarise(runs), runs=runs)
+    print(print_table(summarise(runs)))
     print(f"regime {args.regime}, budget {args.budget} x d, {len(runs)} runs; {os.cpu_count()} CPUs, load "
           f"{load_before[0]:.1f} before, {time.time() - start:.0f} s")
     return 0

@@ -62,6 +62,34 @@ def test_an_unknown_method_or_function_stops_the_suite_before_any_run(capsys):
     assert "functions 1-24" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # about 20 s
+def test_real_hyperparameter_tasks_run_in_the_suite_and_are_profiled_against_the_best_found(tmp_path, capsys):
+    pytest.importorskip("sklearn", reason="the tasks' models: pip install -e '.[reference]'")
+    out = tmp_path / "hpo.json"
+    tasks = ["hpo-linear-wine-nll", "hpo-knn-diabetes-mse"]
+    assert suite.main(["--tasks", ",".join(tasks), "--methods", "ours,sobol", "--seeds", "2", "--budget", "4",
+                       "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    runs = report["runs"]
+    assert sorted({(r["problem"], r["method"], r["seed"]) for r in runs}) == sorted(
+        (t, m, s) for t in tasks for m in ("ours", "sobol") for s in (0, 1))
+    assert all(r["evals"] == 8 and r["dim"] == 2 and r["minimum"] is None for r in runs)
+    summary = report["summary"]
+    for task in tasks:  # the best of all runs, and who found it
+        best = min(r["best_by_evals"][-1][1] for r in runs if r["problem"] == task)
+        assert summary["problems"][task]["f_best"] == best
+    assert set(summary["methods"]) == {"ours", "sobol"} and summary["budgets_per_dim"] == [1, 2]
+    assert set(summary["ranks"]["per_problem"]) == set(tasks)
+    printed = capsys.readouterr()
+    assert "2 problems, budget 4 x d evaluations" in printed.out and "hpo-knn-diabetes-mse ours seed 1: best" in printed.err
+
+
+def test_an_unknown_task_stops_the_suite_before_any_run(capsys):
+    with pytest.raises(SystemExit):
+        suite.main(["--tasks", "hpo-svm-diabetes-acc", "--methods", "sobol"])
+    assert "--tasks: 'hpo-svm-diabetes-acc'" in capsys.readouterr().err
+
+
 def test_synchronous_rounds_on_the_simulated_clock():
     assert suite.round_sizes(3, 2, 8) == [3, 2, 2, 1]
     # rounds of 2, 2, 2: each starts after the slowest job before it and the proposal's seconds
