@@ -1,6 +1,7 @@
 """The suite's tables, from the COCO summary of a result file (:func:`spearmint_nn.benchmarks.ecdf.report`):
 the aggregate runtime ECDF against evaluations and simulated time, its area per function group,
-and per problem, wins, ties and losses of ours against each reference."""
+and per problem, wins, ties and losses of ours against each reference; for the real
+hyperparameter tasks, from their data profile (:func:`spearmint_nn.benchmarks.profiles.report`)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -21,9 +22,11 @@ def _summary(files: str | tuple[str, ...]) -> dict[str, Any]:
     settings beside the run they are compared with: ranks are over every method of them all)."""
     if isinstance(files, str):
         return load(files)["summary"]
-    from .ecdf import report
+    from . import ecdf, profiles
 
-    return report([run for name in files for run in load(name)["runs"]])
+    runs = [run for name in files for run in load(name)["runs"]]
+    # the real tasks' runs record no optimum: their summary is a data profile
+    return (profiles if all(run["minimum"] is None for run in runs) else ecdf).report(runs)
 
 
 def _by_rank(summary: dict[str, Any]) -> list[str]:
@@ -60,6 +63,21 @@ def suite_table(file: str | tuple[str, ...], dim: int, overview: bool = False) -
                     [[LABELS.get(m, m) if overview else m, *row] for m, *row in zip(methods, *columns)])
 
 
+def tasks_table(file: str | tuple[str, ...]) -> str:
+    """Per method (best mean rank first), the share of (run, target) pairs of the real tasks'
+    data profile reached after 1, 2, 5, 10 ... x d evaluations (the highest in bold), its area
+    and the mean rank over the tasks (lowest in bold)."""
+    summary = _summary(file)
+    methods = _by_rank(summary)
+    rows = summary["methods"]
+    columns = [_highest([f"{rows[m]['ecdf'][i]:.3f}" for m in methods]) for i in range(len(summary["budgets_per_dim"]))]
+    columns.append(_highest([f"{rows[m]['area']:.3f}" for m in methods]))
+    columns.append(bold_lowest([f"{summary['ranks']['mean'][m]:.2f}" for m in methods], [1.0] * len(methods)))
+    return markdown(["method", *[f"reached @{b}·d" for b in summary["budgets_per_dim"]], "area",
+                     f"mean rank ({len(summary['ranks']['per_problem'])} tasks)"],
+                    [[m, *row] for m, *row in zip(methods, *columns)])
+
+
 def suite_groups_table(file: str | tuple[str, ...], dim: int) -> str:
     """Per function group (rows), each method's ECDF area over the budget (the highest in bold)."""
     summary = _summary(file)
@@ -68,6 +86,28 @@ def suite_groups_table(file: str | tuple[str, ...], dim: int) -> str:
     rows = [[f"{group} ({rows[methods[0]]['runs']} runs)",
              *_highest([f"{rows[m]['area']:.3f}" for m in methods])] for group, rows in groups.items()]
     return markdown(["group", *methods], rows)
+
+
+def suite_functions_table(file: str | tuple[str, ...], dim: int) -> str:
+    """Per BBOB function (rows), each method's ECDF area over its runs (the highest in bold): where
+    a group's or the aggregate's lead comes from."""
+    import numpy as np
+
+    from . import bbob
+    from .ecdf import area, runtimes
+
+    summary = _summary(file)
+    budget = summary["dims"][str(dim)]["budget"]
+    methods = _by_rank(summary)
+    files = (file,) if isinstance(file, str) else file
+    times: dict[tuple[int, str], list[np.ndarray]] = {}
+    for run in (run for name in files for run in load(name)["runs"]):
+        function, d, _ = bbob.parse_name(run["problem"])
+        if d == dim:
+            times.setdefault((function, run["method"]), []).append(runtimes(run["best_by_evals"], run["minimum"]))
+    rows = [[f"f{f}", *_highest([f"{area(np.array(times[f, m]), budget):.3f}" for m in methods])]
+            for f in sorted({f for f, _ in times})]
+    return markdown(["function", *methods], rows)
 
 
 def suite_wins(file: str | tuple[str, ...]) -> str:

@@ -30,7 +30,7 @@ import numpy as np
 
 from .checkpoints import best_after, best_at_time
 from .stopping_tables import early_stopping_rows, early_stopping_table, early_stopping_wins
-from .suite_tables import suite_groups_table, suite_table, suite_wins
+from .suite_tables import suite_functions_table, suite_groups_table, suite_table, suite_wins, tasks_table
 from .table_format import RESULTS, bold_lowest, load, markdown
 
 DOCUMENTS = {"README.md": Path(__file__).resolve().parents[2] / "README.md",
@@ -414,9 +414,13 @@ TABLES: dict[str, Callable[[], str]] = {
     "suite-d5-sequential": lambda: suite_table("suite-d5-sequential.json", 5),
     "suite-d5-sequential-groups": lambda: suite_groups_table("suite-d5-sequential.json", 5),
     "suite-d5-sequential-wins": lambda: suite_wins("suite-d5-sequential.json"),
+    "suite-d5-sequential-functions": lambda: suite_functions_table("suite-d5-sequential.json", 5),
     "suite-d5-batch10": lambda: suite_table("suite-d5-batch10.json", 5),
     "suite-d5-batch10-groups": lambda: suite_groups_table("suite-d5-batch10.json", 5),
     "suite-d5-batch10-wins": lambda: suite_wins("suite-d5-batch10.json"),
+    "suite-d10-sequential": lambda: suite_table("suite-d10-sequential.json", 10),
+    "suite-d10-sequential-groups": lambda: suite_groups_table("suite-d10-sequential.json", 10),
+    "suite-d10-sequential-wins": lambda: suite_wins("suite-d10-sequential.json"),
     "suite-d5-sequential-probes": lambda: suite_table(SUITE_D5_PROBES, 5),
     "suite-d5-sequential-probes-groups": lambda: suite_groups_table(SUITE_D5_PROBES, 5),
     "suite-d5-sequential-probes-wins": lambda: suite_wins(SUITE_D5_PROBES),
