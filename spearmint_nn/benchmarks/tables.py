@@ -421,6 +421,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "suite-d10-sequential": lambda: suite_table("suite-d10-sequential.json", 10),
     "suite-d10-sequential-groups": lambda: suite_groups_table("suite-d10-sequential.json", 10),
     "suite-d10-sequential-wins": lambda: suite_wins("suite-d10-sequential.json"),
+    "hpo-sequential": lambda: tasks_table("hpo-sequential.json"),
+    "hpo-sequential-wins": lambda: suite_wins("hpo-sequential.json"),
     "suite-d5-sequential-probes": lambda: suite_table(SUITE_D5_PROBES, 5),
     "suite-d5-sequential-probes-groups": lambda: suite_groups_table(SUITE_D5_PROBES, 5),
     "suite-d5-sequential-probes-wins": lambda: suite_wins(SUITE_D5_PROBES),

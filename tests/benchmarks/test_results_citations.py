@@ -22,7 +22,9 @@ def _sections(text: str) -> list[str]:
 def _cited() -> list[tuple[str, str | None, str]]:
     files = [p for p in [*ROOT.joinpath("spearmint_nn").rglob("*"), *ROOT.joinpath("drivers").rglob("*"),
                          ROOT / "README.md"] if p.suffix in (".py", ".md") and p.name != "RESULTS.md"]
-    return [(str(path.relative_to(ROOT)), commit, title) for path in files
+    # an uncited version is the working tree's (findall gives "" for the absent commit, which
+    # ``git show :path`` would read as the index's)
+    return [(str(path.relative_to(ROOT)), commit or None, title) for path in files
             for commit, title in CITATION.findall(path.read_text()) if title != "section"]
 
 
