@@ -61,13 +61,22 @@ def start_daemon(experiment: Path, *extra: str) -> subprocess.Popen:
                             stdout=log, stderr=subprocess.STDOUT)
 
 
-def all_jobs(experiment: Path) -> dict[int, tuple[str, dict[str, Any]]]:
-    """job id -> (state folder, parsed job file); asserts each id is in one folder only."""
+def all_jobs(experiment: Path, live: bool = False) -> dict[int, tuple[str, dict[str, Any]]]:
+    """job id -> (state folder, parsed job file); asserts each id is in one folder only.
+
+    ``live``: read while a daemon runs, whose move of a job writes its new file before removing
+    the old one; a job seen in two folders is then taken in its later state (the folders are
+    read in the order of a job's life), and one that left a folder while it was read is skipped."""
     found: dict[int, tuple[str, dict[str, Any]]] = {}
     for state in ("pending", "running", "complete", "failed", "stopped"):
         for path in sorted((experiment / ".spearmint" / "jobs" / state).glob("*.json")):
-            job = json.loads(path.read_text())
-            assert job["id"] not in found, f"job {job['id']} in {found[job['id']][0]} and {state}"
+            try:
+                job = json.loads(path.read_text())
+            except FileNotFoundError:
+                if live:
+                    continue
+                raise
+            assert live or job["id"] not in found, f"job {job['id']} in {found[job['id']][0]} and {state}"
             assert job["state"] == state and path.name == f"{job['id']:06d}.json"
             found[job["id"]] = (state, job)
     return dict(sorted(found.items()))

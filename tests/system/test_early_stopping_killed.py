@@ -65,7 +65,7 @@ POINTS = [0.1, 0.2, 0.9, 0.05, 0.8, 0.01]
 
 
 def _recorded_step(folder: Path, job_id: int) -> float | None:
-    return all_jobs(folder).get(job_id, ("", {}))[1].get("last_step")
+    return all_jobs(folder, live=True).get(job_id, ("", {}))[1].get("last_step")
 
 
 @pytest.mark.slow
@@ -82,7 +82,7 @@ def test_a_daemon_killed_and_started_again_keeps_every_report_and_every_decision
 
     daemon = start_daemon(folder)
     try:
-        wait_for(lambda: all_jobs(folder).get(3, ("",))[0] == "stopped" and _recorded_step(folder, 4) == 3
+        wait_for(lambda: all_jobs(folder, live=True).get(3, ("",))[0] == "stopped" and _recorded_step(folder, 4) == 3
                  and _recorded_step(folder, 5) == 1, 120, "job 3 stopped, jobs 4 and 5 held at steps 3 and 1")
         daemon.send_signal(signal.SIGKILL)
         assert daemon.wait(timeout=30) == -signal.SIGKILL

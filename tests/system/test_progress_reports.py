@@ -113,7 +113,7 @@ def test_a_daemon_killed_while_a_job_reports_and_started_again_keeps_every_repor
     paths = ExperimentPaths(folder)
     daemon = start_daemon(folder)
     try:
-        wait_for(lambda: all_jobs(folder).get(1, ("", {}))[1].get("last_step") == HOLD_AT, 120,
+        wait_for(lambda: all_jobs(folder, live=True).get(1, ("", {}))[1].get("last_step") == HOLD_AT, 120,
                  f"the daemon to record step {HOLD_AT}")
         daemon.send_signal(signal.SIGKILL)
         assert daemon.wait(timeout=30) == -signal.SIGKILL
