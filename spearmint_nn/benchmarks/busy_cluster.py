@@ -50,6 +50,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
 from .provenance import write_json
 
 CLUSTER_SCRIPTS = Path(__file__).resolve().parents[2] / "tests" / "cluster"
@@ -271,13 +273,13 @@ def _steady_share(intervals: Sequence[tuple[float, float]], slots: int, first: f
     the settling windows, in steps of ``step`` seconds from the whole second before ``first``
     (an interval covers a step it spans whole: the accounting's times are whole seconds)."""
     excluded = [(first, first + settle_s), *((start, end + settle_s) for start, end in disturbed)]
-    used = offered = 0.0
-    for index in range(int((last - int(first)) / step)):
-        moment = int(first) + index * step
-        if any(start <= moment < end for start, end in excluded):
-            continue
-        offered += slots
-        used += min(slots, sum(1 for begin, end in intervals if begin <= moment and end >= moment + step))
+    moments = int(first) + step * np.arange(int((last - int(first)) / step))
+    moments = moments[[not any(start <= moment < end for start, end in excluded) for moment in moments]]
+    begins, ends = np.array(intervals, dtype=float).reshape(-1, 2).T
+    # a moments x intervals table, in blocks so that a long run's table stays small
+    covering = np.concatenate([((begins <= block[:, None]) & (ends >= block[:, None] + step)).sum(axis=1)
+                               for block in np.array_split(moments, max(1, len(moments) // 1000))])
+    used, offered = float(np.minimum(slots, covering).sum()), slots * len(moments)
     return used / offered if offered else None
 
 

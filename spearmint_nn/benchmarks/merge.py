@@ -14,7 +14,8 @@ Later files win for the same problem, method and seed, as with ``benchmarks.para
 --include`` (which records its sources the same way). Every run must have the same mode,
 workers in flight and evaluations; runs stay as they are (summaries or full traces). Reports of
 the suite (``benchmarks.suite``, e.g. one per set of instances) merge the same way: their runs
-must share the regime and the evaluations per dimension, and the summary is the suite's.
+must share the regime and the evaluations per dimension, and the summary is the suite's (the data
+profile of the real tasks, profiled again over all the merged runs).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .checkpoints import summarise_run
+from .profiles import suite_report
 from .provenance import write_json
 
 Run = dict[str, Any]
@@ -67,13 +69,14 @@ def check_suite_sizes(runs: Sequence[Run]) -> list[str]:
     """What is wrong with the suite's ``runs`` for one report: another regime or budget than the first's."""
     from .bbob import parse_name
 
-    sizes = [(run["regime"], summarise_run(run)["evals"] / parse_name(run["problem"])[1]) for run in runs]
+    # the real tasks' runs record their dimension; BBOB's names carry it (older reports record none)
+    sizes = [(run["regime"], summarise_run(run)["evals"] / (run.get("dim") or parse_name(run["problem"])[1]))
+             for run in runs]
     return [f"{run['problem']} {run['method']} seed {run['seed']} ran {size[0]} with {size[1]:g} x d "
             f"evaluations, not {sizes[0][0]} with {sizes[0][1]:g} x d" for run, size in zip(runs, sizes) if size != sizes[0]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .ecdf import report
     from .parallel import report_points, summarise
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -89,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     if wrong:
         parser.error("; ".join(wrong))
     if suite:
-        summary = report(runs)
+        summary = suite_report(runs)
     else:
         checkpoints, time_points = report_points(first["mode"], first["workers"], evals, first.get("job_seconds", 0.0))
         summary = summarise(runs, checkpoints, time_points)

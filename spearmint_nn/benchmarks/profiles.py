@@ -30,6 +30,7 @@ import numpy as np
 
 from .checkpoints import best_after, summarise_run
 from .ecdf import area, ecdf, mean_ranks, reach
+from .ecdf import report as coco_report
 
 Run = dict[str, Any]
 #: tau: the targets are f_best + tau (f_start - f_best), hardest last
@@ -54,8 +55,8 @@ def report(runs: Iterable[Run]) -> dict[str, Any]:
     budget = np.inf  # evaluations / d: the fewest of any run
     for problem, problem_runs in sorted(by_problem.items()):
         dim = problem_runs[0]["dim"]
-        best = min(run["best_by_evals"][-1][1] for run in problem_runs)
         winner = min(problem_runs, key=lambda run: run["best_by_evals"][-1][1])
+        best = winner["best_by_evals"][-1][1]
         problems[problem] = {"dim": dim, "f_best": best, "found_by": winner["method"]}
         runtimes: dict[str, list[np.ndarray]] = defaultdict(list)
         for run in problem_runs:
@@ -77,6 +78,12 @@ def report(runs: Iterable[Run]) -> dict[str, Any]:
     return {"targets": "f_best + tau (f_start - f_best), tau = 1, 10^-0.2, ..., 10^-3", "budget_per_dim": budget,
             "budgets_per_dim": shown, "methods": rows, "problems": problems,
             "ranks": {"mean": mean, "per_problem": per_problem_ranks}}
+
+
+def suite_report(runs: Sequence[Run]) -> dict[str, Any]:
+    """The suite's summary of ``runs``: their data profile when none records its optimum (the
+    real tasks), COCO's runtime ECDFs (:func:`spearmint_nn.benchmarks.ecdf.report`) otherwise."""
+    return (report if all(run["minimum"] is None for run in runs) else coco_report)(runs)
 
 
 def table(summary: dict[str, Any]) -> str:

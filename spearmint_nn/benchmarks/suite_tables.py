@@ -16,17 +16,19 @@ LABELS = {OURS: "spearmint-nn (default)", "turbo": "TuRBO (Thompson sampling)", 
           "sobol": "Sobol (random)"}
 
 
+def _runs(files: str | tuple[str, ...]) -> list[dict[str, Any]]:
+    return [run for name in ((files,) if isinstance(files, str) else files) for run in load(name)["runs"]]
+
+
 @lru_cache(maxsize=None)
 def _summary(files: str | tuple[str, ...]) -> dict[str, Any]:
     """A file's COCO summary, or that of the runs of several files together (e.g. probes of our
     settings beside the run they are compared with: ranks are over every method of them all)."""
     if isinstance(files, str):
         return load(files)["summary"]
-    from . import ecdf, profiles
+    from .profiles import suite_report
 
-    runs = [run for name in files for run in load(name)["runs"]]
-    # the real tasks' runs record no optimum: their summary is a data profile
-    return (profiles if all(run["minimum"] is None for run in runs) else ecdf).report(runs)
+    return suite_report(_runs(files))
 
 
 def _by_rank(summary: dict[str, Any]) -> list[str]:
@@ -99,9 +101,8 @@ def suite_functions_table(file: str | tuple[str, ...], dim: int) -> str:
     summary = _summary(file)
     budget = summary["dims"][str(dim)]["budget"]
     methods = _by_rank(summary)
-    files = (file,) if isinstance(file, str) else file
     times: dict[tuple[int, str], list[np.ndarray]] = {}
-    for run in (run for name in files for run in load(name)["runs"]):
+    for run in _runs(file):
         function, d, _ = bbob.parse_name(run["problem"])
         if d == dim:
             times.setdefault((function, run["method"]), []).append(runtimes(run["best_by_evals"], run["minimum"]))

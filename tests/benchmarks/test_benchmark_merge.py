@@ -48,9 +48,12 @@ def test_runs_of_other_sizes_are_not_merged(tmp_path, capsys):
     assert not (tmp_path / "m.json").exists()
 
 
-def _suite_report(path, instance: int, regime: str = "sequential", evals: int = 10) -> str:
-    runs = [{"problem": f"bbob-f1-d2-i{instance}", "method": method, "seed": 0, "mode": "batch", "workers": 1,
-             "regime": regime, "minimum": 0.0, "values": [100.0 / (k + 1) ** (2 if method == "ours" else 1)
+def _suite_report(path, instance: int, regime: str = "sequential", evals: int = 10, task: str | None = None,
+                  seed: int = 0) -> str:
+    # a real task (``task``) records its dimension and no optimum, as benchmarks.suite --tasks does
+    problem = {"problem": task, "dim": 2, "minimum": None} if task else {"problem": f"bbob-f1-d2-i{instance}",
+                                                                         "minimum": 0.0}
+    runs = [{**problem, "method": method, "seed": seed, "mode": "batch", "workers": 1, "regime": regime, "values": [100.0 / (k + 1) ** (2 if method == "ours" else 1)
                                                           for k in range(evals)],
              "propose_seconds": [0.1] * (evals - 3), "proposed": [1] * (evals - 3)} for method in ("ours", "sobol")]
     path.write_text(json.dumps({"provenance": {"git": {"commit": f"c{instance}", "dirty": False}},
@@ -71,3 +74,16 @@ def test_suite_reports_of_other_instances_merge_into_one_coco_summary(tmp_path, 
         main(["--json", str(tmp_path / "m.json"), _suite_report(tmp_path / "i1.json", 1),
               _suite_report(tmp_path / "b.json", 2, regime="batch10")])
     assert "bbob-f1-d2-i2 ours seed 0 ran batch10 with 5 x d evaluations, not sequential" in capsys.readouterr().err
+
+
+def test_reports_of_real_tasks_merge_into_one_data_profile_over_all_their_runs(tmp_path):
+    out = tmp_path / "merged.json"
+    first, second = (_suite_report(tmp_path / f"s{seed}.json", seed, task="hpo-svm-wine-acc", seed=seed)
+                     for seed in (0, 1))
+    assert main(["--json", str(out), first, second]) == 0
+    summary = json.loads(out.read_text())["summary"]
+    # profiled again: f_best is the best of both files' runs, each method has both seeds' runs
+    assert summary["problems"] == {"hpo-svm-wine-acc": {"dim": 2, "f_best": 1.0, "found_by": "ours"}}
+    assert {m: row["runs"] for m, row in summary["methods"].items()} == {"ours": 2, "sobol": 2}
+    assert summary["methods"]["ours"]["area"] > summary["methods"]["sobol"]["area"]
+    assert summary["ranks"]["mean"] == {"ours": 1.0, "sobol": 2.0}
