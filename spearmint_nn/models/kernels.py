@@ -49,6 +49,12 @@ class Conditional:
 
 def matern52(r2: Tensor) -> Tensor:
     """Matérn 5/2 correlation (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r) of squared distances r2."""
+    if not r2.requires_grad:
+        # Scoring thousands of candidates spends much of a proposal here: in place, the same
+        # operations in the same order (the same numbers) take half the time of the expression.
+        r = r2.clamp_min(1e-30).sqrt_()
+        out = (r * _SQRT5).add_(1.0).add_(r2 * (5.0 / 3.0))
+        return out.mul_(r.mul_(-_SQRT5).exp_())
     # The clamp keeps the gradient of sqrt finite at r = 0, where the true derivative is 0.
     r = torch.sqrt(r2.clamp_min(1e-30))
     return (1.0 + _SQRT5 * r + (5.0 / 3.0) * r2) * torch.exp(-_SQRT5 * r)
