@@ -5,7 +5,7 @@ hyperparameter tasks, from their data profile (:func:`spearmint_nn.benchmarks.pr
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from .table_format import bold_lowest, load, markdown
 
@@ -122,3 +122,17 @@ def suite_wins(file: str | tuple[str, ...]) -> str:
         rows.append([method, str(sum(a < b for a, b in pairs)), str(sum(a == b for a, b in pairs)),
                      str(sum(a > b for a, b in pairs))])
     return markdown(["ours against", "ahead", "level", "behind"], rows)
+
+
+def suite_blocks(name: str, file: str | tuple[str, ...], dim: int | None,
+                 functions: bool = False) -> dict[str, Callable[[], str]]:
+    """The generated blocks of one suite result: ``name`` (the table), ``name-groups`` (the area
+    per function group), ``name-wins`` and, with ``functions``, ``name-functions``; for real
+    tasks (``dim`` None) the data profile's table and the wins."""
+    if dim is None:
+        return {name: lambda: tasks_table(file), f"{name}-wins": lambda: suite_wins(file)}
+    blocks = {name: lambda: suite_table(file, dim), f"{name}-groups": lambda: suite_groups_table(file, dim),
+              f"{name}-wins": lambda: suite_wins(file)}
+    if functions:
+        blocks[f"{name}-functions"] = lambda: suite_functions_table(file, dim)
+    return blocks

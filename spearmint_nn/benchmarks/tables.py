@@ -30,7 +30,7 @@ import numpy as np
 
 from .checkpoints import best_after, best_at_time
 from .stopping_tables import early_stopping_rows, early_stopping_table, early_stopping_wins
-from .suite_tables import suite_functions_table, suite_groups_table, suite_table, suite_wins, tasks_table
+from .suite_tables import suite_blocks, suite_table
 from .table_format import RESULTS, bold_lowest, load, markdown
 
 DOCUMENTS = {"README.md": Path(__file__).resolve().parents[2] / "README.md",
@@ -411,21 +411,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "early-stopping-hartmann6-wins": lambda: early_stopping_wins("early-stopping-hartmann6-asha-nocap.json", 1, (
         "ours", "tpe-sh", "tpe-hyperband", "gp-sh", "asha-random"), {"ours": "vs ours", "asha-random": "asha-random (no limit)"}),
     # RESULTS.md, "benchmarks.suite"
-    "suite-d5-sequential": lambda: suite_table("suite-d5-sequential.json", 5),
-    "suite-d5-sequential-groups": lambda: suite_groups_table("suite-d5-sequential.json", 5),
-    "suite-d5-sequential-wins": lambda: suite_wins("suite-d5-sequential.json"),
-    "suite-d5-sequential-functions": lambda: suite_functions_table("suite-d5-sequential.json", 5),
-    "suite-d5-batch10": lambda: suite_table("suite-d5-batch10.json", 5),
-    "suite-d5-batch10-groups": lambda: suite_groups_table("suite-d5-batch10.json", 5),
-    "suite-d5-batch10-wins": lambda: suite_wins("suite-d5-batch10.json"),
-    "suite-d10-sequential": lambda: suite_table("suite-d10-sequential.json", 10),
-    "suite-d10-sequential-groups": lambda: suite_groups_table("suite-d10-sequential.json", 10),
-    "suite-d10-sequential-wins": lambda: suite_wins("suite-d10-sequential.json"),
-    "hpo-sequential": lambda: tasks_table("hpo-sequential.json"),
-    "hpo-sequential-wins": lambda: suite_wins("hpo-sequential.json"),
-    "suite-d5-sequential-probes": lambda: suite_table(SUITE_D5_PROBES, 5),
-    "suite-d5-sequential-probes-groups": lambda: suite_groups_table(SUITE_D5_PROBES, 5),
-    "suite-d5-sequential-probes-wins": lambda: suite_wins(SUITE_D5_PROBES),
+    **suite_blocks("suite-d5-sequential", "suite-d5-sequential.json", 5, functions=True),
+    **suite_blocks("suite-d5-batch10", "suite-d5-batch10.json", 5),
+    **suite_blocks("suite-d10-sequential", "suite-d10-sequential.json", 10),
+    **suite_blocks("hpo-sequential", "hpo-sequential.json", None),
+    **suite_blocks("suite-d5-sequential-probes", SUITE_D5_PROBES, 5),
     "early-stopping-hartmann6-w20": lambda: early_stopping_rows("early-stopping-hartmann6-w20-asha-nocap.json", 20, {
         "ours": "ours (no stopping)", "asha-random": "asha-random (no limit)"}),
     "early-stopping-hartmann6-w20-wins": lambda: early_stopping_wins("early-stopping-hartmann6-w20-asha-nocap.json", 20, (
