@@ -1,8 +1,9 @@
 """Time and peak memory of one ``Optimizer.suggest`` with N finished and J pending jobs.
 
 Each (model, N, J) point runs in a fresh Python process, so that its peak resident memory
-(``ru_maxrss``) belongs to that point alone. In the process: N uniformly random points of
-Hartmann6 (D = 6) are observed, a first ``suggest`` fits the model from scratch (the cold fit,
+(``ru_maxrss``) belongs to that point alone. In the process: N uniformly random points of the
+problem (``--problem``, Hartmann6 by default; any name of ``benchmarks.functions``, e.g. a BBOB
+problem ``bbob-f21-d10-i1``) are observed, a first ``suggest`` fits the model from scratch (the cold fit,
 reported but not the measured quantity), one more observation arrives, and the measured call
 is the next ``suggest(B, pending=J points)`` (B = ``--batch``, 1 by default): a warm refit plus
 the acquisition with the J pending outcomes. That is the daemon's steady state: every completion
@@ -14,11 +15,13 @@ The GP baseline, and the reference methods ``optuna-gp`` and ``botorch-qlognei``
 benchmark (the `reference` extra; the same steps through their own loops, the J jobs running as
 Optuna RUNNING trials or BoTorch's X_pending), run the same points where they finish within
 ``--gp-timeout`` seconds (a larger N is skipped once a smaller one timed out); their time and
-memory are shown as ratios to DNGO's.
+memory are shown as ratios to the first model's (DNGO's by default). A synchronous batch of 50
+of the default search at small N, against qLogNEI's: ``--models gp,botorch-qlognei --gp-sizes
+50,100,200 --gp-pending 0 --batch 50`` (the GP is the default below 200 finished jobs).
 
     python -m spearmint_nn.benchmarks.scale [--sizes 500,2000,5000,10000] [--pending 0,100,800]
         [--models dngo,gp,optuna-gp,botorch-qlognei] [--gp-sizes 500,2000] [--gp-pending 0,100,800]
-        [--gp-timeout 300] [--batch 1] [--json out.json]
+        [--gp-timeout 300] [--batch 1] [--problem hartmann6] [--json out.json]
 
 Times are given as wall clock and as the process's CPU time: torch runs one thread, so on a
 shared machine the CPU time is what the same call takes on an idle core.
@@ -37,17 +40,19 @@ from typing import Any
 
 import numpy as np
 
-from .functions import FUNCTIONS
+from ..problem.space import Space
+from .functions import get_function
 from .provenance import write_json
 
 DEFAULT_SIZES = (500, 2000, 5000, 10000)
 DEFAULT_PENDING = (0, 100, 800)
-PROBLEM = "hartmann6"
+DEFAULT_PROBLEM = "hartmann6"
 # Reference methods a point can be measured for (from the `reference` extra), like the GP.
 REFERENCES = ("optuna-gp", "botorch-qlognei")
 
 
-def measure_point(model: str, n: int, n_pending: int, batch: int = 1, seed: int = 0) -> dict[str, Any]:
+def measure_point(model: str, n: int, n_pending: int, batch: int = 1, seed: int = 0,
+                  problem_name: str = DEFAULT_PROBLEM) -> dict[str, Any]:
     """Run one point in this process (call it in a fresh one): the measured call proposes ``batch``
     points; seconds and MiB."""
     import torch
@@ -55,46 +60,47 @@ def measure_point(model: str, n: int, n_pending: int, batch: int = 1, seed: int 
     from ..search.optimizer import Optimizer
 
     torch.set_num_threads(1)
-    problem = FUNCTIONS[PROBLEM]
+    problem = get_function(problem_name)
     rng = np.random.default_rng(seed)
-    X = rng.random((n + 1 + n_pending, problem.dim))
+    points = Space.from_config(problem.variables).decode(rng.random((n + 1 + n_pending, problem.dim)))
     if model in REFERENCES:
-        return measure_reference(model, X, n, batch, seed)
+        return {**measure_reference(model, points, n, batch, seed, problem_name), "problem": problem_name}
     opt = Optimizer(problem.variables, model=model, seed=seed, restart_after=0)  # fit on all n
-    for x in X[:n]:
-        opt.observe({"x": x}, problem({"x": x}))
+    for params in points[:n]:
+        opt.observe(params, problem(params))
     start = time.perf_counter()
     opt.suggest(1)
     cold = time.perf_counter() - start
-    opt.observe({"x": X[n]}, problem({"x": X[n]}))
-    pending = [{"x": x} for x in X[n + 1:]]
+    opt.observe(points[n], problem(points[n]))
+    pending = points[n + 1:]
     rss_before = _current_rss_mib()
     start, cpu = time.perf_counter(), time.process_time()
     opt.suggest(batch, pending=pending)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     fit = opt.last_fit_seconds or 0.0
-    return {"model": model, "n": n, "pending": n_pending, "batch": batch, "fantasies": opt.settings.fantasies,
+    return {"model": model, "problem": problem_name, "n": n, "pending": n_pending, "batch": batch,
+            "fantasies": opt.settings.fantasies,
             "suggest_s": seconds, "suggest_cpu_s": cpu, "fit_s": fit, "acquisition_s": seconds - fit, "cold_suggest_s": cold,
             "rss_before_mib": rss_before, "peak_rss_mib": _peak_rss_mib()}
 
 
-def measure_reference(name: str, X: np.ndarray, n: int, batch: int, seed: int) -> dict[str, Any]:
+def measure_reference(name: str, points: list[dict[str, Any]], n: int, batch: int, seed: int,
+                      problem_name: str = DEFAULT_PROBLEM) -> dict[str, Any]:
     """:func:`measure_point` for a reference method of the parallel benchmark, through the same
     interface (:mod:`spearmint_nn.benchmarks.parallel_methods`) and the same steps: the first N
-    rows of X observed, a cold proposal, one more observation, then the measured proposal of
-    ``batch`` points with the remaining rows running (Optuna: RUNNING trials; BoTorch: X_pending)."""
-    from ..problem.space import Space
+    of ``points`` observed, a cold proposal, one more observation, then the measured proposal of
+    ``batch`` points with the remaining ones running (Optuna: RUNNING trials; BoTorch: X_pending)."""
     from .parallel_methods import make_method
 
-    problem = FUNCTIONS[PROBLEM]
-    method = make_method(name, Space.from_config(problem.variables), seed, len(X) + 1, 0)
-    for x in X[:n]:
-        method.observe({"x": x}, problem({"x": x}))
+    problem = get_function(problem_name)
+    method = make_method(name, Space.from_config(problem.variables), seed, len(points) + 1, 0)
+    for params in points[:n]:
+        method.observe(params, problem(params))
     start = time.perf_counter()
     method.propose(1, [])
     cold = time.perf_counter() - start
-    method.observe({"x": X[n]}, problem({"x": X[n]}))
-    running = [{"x": x} for x in X[n + 1:]]
+    method.observe(points[n], problem(points[n]))
+    running = points[n + 1:]
     rss_before = _current_rss_mib()
     start, cpu = time.perf_counter(), time.process_time()
     method.propose(batch, running)
@@ -112,10 +118,11 @@ def _current_rss_mib() -> float:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def run_point(model: str, n: int, n_pending: int, batch: int, timeout: float) -> dict[str, Any]:
+def run_point(model: str, n: int, n_pending: int, batch: int, timeout: float,
+              problem: str = DEFAULT_PROBLEM) -> dict[str, Any]:
     """:func:`measure_point` in a fresh process; ``{"timeout": True}`` if it did not finish."""
     command = [sys.executable, "-m", "spearmint_nn.benchmarks.scale", "--point", model, str(n), str(n_pending),
-               str(batch)]
+               str(batch), problem]
     try:  # the point inherits the one-thread environment (see benchmarks.threads)
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -126,7 +133,7 @@ def run_point(model: str, n: int, n_pending: int, batch: int, timeout: float) ->
 
 
 def run(models: list[str], sizes: list[int], pendings: list[int], gp_sizes: list[int], gp_pendings: list[int],
-        gp_timeout: float, dngo_timeout: float, batch: int = 1) -> list[dict[str, Any]]:
+        gp_timeout: float, dngo_timeout: float, batch: int = 1, problem: str = DEFAULT_PROBLEM) -> list[dict[str, Any]]:
     results = []
     for model in models:
         limit = dngo_timeout if model == "dngo" else gp_timeout
@@ -137,7 +144,7 @@ def run(models: list[str], sizes: list[int], pendings: list[int], gp_sizes: list
                     results.append({"model": model, "n": n, "pending": n_pending, "batch": batch, "timeout": True,
                                     "skipped": True, "limit_s": limit})
                     continue
-                point = run_point(model, n, n_pending, batch, limit)
+                point = run_point(model, n, n_pending, batch, limit, problem)
                 timed_out = bool(point.get("timeout"))
                 results.append(point)
                 print(_point_line(point), file=sys.stderr, flush=True)
@@ -154,17 +161,20 @@ def _point_line(p: dict[str, Any]) -> str:
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    """Markdown table: one row per (N, J), DNGO's numbers and the GP's as ratios to them."""
+    """Markdown table: one row per (N, J), the first model's numbers (DNGO's by default) and the
+    others' as ratios to them."""
     by_key = {(r["model"], r["n"], r["pending"]): r for r in results}
-    others = list(dict.fromkeys(r["model"] for r in results if r["model"] != "dngo"))
+    base = results[0]["model"]
+    label = "DNGO" if base == "dngo" else base
+    others = list(dict.fromkeys(r["model"] for r in results if r["model"] != base))
     head = "| N | J | suggest, wall (s) | suggest, CPU (s) | refit, wall (s) | acquisition, wall (s) | peak RSS (MiB) |"
     rule = "|---|---|---|---|---|---|---|"
     for other in others:
-        head += f" {other} / DNGO time | {other} / DNGO memory |"
+        head += f" {other} / {label} time | {other} / {label} memory |"
         rule += "---|---|"
     lines = [head, rule]
     for (model, n, n_pending), r in sorted(by_key.items(), key=lambda kv: (kv[0][2], kv[0][1])):
-        if model != "dngo":
+        if model != base:
             continue
         cells = ([f"{r['suggest_s']:.2f}", f"{r['suggest_cpu_s']:.2f}", f"{r['fit_s']:.2f}", f"{r['acquisition_s']:.2f}", f"{r['peak_rss_mib']:.0f}"]
                  if not r.get("timeout") else ["> " + f"{r['limit_s']:g}", "", "", "", ""])
@@ -208,17 +218,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dngo-timeout", type=float, default=600.0, help="seconds per DNGO point before giving up")
     parser.add_argument("--json", help="write the raw results here")
     parser.add_argument("--batch", type=int, default=1, help="points the measured call proposes")
-    parser.add_argument("--point", nargs=4, metavar=("MODEL", "N", "J", "BATCH"), help=argparse.SUPPRESS)
+    parser.add_argument("--problem", default=DEFAULT_PROBLEM,
+                        help="the function observed (a name of benchmarks.functions or a BBOB problem)")
+    parser.add_argument("--point", nargs=5, metavar=("MODEL", "N", "J", "BATCH", "PROBLEM"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.point:
-        model, n, n_pending, batch = args.point
-        print(json.dumps(measure_point(model, int(n), int(n_pending), int(batch))))
+        model, n, n_pending, batch, problem = args.point
+        print(json.dumps(measure_point(model, int(n), int(n_pending), int(batch), problem_name=problem)))
         return 0
+    try:  # a wrong name fails here, before any point runs
+        get_function(args.problem)
+    except KeyError:
+        parser.error(f"--problem: no problem called {args.problem!r} (a name of benchmarks.functions, a BBOB "
+                     f"problem bbob-f<k>-d<dim>-i<instance> or a task hpo-<model>-<dataset>-<metric>)")
+    except ValueError as error:
+        parser.error(f"--problem: {error}")
     load_before = os.getloadavg()
     start = time.time()
     results = run(args.models.split(","), [int(v) for v in args.sizes.split(",")],
                   [int(v) for v in args.pending.split(",")], [int(v) for v in args.gp_sizes.split(",")],
-                  [int(v) for v in args.gp_pending.split(",")], args.gp_timeout, args.dngo_timeout, args.batch)
+                  [int(v) for v in args.gp_pending.split(",")], args.gp_timeout, args.dngo_timeout, args.batch,
+                  args.problem)
     machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "processor": platform.processor(),
                "load_average_before": load_before, "load_average_after": os.getloadavg(),
                "wall_s": time.time() - start, "torch_threads": 1}

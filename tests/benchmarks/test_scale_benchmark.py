@@ -23,6 +23,19 @@ def test_every_other_method_gets_its_own_ratio_columns():
     assert "20.0 (CPU)" in row and "2.00" in row and "did not finish in 300 s" in row
 
 
+def test_the_ratios_are_to_the_first_model_run():
+    text = table([point("gp", 100, 0, 40.0), point("botorch-qlognei", 100, 0, 20.0), point("gp", 200, 0, 80.0)])
+    assert "botorch-qlognei / gp time" in text
+    rows = text.splitlines()[2:]
+    assert len(rows) == 2 and rows[0].startswith("| 100 | 0 | 40.00") and "0.5 (CPU)" in rows[0]
+    assert rows[1].startswith("| 200 | 0 | 80.00") and rows[1].endswith("| |")
+
+
+def test_a_point_observes_the_problem_asked_for():
+    measured = measure_point("gp", 8, 2, batch=2, problem_name="branin")
+    assert measured["problem"] == "branin" and measured["batch"] == 2 and measured["suggest_s"] > 0
+
+
 @pytest.mark.skipif(not HAVE_OPTUNA, reason="needs the optional reference extra: pip install -e '.[reference]'")
 def test_a_reference_point_runs_the_same_steps_with_its_jobs_running():
     measured = measure_point("optuna-gp", 20, 4)
