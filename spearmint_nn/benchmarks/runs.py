@@ -34,7 +34,8 @@ def parse_seeds(text: str) -> list[int]:
 def run_in_processes(
     function: Callable[..., Any], jobs: Sequence[tuple], workers: int = 1
 ) -> Iterator[tuple[tuple, Any]]:
-    """Yield (job, function(*job)) for every job, in the order the runs end.
+    """Yield (job, function(*job)) for every job, in the order the runs end; a run's exception
+    is raised at once, after the runs in progress end and with the queued ones cancelled.
 
     ``function`` must be importable at module level (it is sent to worker processes by name).
     Each worker computes with one thread (:mod:`spearmint_nn.benchmarks.threads`): the runs
@@ -42,8 +43,14 @@ def run_in_processes(
     """
     with ProcessPoolExecutor(max_workers=workers, initializer=limit_threads) as pool:
         futures = {pool.submit(function, *job): job for job in jobs}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
+        try:
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:
+            # A failed run (or a caller that stops reading) ends the benchmark here: the pool's
+            # exit would otherwise run every queued job first, for results nobody reads.
+            for future in futures:
+                future.cancel()
 
 
 def write_report(path: str, load_before: tuple[float, float, float], start: float, **content: Any) -> None:

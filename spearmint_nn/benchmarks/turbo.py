@@ -147,7 +147,10 @@ class Turbo:
         dim = self.space.dim
         X = torch.as_tensor(np.array(self._X), dtype=torch.float64)
         Y = torch.tensor(self._y, dtype=torch.float64)[:, None]
-        Y = (Y - Y.mean()) / Y.std()
+        # The tutorial divides by the standard deviation, zero where every value of the region is
+        # the same (an error rate's plateau): then by one, as BoTorch's Standardize transform does.
+        spread = Y.std()
+        Y = (Y - Y.mean()) / (spread if spread > 1e-8 else 1.0)
         with warnings.catch_warnings(), gpytorch.settings.max_cholesky_size(float("inf")):
             warnings.simplefilter("ignore")
             likelihood = GaussianLikelihood(noise_constraint=Interval(1e-8, 1e-3))

@@ -5,6 +5,10 @@ import json
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
+
+import pytest
 
 import torch
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -44,3 +48,18 @@ def test_a_worker_of_the_harness_computes_with_one_thread_when_its_parent_had_mo
     assert counts["torch"] == 1
     assert all(counts["environment"][name] == "1" for name in THREAD_VARIABLES)
     assert [pool["num_threads"] for pool in threadpool_info()] == blas_before
+
+
+def _failing_first(k: int, folder: str) -> int:
+    if k == 0:
+        raise ValueError("run 0 failed")
+    time.sleep(0.2)
+    (Path(folder) / str(k)).touch()
+    return k
+
+
+def test_a_failed_run_ends_the_benchmark_without_running_the_queued_ones(tmp_path):
+    with pytest.raises(ValueError, match="run 0 failed"):
+        list(run_in_processes(_failing_first, [(k, str(tmp_path)) for k in range(40)], workers=1))
+    # the pool had handed a few to its worker already; the other 30-odd never ran
+    assert len(list(tmp_path.iterdir())) < 5

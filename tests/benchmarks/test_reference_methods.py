@@ -71,6 +71,17 @@ def test_turbo_proposes_in_its_region_and_forgets_it_after_a_restart():
     assert np.allclose(space.encode(fresh), space.sobol(3, seed=1000)[:3])
 
 
+def test_turbo_models_a_region_whose_values_are_all_the_same():
+    # an error rate on a plateau: the tutorial's standardisation would divide by a zero spread
+    pytest.importorskip("botorch")
+    space = Space.from_config({"x": {"type": "FLOAT", "size": 2, "min": 0.0, "max": 1.0}})
+    turbo = make_method("turbo", space, 0, 40, 4)
+    for params in space.decode(space.sobol(4, seed=0)):
+        turbo.observe(params, 0.25)
+    batch = space.encode(turbo.propose(2, []))
+    assert batch.shape == (2, 2) and np.all(np.isfinite(batch)) and np.all((batch >= 0) & (batch <= 1))
+
+
 def test_optuna_samplers_are_set_as_their_documentation_recommends():
     optuna = pytest.importorskip("optuna")
     space = Space.from_config({"x": {"type": "FLOAT", "size": 2, "min": 0.0, "max": 1.0}})
