@@ -264,6 +264,22 @@ def scale_table(file: str) -> str:
                      "peak RSS (MiB)"], rows)
 
 
+def batch_proposal_table(files: Sequence[str]) -> str:
+    """A synchronous batch proposed with nothing running, per problem and N: each model's seconds
+    (CPU) and their ratio to ours (the first model of each file)."""
+    rows = []
+    for file in files:
+        results = [r for r in load(file)["results"] if not r.get("timeout")]
+        ours, others = results[0]["model"], list(dict.fromkeys(r["model"] for r in results[1:]))
+        others = [m for m in others if m != ours]
+        for n in sorted({r["n"] for r in results}):
+            cell = {r["model"]: r["suggest_cpu_s"] for r in results if r["n"] == n}
+            rows.append([f"{results[0]['problem']}, N = {n}", f"{cell[ours]:.1f}",
+                         *[f"{cell[m]:.1f} ({cell[ours] / cell[m]:.1f}x)" if m in cell else "" for m in others]])
+    return markdown(["problem, N", f"ours ({ours}) s", *[f"{REFERENCES.get(m, m)} s (ours / it)" for m in others]],
+                    rows)
+
+
 def busy_cluster_table(file: str, overview: bool = False) -> str:
     """The benchmark's own table, or (``overview``) the README's four columns of it."""
     from .busy_cluster import table

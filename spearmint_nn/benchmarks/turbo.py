@@ -27,6 +27,12 @@ and, while it has fewer than 2d points, more points of the same sequence. After 
 as the paper and its reference code run it) the region forgets its data and starts again from
 scrambled Sobol points of a new seed until 2d of them are back; results of points proposed for an
 earlier region then no longer count. The tutorial ignores running jobs, and so does this.
+
+Two guards the tutorial lacks, for the real tasks' piecewise-constant losses (a decision tree's, an
+error rate's): a region whose values are all the same is standardised by one (as BoTorch's
+``Standardize`` does), not divided by a zero spread; and where every attempt of
+``fit_gpytorch_mll`` fails (many nearly equal points of different values inside a small region),
+the proposal is made with the model's initial hyperparameters, with a warning in the run's log.
 """
 from __future__ import annotations
 
@@ -135,6 +141,7 @@ class Turbo:
     def _thompson(self, n: int) -> np.ndarray:
         import gpytorch
         import torch
+        from botorch.exceptions.errors import ModelFittingError
         from botorch.fit import fit_gpytorch_mll
         from botorch.generation import MaxPosteriorSampling
         from botorch.models import SingleTaskGP
@@ -151,12 +158,16 @@ class Turbo:
         # the same (an error rate's plateau): then by one, as BoTorch's Standardize transform does.
         spread = Y.std()
         Y = (Y - Y.mean()) / (spread if spread > 1e-8 else 1.0)
+        fitted = True
         with warnings.catch_warnings(), gpytorch.settings.max_cholesky_size(float("inf")):
             warnings.simplefilter("ignore")
             likelihood = GaussianLikelihood(noise_constraint=Interval(1e-8, 1e-3))
             kernel = ScaleKernel(MaternKernel(nu=2.5, ard_num_dims=dim, lengthscale_constraint=Interval(0.005, 4.0)))
             model = SingleTaskGP(X, Y, covar_module=kernel, likelihood=likelihood)
-            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+            try:
+                fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+            except ModelFittingError:  # BoTorch has rolled the hyperparameters back to their initial values
+                fitted = False
             centre = X[Y.argmax(), :].clone()
             weights = model.covar_module.base_kernel.lengthscale.squeeze().detach().reshape(dim)
             weights = weights / weights.mean()
@@ -174,4 +185,7 @@ class Turbo:
             torch.manual_seed(int(torch.randint(0, 2**31, (), generator=self.generator)))  # the posterior draw
             with torch.no_grad():
                 chosen = MaxPosteriorSampling(model=model, replacement=False)(candidates, num_samples=n)
+        if not fitted:
+            warnings.warn(f"turbo: every fit of the region's GP failed ({len(X)} points); proposed with its "
+                          f"initial hyperparameters", RuntimeWarning)
         return chosen.numpy()

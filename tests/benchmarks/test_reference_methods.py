@@ -82,6 +82,23 @@ def test_turbo_models_a_region_whose_values_are_all_the_same():
     assert batch.shape == (2, 2) and np.all(np.isfinite(batch)) and np.all((batch >= 0) & (batch <= 1))
 
 
+def test_turbo_proposes_with_its_initial_hyperparameters_when_every_fit_fails(monkeypatch):
+    pytest.importorskip("botorch")
+    from botorch.exceptions.errors import ModelFittingError
+
+    def fail(*args, **kwargs):
+        raise ModelFittingError("All attempts to fit the model have failed.")
+
+    monkeypatch.setattr("botorch.fit.fit_gpytorch_mll", fail)  # as a decision tree's plateaus made it
+    space = Space.from_config({"x": {"type": "FLOAT", "size": 2, "min": 0.0, "max": 1.0}})
+    turbo = make_method("turbo", space, 0, 40, 4)
+    for params in space.decode(space.sobol(4, seed=0)):
+        turbo.observe(params, _sphere(space, params))
+    with pytest.warns(RuntimeWarning, match="every fit of the region's GP failed"):
+        batch = space.encode(turbo.propose(2, []))
+    assert batch.shape == (2, 2) and np.all((batch >= 0) & (batch <= 1))
+
+
 def test_optuna_samplers_are_set_as_their_documentation_recommends():
     optuna = pytest.importorskip("optuna")
     space = Space.from_config({"x": {"type": "FLOAT", "size": 2, "min": 0.0, "max": 1.0}})
