@@ -34,6 +34,8 @@ def test_the_ratios_are_to_the_first_model_run():
 def test_a_point_observes_the_problem_asked_for():
     measured = measure_point("gp", 8, 2, batch=2, problem_name="branin")
     assert measured["problem"] == "branin" and measured["batch"] == 2 and measured["suggest_s"] > 0
+    # the cold proposal is not left pending: the measured call sees exactly J = 2 running jobs
+    assert measured["pending"] == 2 and measured["own_pending"] == 0
 
 
 @pytest.mark.skipif(not HAVE_OPTUNA, reason="needs the optional reference extra: pip install -e '.[reference]'")
