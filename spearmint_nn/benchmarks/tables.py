@@ -501,6 +501,7 @@ TABLES: dict[str, Callable[[], str]] = {
         first="batches of 200").render,
     # RESULTS.md, the other benchmarks
     "scale-references": lambda: scale_table("scale-references.json"),
+    "scale-batch50": lambda: batch_proposal_table(("scale-batch50-hartmann6.json", "scale-batch50-bbob-f21-d10-i1.json")),
     "arrays-slurm500": lambda: arrays_table("arrays-slurm500.json"),
     "busy-cluster-1000": lambda: busy_cluster_table("busy-cluster-1000.json"),
     "transfer-controls": lambda: transfer_controls_table(
