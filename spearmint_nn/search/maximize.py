@@ -54,8 +54,15 @@ class Proposal:
     repeat: bool = False
 
 
-def _score(acquisition: Acquisition, X: np.ndarray, chunk: int = 4096) -> np.ndarray:
-    """Acquisition values at rows of X (M, dim), without gradients, in chunks to bound memory."""
+#: Rows of candidates scored at once. A GP's posterior at a block is a dozen elementwise passes
+#: over (samples, training rows, block) tensors; blocks of 256 keep them within a core's cache,
+#: where blocks of 4096 spilled to memory and scored 7000 candidates 2.5-3.7 times slower (10-D,
+#: 50-250 training rows, 10 samples, 10 fantasies), with the same values up to rounding.
+SCORE_BLOCK = 256
+
+
+def _score(acquisition: Acquisition, X: np.ndarray, chunk: int = SCORE_BLOCK) -> np.ndarray:
+    """Acquisition values at rows of X (M, dim), without gradients, in blocks of ``chunk`` rows."""
     out = np.empty(X.shape[0])
     with torch.no_grad():
         for start in range(0, X.shape[0], chunk):
