@@ -130,7 +130,8 @@ class ConditionedGP(Surrogate):
         Ks = self._cross(d, self._query(d, X), slice(None))  # (S, n, M)
         mean = d.mean[:, None, None] + torch.einsum("snf,snm->sfm", d.alpha, Ks)
         V = torch.linalg.solve_triangular(d.L, Ks, upper=False)
-        var = (d.amp2[:, None] - (V**2).sum(1)).clamp_min(1e-12)
+        # In place where autograd keeps no V: one pass less over the largest tensor of a scoring.
+        var = (d.amp2[:, None] - (V**2 if V.requires_grad else V.square_()).sum(1)).clamp_min(1e-12)
         if observation_noise:
             var = var + d.noise[:, None]
         M = Ks.shape[-1]

@@ -107,12 +107,18 @@ def squared_distances(A: Tensor, B: Tensor) -> Tensor:
 
     Uses |a|^2 + |b|^2 - 2 a.b so that no (S, N, M, E) tensor is formed for large candidate sets.
     """
-    r2 = (A**2).sum(-1)[..., :, None] + (B**2).sum(-1)[..., None, :] - 2.0 * A @ B.transpose(-1, -2)
-    return r2.clamp_min(0.0)
+    norms = (A**2).sum(-1)[..., :, None] + (B**2).sum(-1)[..., None, :]
+    if A.dim() == B.dim() == 3 and len(A) == len(B) and not (A.requires_grad or B.requires_grad):
+        # Scoring candidates: one fused pass instead of three (the same numbers: scaling by 2 is exact).
+        return torch.baddbmm(norms, A, B.transpose(-1, -2), alpha=-2.0).clamp_min_(0.0)
+    return (norms - 2.0 * A @ B.transpose(-1, -2)).clamp_min(0.0)
 
 
 def covariance(
     A: Tensor, B: Tensor, amplitude: Tensor, correlation: Callable[[Tensor], Tensor] = matern52
 ) -> Tensor:
     """amplitude (S,) times the correlation of embedded points A (S, N, E), B (S, M, E): (S, N, M)."""
-    return amplitude[:, None, None] * correlation(squared_distances(A, B))
+    correlations = correlation(squared_distances(A, B))
+    if correlations.requires_grad or amplitude.requires_grad:
+        return amplitude[:, None, None] * correlations
+    return correlations.mul_(amplitude[:, None, None])
