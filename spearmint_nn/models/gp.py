@@ -245,9 +245,13 @@ class GP(ConditionedGP, PathSampler, Warped):
     ) -> Tensor:
         h = Hypers.unpack(theta, layout)
         R = correlation(theta, h) if correlation is not None else self._correlation(X, h)
-        eye = torch.eye(len(X), dtype=X.dtype)
-        L, _, ok = robust_cholesky(h.amp2[:, None, None] * R + h.noise[:, None, None] * eye)
-        L = torch.where(ok[:, None, None], L, eye)
+        # The noise goes onto the diagonal in place: the slice sampler calls this thousands of
+        # times per fit, and a (B, N, N) noise matrix cost two more passes over K each time.
+        K = h.amp2[:, None, None] * R
+        K.diagonal(dim1=-2, dim2=-1).add_(h.noise[:, None])
+        L, _, ok = robust_cholesky(K)
+        if not ok.all():
+            L = torch.where(ok[:, None, None], L, torch.eye(len(X), dtype=X.dtype))
         r = (y[None, :] - h.mean[:, None])[..., None]
         z = torch.linalg.solve_triangular(L, r, upper=False)[..., 0]
         half_logdet = torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
