@@ -1,15 +1,15 @@
-"""Time and peak memory of one ``Optimizer.suggest`` with N finished and J pending jobs.
+"""Time and peak memory of one proposal with N finished and J pending jobs.
 
 Each (model, N, J) point runs in a fresh Python process, so that its peak resident memory
-(``ru_maxrss``) belongs to that point alone. In the process: N uniformly random points of the
+(``ru_maxrss``) belongs to that point alone. In the process: uniformly random points of the
 problem (``--problem``, Hartmann6 by default; any name of ``benchmarks.functions``, e.g. a BBOB
-problem ``bbob-f21-d10-i1``) are observed, a first ``suggest`` fits the model from scratch (the cold fit,
-reported but not the measured quantity), one more observation arrives, and the measured call
-is the next ``suggest(B, pending=J points)`` (B = ``--batch``, 1 by default): a warm refit plus
-the acquisition with the J pending outcomes. That is the daemon's steady state: every completion
-is one more observation and one such call. With J + B jobs in flight, one more observation is
-less than a round of them, so DNGO conditions its output layer on it without training its
-network (``Optimizer``, "once per round of results").
+problem ``bbob-f21-d10-i1``) are observed, a first proposal fits the model from scratch (the cold
+fit, reported but not the measured quantity), more results arrive up to N, and the measured call
+is the next proposal of B points (``--batch``, 1 by default) with J jobs running: a warm refit
+on the results since the cold fit plus the acquisition with the J pending outcomes
+(:func:`measure_point`). The results since the cold fit are a round of them, the last B of the N
+(at most half): with B = 1 the daemon's steady state, one completion and one call; with J = 0 and
+B > 1 a synchronous round, which refits after B new results.
 
 The GP baseline, and the reference methods ``optuna-gp`` and ``botorch-qlognei`` of the parallel
 benchmark (the `reference` extra; the same steps through their own loops, the J jobs running as
@@ -53,64 +53,49 @@ REFERENCES = ("optuna-gp", "botorch-qlognei")
 
 def measure_point(model: str, n: int, n_pending: int, batch: int = 1, seed: int = 0,
                   problem_name: str = DEFAULT_PROBLEM) -> dict[str, Any]:
-    """Run one point in this process (call it in a fresh one): the measured call proposes ``batch``
-    points; seconds and MiB."""
+    """Run one point in this process (call it in a fresh one): seconds and MiB of the measured call,
+    which proposes ``batch`` points with N finished and J running jobs.
+
+    Every method, ours or a reference (through :mod:`spearmint_nn.benchmarks.parallel_methods`),
+    takes the same steps: the first ``max(N - B, N // 2)`` random points observed, a cold proposal
+    of one point (evaluated and observed, so nothing it handed out stays pending), random points
+    observed up to N, then the measured proposal of B points with J random points running (ours:
+    ``pending``; Optuna: RUNNING trials; BoTorch: X_pending). The measured call thus follows a
+    round of results, the last B of the N (at most half of them), as a synchronous round does:
+    ours refits its GP's chains in proportion to the new results, a reference refits anyway."""
     import torch
 
-    from ..search.optimizer import Optimizer
+    from .parallel_methods import Ours, make_method
 
     torch.set_num_threads(1)
     problem = get_function(problem_name)
-    rng = np.random.default_rng(seed)
-    points = Space.from_config(problem.variables).decode(rng.random((n + 1 + n_pending, problem.dim)))
-    if model in REFERENCES:
-        return {**measure_reference(model, points, n, batch, seed, problem_name), "problem": problem_name}
-    opt = Optimizer(problem.variables, model=model, seed=seed, restart_after=0)  # fit on all n
-    for params in points[:n]:
-        opt.observe(params, problem(params))
-    start = time.perf_counter()
-    [first] = opt.suggest(1)
-    cold = time.perf_counter() - start
-    # the cold proposal is never run: left pending it would make the measured call a top-up of
-    # J + 1 running jobs (for the GP a batch on joint draws), where J = 0 means a synchronous batch
-    opt.forget(first)
-    opt.observe(points[n], problem(points[n]))
-    pending = points[n + 1:]
-    own_pending = len(opt.pending)  # handed out and not observed: none
-    rss_before = _current_rss_mib()
-    start, cpu = time.perf_counter(), time.process_time()
-    opt.suggest(batch, pending=pending)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    fit = opt.last_fit_seconds or 0.0
-    return {"model": model, "problem": problem_name, "n": n, "pending": n_pending, "batch": batch,
-            "fantasies": opt.settings.fantasies, "own_pending": own_pending,
-            "suggest_s": seconds, "suggest_cpu_s": cpu, "fit_s": fit, "acquisition_s": seconds - fit, "cold_suggest_s": cold,
-            "rss_before_mib": rss_before, "peak_rss_mib": _peak_rss_mib()}
-
-
-def measure_reference(name: str, points: list[dict[str, Any]], n: int, batch: int, seed: int,
-                      problem_name: str = DEFAULT_PROBLEM) -> dict[str, Any]:
-    """:func:`measure_point` for a reference method of the parallel benchmark, through the same
-    interface (:mod:`spearmint_nn.benchmarks.parallel_methods`) and the same steps: the first N
-    of ``points`` observed, a cold proposal, one more observation, then the measured proposal of
-    ``batch`` points with the remaining ones running (Optuna: RUNNING trials; BoTorch: X_pending)."""
-    from .parallel_methods import make_method
-
-    problem = get_function(problem_name)
-    method = make_method(name, Space.from_config(problem.variables), seed, len(points) + 1, 0)
-    for params in points[:n]:
+    space = Space.from_config(problem.variables)
+    points = space.decode(np.random.default_rng(seed).random((n - 1 + n_pending, problem.dim)))
+    name = model if model in REFERENCES else f"ours:model={model},restart_after=0"  # ours fits on all N
+    method = make_method(name, space, seed, n + n_pending + batch, 0)
+    before = max(n - batch, n // 2)
+    for params in points[:before]:
         method.observe(params, problem(params))
     start = time.perf_counter()
-    method.propose(1, [])
+    [first] = method.propose(1, [])
     cold = time.perf_counter() - start
-    method.observe(points[n], problem(points[n]))
-    running = points[n + 1:]
+    method.observe(first, problem(first))
+    for params in points[before:n - 1]:
+        method.observe(params, problem(params))
+    running = points[n - 1:]
+    result = {"model": model, "problem": problem_name, "n": n, "pending": len(running), "batch": batch,
+              "new_results": n - before, "cold_suggest_s": cold}
+    if isinstance(method, Ours):
+        result["own_pending"] = len(method.optimizer.pending)  # handed out and not observed: none
     rss_before = _current_rss_mib()
     start, cpu = time.perf_counter(), time.process_time()
     method.propose(batch, running)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return {"model": name, "n": n, "pending": len(running), "batch": batch, "suggest_s": seconds, "suggest_cpu_s": cpu,
-            "cold_suggest_s": cold, "rss_before_mib": rss_before, "peak_rss_mib": _peak_rss_mib()}
+    result.update(suggest_s=seconds, suggest_cpu_s=cpu, rss_before_mib=rss_before, peak_rss_mib=_peak_rss_mib())
+    if isinstance(method, Ours):
+        fit = method.optimizer.last_fit_seconds or 0.0
+        result.update(fantasies=method.optimizer.settings.fantasies, fit_s=fit, acquisition_s=seconds - fit)
+    return result
 
 
 def _peak_rss_mib() -> float:

@@ -36,6 +36,13 @@ def test_a_point_observes_the_problem_asked_for():
     assert measured["problem"] == "branin" and measured["batch"] == 2 and measured["suggest_s"] > 0
     # the cold proposal is not left pending: the measured call sees exactly J = 2 running jobs
     assert measured["pending"] == 2 and measured["own_pending"] == 0
+    # it follows a round of B = 2 results (the cold point's among them), so the GP refits
+    assert measured["new_results"] == 2 and measured["fit_s"] > 0
+
+
+def test_a_batch_as_large_as_the_history_follows_half_of_it():
+    measured = measure_point("gp", 6, 0, batch=10, problem_name="branin")
+    assert measured["new_results"] == 3 and measured["pending"] == 0 and measured["own_pending"] == 0
 
 
 @pytest.mark.skipif(not HAVE_OPTUNA, reason="needs the optional reference extra: pip install -e '.[reference]'")
