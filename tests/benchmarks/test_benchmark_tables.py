@@ -51,3 +51,22 @@ def test_a_block_of_an_unknown_table_or_without_its_end_is_an_error():
 def test_crossover_points_read_as_spans():
     assert _spans([100, 150, 250, 300, 350], 50) == "100-150, 250-350"
     assert _spans([75], 15) == "75" and _spans([], 15) == ""
+
+
+def test_the_batch_proposal_table_puts_every_file_against_the_model_each_measured_first(monkeypatch):
+    from spearmint_nn.benchmarks import tables
+
+    def point(model, problem, n, cpu, **more):
+        return {"model": model, "problem": problem, "n": n, "suggest_cpu_s": cpu, **more}
+
+    files = {"a.json": {"results": [point("gp", "hartmann6", 50, 30.0, fit_s=12.0), point("botorch-qlognei", "hartmann6", 50, 15.0)]},
+             "b.json": {"results": [point("gp", "f21", 50, 20.0, fit_s=5.0), point("optuna-gp", "f21", 50, 40.0),
+                                    point("botorch-qlognei", "f21", 50, 10.0, timeout=True)]}}
+    monkeypatch.setattr(tables, "load", files.__getitem__)
+    lines = tables.batch_proposal_table(["a.json", "b.json"]).splitlines()
+    assert lines[0].startswith("| problem, N | ours (gp) s | BoTorch qLogNEI s (ours / it) | Optuna GPSampler s")
+    assert lines[2] == "| hartmann6, N = 50 | 30.0 (refit 12.0) | 15.0 (2.0x) | |"
+    assert lines[3] == "| f21, N = 50 | 20.0 (refit 5.0) | | 40.0 (0.5x) |"
+    files["b.json"]["results"].reverse()
+    with pytest.raises(ValueError, match="different models first"):
+        tables.batch_proposal_table(["a.json", "b.json"])
