@@ -58,53 +58,79 @@ class _TrainingCorrelation:
     off), so moving the switch rewarps every warped column and moving an unused shape changes
     nothing. Recomputing none of that saves most of the cost of a sweep.
 
-    The sampler evaluates the C chains, or both bracket ends of each (2C states: the chains
-    stacked twice), so row r of a call is compared with row r mod B_last of the last call. The
-    comparison decides what is recomputed, so the result is exact for any states; the row
-    convention only decides how much is reused.
+    A call holds any of the chains' states (both bracket ends, or the chains still shrinking), so
+    the memo keeps the rows of recent calls, as many as its largest call had, each under the
+    shapes it was computed for: a state whose shapes are kept is copied, the others are computed
+    once per distinct shapes, their warped inputs starting from the kept row whose warp shapes
+    differ in the fewest columns. What is reused is decided by comparing shapes, so the result is
+    exact for any states; which rows are kept only decides how much is reused.
     """
 
     def __init__(self, gp: "GP", X: Tensor, layout: HyperLayout):
-        self.gp, self.X = gp, X
-        self.warping = layout.warping
+        self.gp, self.X, self.layout = gp, X, layout
         self.warped = torch.tensor(layout.warped, dtype=torch.long)
-        self._shape_key: Tensor | None = None
-        self._warp_key: Tensor | None = None
-        self._W: Tensor | None = None
-        self._R: Tensor | None = None
+        self._capacity = 0
+        self._shape_keys: Tensor | None = None  # (K, k) the shapes of each kept correlation
+        self._R: Tensor | None = None  # (K, N, N)
+        self._warp_keys: Tensor | None = None  # (K', 2W) the warp shapes of each kept warped input
+        self._W: Tensor | None = None  # (K', N, D)
 
-    @staticmethod
-    def _aligned(cached: Tensor, n_rows: int) -> Tensor:
-        return cached if len(cached) == n_rows else cached[torch.arange(n_rows) % len(cached)]
+    def __call__(self, theta: Tensor, h: Hypers) -> Tensor:
+        self._capacity = max(self._capacity, len(theta))
+        in_effect = [h.log_lengthscales, h.rho] + ([h.log_alpha, h.log_beta] if self.layout.warping else [])
+        keys = torch.cat(in_effect, dim=1)
+        distinct, row_of = torch.unique(keys, dim=0, return_inverse=True)
+        kept = _matching_rows(self._shape_keys, distinct)
+        new = torch.nonzero(kept < 0)[:, 0]
+        R = distinct.new_empty(len(distinct), len(self.X), len(self.X))
+        if len(new) < len(distinct):
+            R[kept >= 0] = self._R[kept[kept >= 0]]
+        if len(new):
+            # one state per distinct new shapes: its own row of theta
+            first = torch.full((len(distinct),), len(theta), dtype=torch.long).scatter_reduce(
+                0, row_of, torch.arange(len(theta)), "amin")[new]
+            sub = Hypers.unpack(theta[first], self.layout)
+            R[new] = self.gp._correlation(self.X, sub, self._warped(sub))
+            self._shape_keys, self._R = _keep(self._shape_keys, self._R, distinct[new], R[new], self._capacity)
+        return R[row_of]
 
-    def _warped(self, theta: Tensor, h: Hypers) -> Tensor:
-        """Warped training inputs (B, N, D), recomputing only the inputs whose shapes moved."""
-        if not self.warping:
+    def _warped(self, h: Hypers) -> Tensor:
+        """Warped training inputs (B, N, D) of B states, recomputing only the warped columns whose
+        shapes differ from the nearest kept row's."""
+        if not self.layout.warping:
             return self.X
-        warp_key = torch.cat([h.log_alpha, h.log_beta], dim=1)  # the shapes in effect
+        keys = torch.cat([h.log_alpha, h.log_beta], dim=1)
         if self._W is None:
             W = self.gp._warp(self.X, h)
         else:
-            W = self._aligned(self._W, len(theta)).clone()
-            moved = (warp_key != self._aligned(self._warp_key, len(theta))).reshape(len(theta), 2, -1).any(0).any(0)
-            shapes = torch.nonzero(moved)[:, 0]  # which of the warped columns' shapes moved
+            differs = (keys[:, None, :] != self._warp_keys[None, :, :]).reshape(len(keys), len(self._warp_keys), 2, -1)
+            differs = differs.any(2)  # (B, K', W): which warped columns differ from each kept row
+            nearest = differs.sum(-1).argmin(1)
+            W = self._W[nearest]
+            shapes = torch.nonzero(differs[torch.arange(len(keys)), nearest].any(0))[:, 0]
             if len(shapes):
                 columns = self.warped[shapes]
                 W[:, :, columns] = warp(self.X[:, columns], h.log_alpha[:, shapes], h.log_beta[:, shapes])
-        self._W, self._warp_key = W, warp_key.clone()
+        self._warp_keys, self._W = _keep(self._warp_keys, self._W, keys, W, self._capacity)
         return W
 
-    def __call__(self, theta: Tensor, h: Hypers) -> Tensor:
-        # The kernel's shape in effect: a shape coordinate of a sample that does not warp moves
-        # nothing, so it recomputes nothing.
-        in_effect = [h.log_lengthscales, h.rho] + ([h.log_alpha, h.log_beta] if self.warping else [])
-        shape_key = torch.cat(in_effect, dim=1)
-        if self._R is not None and torch.equal(self._aligned(self._shape_key, len(theta)), shape_key):
-            self._R, self._shape_key = self._aligned(self._R, len(theta)), shape_key.clone()
-        else:
-            self._R = self.gp._correlation(self.X, h, self._warped(theta, h))
-            self._shape_key = shape_key.clone()
-        return self._R
+
+def _matching_rows(kept: Tensor | None, keys: Tensor) -> Tensor:
+    """For each row of keys (B, k), the index of an equal row of kept (K, k), or -1."""
+    if kept is None:
+        return torch.full((len(keys),), -1, dtype=torch.long)
+    equal = (keys[:, None, :] == kept[None, :, :]).all(-1)
+    return torch.where(equal.any(1), equal.int().argmax(1), -1)
+
+
+def _keep(keys: Tensor | None, rows: Tensor | None, new_keys: Tensor, new_rows: Tensor,
+          capacity: int) -> tuple[Tensor, Tensor]:
+    """The memo's rows after a call: the call's new rows first, then the kept ones they do not
+    replace, at most ``capacity``."""
+    if keys is None:
+        return new_keys[:capacity], new_rows[:capacity]
+    stale = _matching_rows(new_keys, keys) < 0
+    return (torch.cat([new_keys, keys[stale]])[:capacity], torch.cat([new_rows, rows[stale]])[:capacity])
 
 
 class GP(ConditionedGP, PathSampler, Warped):

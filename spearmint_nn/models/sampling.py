@@ -1,15 +1,18 @@
 """Slice sampling (Neal, 2003) of model hyperparameters, batched over independent chains.
 
 Every model integrates its hyperparameters out by running C chains side by side: the log
-density is evaluated for all chains in one call on a (C, P) tensor, so a chain step costs a
+density is evaluated for the chains in one call on a (B, P) tensor, so a chain step costs a
 handful of batched evaluations instead of a Python loop over chains. A batched step waits for
 the slowest chain, so the number of calls per coordinate is what a sweep costs; stepping out
-evaluates both ends of every bracket in one (2C, P) call for that reason. Each sweep updates the P
+evaluates both ends of every bracket in one call for that reason. A call holds only the states
+whose density is still needed (the ends still growing, the chains still shrinking: about half
+of the 2C or C states of a call on a GP's hyperparameters), so a call costs what it decides. Each sweep updates the P
 coordinates in turn with stepping out and shrinkage, which needs no tuning beyond an initial
 bracket width per coordinate.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import torch
@@ -32,7 +35,7 @@ def slice_sweep(
     Parameters
     ----------
     log_density : maps states (B, P) to (B,) unnormalised log densities (``-inf`` outside the
-        support), for B = C (the chains) and B = 2 C (both bracket ends of every chain).
+        support), for any B from 1 to 2 C (both bracket ends of every chain).
     x : current states, shape (C, P); must have finite log density.
     widths : initial bracket width per coordinate, scalar or shape (P,).
 
@@ -50,32 +53,40 @@ def slice_sweep(
     def rand(*shape: int) -> Tensor:
         return torch.rand(*shape, generator=generator, dtype=x.dtype)
 
-    def at(coord: int, values: Tensor) -> Tensor:
-        """Log densities of x with column coord replaced by values (B * C,): B copies of x."""
-        moved = x.repeat(len(values) // C, 1)
+    def at(coord: int, values: Tensor, chains: Tensor) -> Tensor:
+        """Log densities of the given chains' states (B,) with column coord replaced by values (B,)."""
+        moved = x[chains]
         moved[:, coord] = values
         return log_density(moved)
 
+    both = torch.arange(2 * C) % C  # the chain of each bracket end: the left ends, then the right
     for d in range(P):
         level = logp + torch.log(rand(C))
         left = x[:, d] - rand(C) * w[d]
-        right = left + w[d]
-        # Stepping out: widen each bracket until both ends are outside the slice. Both ends of
-        # every chain go into one batched call, so a step costs one call, not two.
+        ends = torch.cat([left, left + w[d]])
+        step = torch.cat([-w[d].expand(C), w[d].expand(C)])
+        # Stepping out: widen each bracket until both ends are outside the slice. The ends of
+        # every chain go into one batched call, so a step costs one call, not two; an end already
+        # outside stays where it is and is not evaluated again.
+        growing = torch.ones(2 * C, dtype=torch.bool)
         for _ in range(max_step_out):
-            ends = at(d, torch.cat([left, right])) > level.repeat(2)
-            grow_left, grow_right = ends[:C], ends[C:]
-            if not (grow_left.any() or grow_right.any()):
+            out = torch.nonzero(growing)[:, 0]
+            growing[out] = at(d, ends[out], both[out]) > level[both[out]]
+            if not growing.any():
                 break
-            left = torch.where(grow_left, left - w[d], left)
-            right = torch.where(grow_right, right + w[d], right)
-        # Shrinkage: propose uniformly in the bracket, shrink towards x on rejection.
+            ends = torch.where(growing, ends + step, ends)
+        left, right = ends[:C], ends[C:]
+        # Shrinkage: propose uniformly in the bracket, shrink towards x on rejection. Every chain
+        # draws its proposal (the random stream does not depend on which chains are done), only
+        # the chains still shrinking are evaluated.
         new = x[:, d].clone()
         new_logp = logp.clone()
         todo = torch.ones(C, dtype=torch.bool)
         for _ in range(max_shrink):
             proposal = left + rand(C) * (right - left)
-            lp = at(d, proposal)
+            chains = torch.nonzero(todo)[:, 0]
+            lp = torch.full_like(logp, -math.inf)
+            lp[chains] = at(d, proposal[chains], chains)
             accept = todo & (lp > level)
             new = torch.where(accept, proposal, new)
             new_logp = torch.where(accept, lp, new_logp)

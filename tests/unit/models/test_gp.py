@@ -150,7 +150,8 @@ def test_log_prior_is_the_sum_of_the_per_coordinate_priors():
 @pytest.mark.parametrize("warped_columns", [None, [0, 2]])
 def test_training_correlation_memo_matches_a_fresh_computation_along_a_sweep(warped_columns):
     """The per-input memo of the warped inputs gives the exact correlation for every move a
-    sweep makes: one coordinate of C chains, or of both bracket ends (2C states) at once."""
+    sweep makes: one coordinate of C chains, or of both bracket ends (2C states) at once, or of
+    any of them (the ends still growing, the chains still shrinking)."""
     X, _ = data(n=10, d=3)
     X = torch.tensor(X)
     gp = GP(3, seed=0, warped_columns=warped_columns)
@@ -161,12 +162,15 @@ def test_training_correlation_memo_matches_a_fresh_computation_along_a_sweep(war
     memo(chains, Hypers.unpack(chains, layout))
     for coordinate in [0, layout.log_lengthscales.start + 1, layout.log_alpha.stop - 1, layout.log_beta.start,
                        layout.warp_switch, layout.log_alpha.start]:
-        for copies in (2, 1, 2):
+        for copies, some in ((2, False), (2, True), (1, False), (1, True), (2, False)):
             moved = chains.repeat(copies, 1)
             moved[:, coordinate] += 0.2 * torch.randn(len(moved), generator=g, dtype=torch.float64)
+            if some:  # a random part of them, the same state twice among it
+                moved = moved[torch.randint(len(moved), (3,), generator=g)][[0, 1, 2, 0]]
             h = Hypers.unpack(moved, layout)
             np.testing.assert_allclose(memo(moved, h).numpy(), gp._correlation(X, h).numpy(), rtol=0, atol=1e-13)
-        chains = moved[: len(chains)]
+            if not some:
+                chains = moved[: len(chains)]
 
 
 def test_jitter_escalation_factorises_a_duplicated_point_covariance():
@@ -621,3 +625,25 @@ def test_few_points_of_a_smooth_function_are_not_explained_as_noise():
         gp = GP(warping=False, seed=seed)
         gp.fit(torch.tensor(X), torch.tensor((y - y.mean()) / y.std()))
         assert np.median(gp.hyperparameters()["noise"]) < 0.3, seed
+
+
+def test_training_correlation_memo_computes_each_new_shape_once_and_reuses_kept_ones():
+    X, _ = data(n=10, d=3)
+    X = torch.tensor(X)
+    gp = GP(3, seed=0)
+    layout = gp.layout_for(3)
+    computed = []
+    fresh = gp._correlation
+    gp._correlation = lambda X, h, W=None: computed.append(len(h.mean)) or fresh(X, h, W)
+    memo = _TrainingCorrelation(gp, X, layout)
+    chains = layout.pack(lengthscales=0.4) + 0.3 * torch.randn(4, layout.size, generator=torch.Generator().manual_seed(1),
+                                                               dtype=torch.float64)
+    memo(chains, Hypers.unpack(chains, layout))
+    ends = chains.repeat(2, 1)
+    ends[:, 0] += 1.0  # the mean: no shape moves, every state is kept
+    memo(ends, Hypers.unpack(ends, layout))
+    some = chains[[2, 0]].clone()
+    some[:, layout.log_lengthscales.start] += 0.1  # a length scale: two new shapes, each computed once
+    memo(some.repeat(2, 1), Hypers.unpack(some.repeat(2, 1), layout))
+    memo(chains[[3]], Hypers.unpack(chains[[3]], layout))  # kept from the first call
+    assert computed == [4, 2]
