@@ -33,7 +33,7 @@ def provenance() -> dict[str, Any]:
     return {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": {"host": platform.node(), "cpus": os.cpu_count(), "platform": platform.platform(),
-                    "processor": platform.processor(), "python": platform.python_version(),
+                    "processor": platform.processor() or cpu_model(), "python": platform.python_version(),
                     "load_average": list(os.getloadavg())},
         "git": git_state(),
         "versions": library_versions(),
@@ -58,6 +58,17 @@ def git_state() -> dict[str, Any] | None:
     except (OSError, subprocess.TimeoutExpired):  # no git on this machine
         return None
     return {"commit": commit.stdout.strip(), "dirty": bool(changed.stdout.strip())}
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_model() -> str:
+    """The processor's model name from /proc/cpuinfo (Linux, where ``platform.processor()`` is
+    empty), or "" where there is none."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return ""
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
 
 
 def library_versions() -> dict[str, str]:

@@ -22,6 +22,8 @@ def test_a_benchmark_run_records_its_commit_versions_and_threads(tmp_path):
     written = dt.datetime.fromisoformat(block["date"])
     assert abs((dt.datetime.now(dt.timezone.utc) - written).total_seconds()) < 600
     assert block["machine"]["cpus"] >= 1 and block["machine"]["python"] == sys.version.split()[0]
+    if "model name" in (Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""):
+        assert block["machine"]["processor"]  # Linux leaves platform.processor() empty: read from cpuinfo
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPOSITORY, capture_output=True, text=True)
     if head.returncode == 0:  # a checkout (an installed package has no commit to record)
         assert block["git"]["commit"] == head.stdout.strip() and isinstance(block["git"]["dirty"], bool)
