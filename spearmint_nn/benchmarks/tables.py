@@ -437,6 +437,7 @@ TABLES: dict[str, Callable[[], str]] = {
     **suite_blocks("suite-d5-batch10", "suite-d5-batch10.json", 5),
     **suite_blocks("suite-d10-sequential", "suite-d10-sequential.json", 10),
     **suite_blocks("suite-d10-batch10", "suite-d10-batch10.json", 10),
+    **suite_blocks("suite-d10-batch50", "suite-d10-batch50.json", 10),
     **suite_blocks("hpo-sequential", "hpo-sequential.json", None),
     **suite_blocks("suite-d5-sequential-probes", SUITE_D5_PROBES, 5),
     "early-stopping-hartmann6-w20": lambda: early_stopping_rows("early-stopping-hartmann6-w20-asha-nocap.json", 20, {
