@@ -4,8 +4,9 @@ and per problem, wins, ties and losses of ours against each reference; for the r
 hyperparameter tasks, from their data profile (:func:`spearmint_nn.benchmarks.profiles.report`)."""
 from __future__ import annotations
 
+import statistics
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .table_format import bold_lowest, load, markdown
 
@@ -122,6 +123,32 @@ def suite_wins(file: str | tuple[str, ...]) -> str:
         rows.append([method, str(sum(a < b for a, b in pairs)), str(sum(a == b for a, b in pairs)),
                      str(sum(a > b for a, b in pairs))])
     return markdown(["ours against", "ahead", "level", "behind"], rows)
+
+
+def change_table(slices: Sequence[tuple[str, str, str]]) -> str:
+    """A change to ours judged on slices of the suite: per slice (its label, the file with ours
+    before and the file with ours after, on the same problems and seeds), the problems where after
+    ranks ahead of before, level and behind (as in :func:`suite_wins`), the ECDF's area and its
+    share reached at the budget, and the median seconds of a proposal call, before -> after."""
+    from .profiles import suite_report
+
+    rows = []
+    for label, before, after in slices:
+        runs = [{**run, "method": side} for side, name in (("before", before), ("after", after))
+                for run in load(name)["runs"] if run["method"] == OURS]
+        problems = {run["problem"] for run in runs if run["method"] == "after"}
+        runs = [run for run in runs if run["problem"] in problems]
+        summary = suite_report(runs)
+        pairs = [(ranks["after"], ranks["before"]) for ranks in summary["ranks"]["per_problem"].values()]
+        [cells] = [entry["groups"]["all"] for entry in summary["dims"].values()]
+        seconds = {side: statistics.median(run["proposals"]["median_s"] for run in runs if run["method"] == side)
+                   for side in ("before", "after")}
+        outcome = f"{sum(a < b for a, b in pairs)} / {sum(a == b for a, b in pairs)} / {sum(a > b for a, b in pairs)}"
+        rows.append([label, str(len(pairs)), outcome, f"{cells['before']['area']:.3f} -> {cells['after']['area']:.3f}",
+                     f"{cells['before']['ecdf'][-1]:.3f} -> {cells['after']['ecdf'][-1]:.3f}",
+                     f"{seconds['before']:.1f} -> {seconds['after']:.1f}"])
+    return markdown(["slice", "problems", "after ahead / level / behind", "area", "reached at the budget",
+                     "median s a proposal call"], rows)
 
 
 def suite_blocks(name: str, file: str | tuple[str, ...], dim: int | None,

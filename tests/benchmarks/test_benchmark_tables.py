@@ -70,3 +70,20 @@ def test_the_batch_proposal_table_puts_every_file_against_the_model_each_measure
     files["b.json"]["results"].reverse()
     with pytest.raises(ValueError, match="different models first"):
         tables.batch_proposal_table(["a.json", "b.json"])
+
+
+def test_the_change_table_compares_ours_before_and_after_on_the_problems_after_ran(monkeypatch):
+    from spearmint_nn.benchmarks import suite_tables
+
+    def run(problem, best, seconds, method="ours"):
+        return {"problem": problem, "method": method, "seed": 0, "dim": 2, "minimum": 0.0, "evals": 10,
+                "best_by_evals": [[1, 100.0], [10, best]], "best_by_time": [[60.0, 100.0], [600.0, best]],
+                "proposals": {"median_s": seconds}, "job_seconds": 60.0, "elapsed_s": 600.0, "regime": "batch10"}
+
+    files = {"before.json": {"runs": [run("bbob-f1-d2-i1", 1.0, 4.0), run("bbob-f2-d2-i1", 1e-3, 6.0),
+                                      run("bbob-f3-d2-i1", 5.0, 8.0), run("bbob-f1-d2-i1", 0.0, 1.0, "sobol")]},
+             "after.json": {"runs": [run("bbob-f1-d2-i1", 1e-4, 2.0), run("bbob-f2-d2-i1", 1e-3, 1.0)]}}
+    monkeypatch.setattr(suite_tables, "load", files.__getitem__)
+    row = suite_tables.change_table([("2-D", "before.json", "after.json")]).splitlines()[2].split(" | ")
+    # f3 is not compared (after did not run it), sobol's runs are not ours
+    assert row[1:3] == ["2", "1 / 1 / 0"] and row[-1].startswith("5.0 -> 1.5")
