@@ -319,8 +319,8 @@ class GP(ConditionedGP, PathSampler, Warped):
     def _cross(self, d: _GPConditioned, Q: Tensor, samples: slice) -> Tensor:
         return self._covariance(d.embedded[samples], Q[samples], d.amp2[samples])
 
-    def _joint(self, d: _GPConditioned, Q: Tensor, samples: slice) -> Tensor:
-        return self._covariance(Q[samples], Q[samples], d.amp2[samples])
+    def _joint(self, d: _GPConditioned, A: Tensor, B: Tensor, samples: slice) -> Tensor:
+        return self._covariance(A[samples], B[samples], d.amp2[samples])
 
     def _with_pending(self, d: _GPConditioned, X_pending: Tensor, Y: Tensor) -> _GPConditioned:
         return self._condition(d.hypers, torch.cat([d.X, X_pending]), Y, d.n_observed)

@@ -93,6 +93,9 @@ class ConditionedGP(Surrogate):
 
     generator: torch.Generator  # the sampler's random stream, copied into each fantasy
     _data: Conditioned | None
+    #: a fantasy of a model that was not fantasised itself: its draws z (S, F, J) at the pending
+    #: points, whitened (the outcomes drawn are mean + L_pp z, L_pp the pending points' factor)
+    whitened_fantasies: Tensor | None = None
 
     # ---------------------------------------------------------------- the model's covariance
     @abc.abstractmethod
@@ -106,9 +109,9 @@ class ConditionedGP(Surrogate):
         under the given samples: (s, n, M)."""
 
     @abc.abstractmethod
-    def _joint(self, d: Conditioned, Q: Tensor, samples: slice) -> Tensor:
-        """Prior covariance of f at the query points Q with itself under the given samples:
-        (s, M, M)."""
+    def _joint(self, d: Conditioned, A: Tensor, B: Tensor, samples: slice) -> Tensor:
+        """Prior covariance of f at the query points A with f at B (``_query``'s results) under the
+        given samples: (s, M_A, M_B)."""
 
     @abc.abstractmethod
     def _with_pending(self, d: Conditioned, X_pending: Tensor, Y: Tensor) -> Conditioned:
@@ -137,6 +140,16 @@ class ConditionedGP(Surrogate):
         M = Ks.shape[-1]
         return mean.reshape(S * F, M), var[:, None, :].expand(S, F, M).reshape(S * F, M)
 
+    def screening_bytes(self, M: int) -> int:
+        """What :meth:`screen` keeps for M candidates, in bytes: its (S, n, M) solves."""
+        S, _, n = self._require_fit().Y.shape
+        return 8 * S * n * M
+
+    def screen(self, X: Tensor) -> "ScreenedPosterior":
+        """The posterior at a fixed candidate set X (M, D), to which pending points are added one
+        at a time (:class:`ScreenedPosterior`); only for a model that is not a fantasy."""
+        return ScreenedPosterior(self, torch.as_tensor(X, dtype=torch.float64))
+
     def fantasize(self, X_pending: Tensor, n_fantasies: int, generator: torch.Generator) -> Self:
         """A model conditioned on joint posterior draws of y (f plus noise) at X_pending (J, D).
 
@@ -153,7 +166,7 @@ class ConditionedGP(Surrogate):
             Q = self._query(d, Xp)
             Knp = self._cross(d, Q, slice(None))
             V = torch.linalg.solve_triangular(d.L, Knp, upper=False)
-            cov = (self._joint(d, Q, slice(None)) - V.transpose(1, 2) @ V
+            cov = (self._joint(d, Q, Q, slice(None)) - V.transpose(1, 2) @ V
                    + d.noise[:, None, None] * torch.eye(J, dtype=Xp.dtype))
             Lp, _, ok = robust_cholesky(cov)
             if not ok.all():
@@ -166,6 +179,8 @@ class ConditionedGP(Surrogate):
             fantasy.generator = torch.Generator()
             fantasy.generator.set_state(self.generator.get_state())
             fantasy._data = self._with_pending(d, Xp, Y.reshape(S, F * n_fantasies, n + J))
+            # what the draws are in the training covariance's own terms (ScreenedPosterior)
+            fantasy.whitened_fantasies = z.reshape(S, F * n_fantasies, J) if F == 1 else None
         return fantasy
 
     @property
@@ -201,10 +216,91 @@ class ConditionedGP(Surrogate):
             one = slice(s, s + 1)
             Ks = self._cross(d, Q, one)[0]  # (n_train, M)
             V = torch.linalg.solve_triangular(d.L[s], Ks, upper=False)
-            L, _, ok = robust_cholesky(self._joint(d, Q, one) - V.T @ V)
+            L, _, ok = robust_cholesky(self._joint(d, Q, Q, one) - V.T @ V)
             if not ok.all():
                 raise CholeskyError("posterior covariance of the joint draws not positive definite after jitter")
             mean = d.mean[s] + d.alpha[s, :, rows[mine] % F].T @ Ks  # (draws, M)
             z = torch.randn(len(mine), len(X), generator=generator, dtype=torch.float64)
             paths[mine] = mean + z @ L[0].T
         return paths
+
+
+class ScreenedPosterior:
+    """A GP's posterior at one candidate set C (M, D) under fantasies of pending points that are
+    added one at a time: what the members of a batch chosen point by point share.
+
+    The factor L of the training covariance of the observed rows and the pending points has the
+    observed rows' factor L_o as its leading block, so V = L^-1 K(rows, C) is V_o = L_o^-1
+    K(observed, C), computed once, followed by one row per pending point p, v = (k(p, C) - l^T V)
+    / l_p, with (l, l_p) the row p adds to L. A fantasy draws the pending outcomes as their
+    posterior mean plus L_p z (``ConditionedGP.fantasize``, which keeps z as its
+    ``whitened_fantasies``); whitened by L its targets are w_o = L_o^-1 (y - m) followed by z
+    itself. Under fantasy z therefore
+
+        mean = m + V_o^T w_o + V_p^T z,    var = amp2 - |V_o|^2 - |V_p|^2,
+
+    the fantasy's own posterior at C to rounding, at a cost of O(M (J F)) per member of a batch
+    instead of the O(M (N + J)^2) of conditioning anew.
+    """
+
+    def __init__(self, model: ConditionedGP, C: Tensor):
+        d = model._require_fit()
+        S, F, n = d.Y.shape
+        if F != 1 or d.n_observed != n:
+            raise ValueError("a screened posterior starts from the model itself, not from a fantasy of it")
+        self.model, self.candidates = model, C
+        with torch.no_grad():
+            self.Q = model._query(d, C)
+            self.V = torch.linalg.solve_triangular(d.L, model._cross(d, self.Q, slice(None)), upper=False)  # (S, n, M)
+            w = torch.linalg.solve_triangular(d.L, (d.Y[:, 0, :] - d.mean[:, None])[..., None], upper=False)
+            self.mean = d.mean[:, None] + (self.V * w).sum(1)  # (S, M): the model's own mean
+            self.var = d.amp2[:, None] - self.V.square().sum(1)
+        self.L = d.L  # grows by a row and a column per pending point
+        self.Q_pending: Tensor | None = None  # (S, J, E) as _query reads them
+        self._V_pending = self.V.new_empty(S, 8, len(C))  # (S, >= J, M): room for more rows
+        self.X_pending = C.new_zeros(0, C.shape[1])
+
+    @property
+    def V_pending(self) -> Tensor:
+        """The solves' rows of the pending points, (S, J, M)."""
+        return self._V_pending[:, :len(self.X_pending)]
+
+    @torch.no_grad()
+    def add_pending(self, X: Tensor) -> None:
+        """Condition on more pending points X (K, D), one after another."""
+        model, d = self.model, self.model._require_fit()
+        for x in torch.as_tensor(X, dtype=torch.float64).reshape(-1, self.candidates.shape[1]):
+            Qx = model._query(d, x[None])
+            k = model._cross(d, Qx, slice(None))  # (S, n, 1) with the observed rows
+            if self.Q_pending is not None:
+                k = torch.cat([k, model._joint(d, self.Q_pending, Qx, slice(None))], dim=1)
+            l = torch.linalg.solve_triangular(self.L, k, upper=False)[..., 0]  # (S, r)
+            l_p = (model._joint(d, Qx, Qx, slice(None))[:, 0, 0] + d.noise - l.square().sum(1)).clamp_min(1e-12).sqrt()
+            n, J = self.V.shape[1], len(self.X_pending)
+            v = (model._joint(d, Qx, self.Q, slice(None))[:, 0, :] - torch.einsum("sr,srm->sm", l[:, :n], self.V)
+                 - torch.einsum("sr,srm->sm", l[:, n:], self.V_pending)) / l_p[:, None]
+            S, r = l.shape
+            L = self.L.new_zeros(S, r + 1, r + 1)
+            L[:, :r, :r], L[:, r, :r], L[:, r, r] = self.L, l, l_p
+            self.L = L
+            self.Q_pending = Qx if self.Q_pending is None else torch.cat([self.Q_pending, Qx], dim=1)
+            if J == self._V_pending.shape[1]:
+                self._V_pending = torch.cat([self._V_pending, torch.empty_like(self._V_pending)], dim=1)
+            self._V_pending[:, J] = v
+            self.X_pending = torch.cat([self.X_pending, x[None]])
+
+    def posterior(self, whitened: Tensor | None = None, rows: slice = slice(None)) -> tuple[Tensor, Tensor]:
+        """Mean and variance of f at the candidates ``rows`` under the fantasies ``whitened``
+        (S, F, J) of the J pending points added (a fantasy's ``whitened_fantasies``; None
+        without pending points): each (S * F, M), as ``ConditionedGP.posterior`` gives them."""
+        S, J = len(self.mean), self.V_pending.shape[1]
+        V_pending = self.V_pending[:, :, rows]
+        if J == 0:
+            mean = self.mean[:, None, rows]
+        else:
+            if whitened is None or tuple(whitened.shape[::2]) != (S, J):
+                raise ValueError(f"need the whitened fantasies (S, F, J) of the {J} pending points added")
+            mean = self.mean[:, None, rows] + torch.einsum("sfj,sjm->sfm", whitened, V_pending)
+        var = (self.var[:, rows] - V_pending.square().sum(1)).clamp_min(1e-12)
+        F, M = mean.shape[1], mean.shape[2]
+        return mean.reshape(S * F, M), var[:, None, :].expand(S, F, M).reshape(S * F, M)

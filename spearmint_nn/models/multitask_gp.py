@@ -299,8 +299,8 @@ class MultiTaskGP(ConditionedGP, MultiTask):
         return (d.amp2[samples][:, None, None] * d.h["K_T"][samples][:, d.tasks, 0][:, :, None]
                 * CORRELATIONS[self.kernel](squared_distances(d.E[samples], Q[samples])))
 
-    def _joint(self, d: _TaskConditioned, Q: Tensor, samples: slice) -> Tensor:
-        return d.amp2[samples][:, None, None] * CORRELATIONS[self.kernel](squared_distances(Q[samples], Q[samples]))
+    def _joint(self, d: _TaskConditioned, A: Tensor, B: Tensor, samples: slice) -> Tensor:
+        return d.amp2[samples][:, None, None] * CORRELATIONS[self.kernel](squared_distances(A[samples], B[samples]))
 
     def _with_pending(self, d: _TaskConditioned, X_pending: Tensor, Y: Tensor) -> _TaskConditioned:
         return self._condition(d.theta, torch.cat([d.X, X_pending]),

@@ -94,6 +94,12 @@ class Acquisition(abc.ABC):
     def __call__(self, X: Tensor) -> Tensor:
         """Scores of shape (M,) for candidates X of shape (M, D)."""
 
+    def given_posterior(self, X: Tensor, mean: Tensor, var: Tensor) -> Tensor:
+        """The scores at X (M, D) where the objective model's posterior there is (mean, var),
+        each (R, M), as its ``posterior`` would give them (a batch's screening set computes them
+        without conditioning the model anew: ``search.batch_screening``)."""
+        raise NotImplementedError(f"{type(self).__name__} scores no objective posterior")
+
 
 class LogExpectedImprovement(Acquisition):
     """log of integrated expected improvement below the incumbent (DNGO eq. 3, averaged per eq. 12).
@@ -110,7 +116,9 @@ class LogExpectedImprovement(Acquisition):
         self.model, self.best = model, torch.as_tensor(best, dtype=torch.float64)
 
     def __call__(self, X: Tensor) -> Tensor:
-        mean, var = self.model.posterior(X)
+        return self.given_posterior(X, *self.model.posterior(X))
+
+    def given_posterior(self, X: Tensor, mean: Tensor, var: Tensor) -> Tensor:
         sigma = _standard_deviation(var)
         gamma = (self.best - mean) / sigma
         return _log_mean_rows(log_h(gamma) + torch.log(sigma))
@@ -125,7 +133,9 @@ class LogProbabilityOfImprovement(Acquisition):
         self.model, self.best = model, torch.as_tensor(best, dtype=torch.float64)
 
     def __call__(self, X: Tensor) -> Tensor:
-        mean, var = self.model.posterior(X)
+        return self.given_posterior(X, *self.model.posterior(X))
+
+    def given_posterior(self, X: Tensor, mean: Tensor, var: Tensor) -> Tensor:
         return _log_mean_rows(torch.special.log_ndtr((self.best - mean) / _standard_deviation(var)))
 
 
@@ -140,7 +150,9 @@ class LowerConfidenceBound(Acquisition):
         self.model, self.kappa = model, float(kappa)
 
     def __call__(self, X: Tensor) -> Tensor:
-        mean, var = self.model.posterior(X)
+        return self.given_posterior(X, *self.model.posterior(X))
+
+    def given_posterior(self, X: Tensor, mean: Tensor, var: Tensor) -> Tensor:
         return (self.kappa * _standard_deviation(var) - mean).mean(dim=0)
 
 
@@ -159,7 +171,10 @@ class LogExpectedImprovementPerSecond(Acquisition):
         self.duration = duration
 
     def __call__(self, X: Tensor) -> Tensor:
-        log_ei = self.expected_improvement(X)
+        return self.given_posterior(X, *self.expected_improvement.model.posterior(X))
+
+    def given_posterior(self, X: Tensor, mean: Tensor, var: Tensor) -> Tensor:
+        log_ei = self.expected_improvement.given_posterior(X, mean, var)
         return log_ei if self.duration is None else log_ei - self.duration.predict(X)
 
 
@@ -192,6 +207,9 @@ class FeasibilityWeighted(Acquisition):
 
     def __call__(self, X: Tensor) -> Tensor:
         return self.base(X) + log_probability_of_feasibility(self.feasibility, X)
+
+    def given_posterior(self, X: Tensor, mean: Tensor, var: Tensor) -> Tensor:
+        return self.base.given_posterior(X, mean, var) + log_probability_of_feasibility(self.feasibility, X)
 
 
 class LogProbabilityOfFeasibility(Acquisition):

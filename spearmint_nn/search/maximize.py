@@ -36,6 +36,7 @@ from .acquisition import Acquisition, FeasibilityModel, log_probability_of_feasi
 from .candidates import (KeepAway, continuous_columns, default_n_candidates, free_mask, nearby_points, point_keys,
                          project, screening_set)
 from ..models.base import Surrogate
+from ..models.gp_posterior import ConditionedGP
 from ..problem.space import Space
 
 # A GP's joint draws (a Thompson sample, a batch chosen on draws) need a Cholesky factor of the
@@ -157,6 +158,7 @@ def maximize(
     maxiter: int = 100,
     seed: int | None = None,
     keep_away: KeepAway | None = None,
+    screened: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Proposal:
     """The valid point of the space with the highest acquisition value that is not in ``avoid``.
 
@@ -172,20 +174,24 @@ def maximize(
     seed : seed of the Sobol scrambling and of the anchor perturbations.
     keep_away : neighbourhoods not to propose in (failed points of a deterministic objective);
         ignored only when every free candidate lies inside them.
+    screened : free candidates (K, dim) already scored, with their scores (K,), instead of a
+        screening set of its own (a batch's, :class:`BatchScreening`); ignored when empty.
     """
     rng = np.random.default_rng(seed)
     avoid_keys = set(point_keys(avoid if avoid is not None else np.zeros((0, space.dim))))
-    candidates, fresh, keep_away = screening_set(
-        space, avoid_keys, anchors, n_candidates or default_n_candidates(space.dim), rng, keep_away)
-    if not fresh.any():
-        # Every valid point has been tried (or, in a huge finite space, every candidate drawn):
-        # the best known point is the honest answer, flagged as a repeat.
+    if screened is not None and len(screened[0]):
+        candidates, values = screened
+    else:
+        candidates, fresh, keep_away = screening_set(
+            space, avoid_keys, anchors, n_candidates or default_n_candidates(space.dim), rng, keep_away)
+        if not fresh.any():
+            # Every valid point has been tried (or, in a huge finite space, every candidate drawn):
+            # the best known point is the honest answer, flagged as a repeat.
+            values = _score(acquisition, candidates)
+            best = int(np.argmax(values))
+            return Proposal(candidates[best], float(values[best]), repeat=True)
+        candidates = candidates[fresh]
         values = _score(acquisition, candidates)
-        best = int(np.argmax(values))
-        return Proposal(candidates[best], float(values[best]), repeat=True)
-
-    candidates = candidates[fresh]
-    values = _score(acquisition, candidates)
     order = np.argsort(-values)
     pool_X, pool_v = [candidates[order[: n_starts]]], [values[order[: n_starts]]]
 
@@ -204,3 +210,72 @@ def maximize(
     pool_X_all, pool_v_all = np.concatenate(pool_X), np.concatenate(pool_v)
     best = int(np.argmax(pool_v_all))
     return Proposal(pool_X_all[best], float(pool_v_all[best]))
+
+
+#: The most memory a batch's screening set may keep of a GP's posterior (its (S, N, M) solves);
+#: past it (thousands of observations) each member screens a set of its own, as a single proposal does.
+BATCH_SCREENING_BYTES = 2**30
+
+
+class BatchScreening:
+    """One screening set for every member of a batch chosen point by point, scored from a GP's
+    posterior kept from member to member.
+
+    Each member of a batch that starts with nothing running is the acquisition's maximiser under
+    fantasies of the jobs in flight and of the members before it. Screening a set of its own,
+    each member conditioned the model anew and scored thousands of candidates against all N + J
+    rows, O(M (N + J)^2) a member: most of a batch of 50's time. On one set for the batch the
+    model's solves against the observed rows are made once and each member adds its pending
+    point as one more row (:class:`~spearmint_nn.models.gp_posterior.ScreenedPosterior`); the
+    members still refine their own maximiser by gradient, and a chosen point leaves the set.
+
+    ``scores`` returns None for the batch's first member, which screens a set of its own as a
+    single proposal does (a call whose other members come from joint draws is as it was), and
+    where the shared set does not apply: a model without that posterior (DNGO chooses a batch on
+    joint draws instead), an acquisition that reads no objective posterior, or a solve larger than
+    :data:`BATCH_SCREENING_BYTES`. It draws the set on the second member's call, with that
+    member's anchors and seed.
+    """
+
+    def __init__(self) -> None:
+        self.members = 0
+        self.candidates: np.ndarray | None = None
+        self._posterior = None  # the model's ScreenedPosterior at the candidates
+
+    def scores(self, acquisition: Acquisition, model: Surrogate, fantasy: Surrogate, X_pending: torch.Tensor,
+               space: Space, *, avoid: np.ndarray, anchors: np.ndarray | None, n_candidates: int | None, seed: int,
+               keep_away: KeepAway | None) -> tuple[np.ndarray, np.ndarray] | None:
+        """The free candidates and their scores under ``acquisition``, whose objective model is
+        ``fantasy``: ``model`` conditioned on fantasies of the pending points ``X_pending`` (J, D)
+        (``model`` itself with J = 0); or None where this does not apply."""
+        self.members += 1
+        if self.members == 1 or not (isinstance(model, ConditionedGP)
+                                     and type(acquisition).given_posterior is not Acquisition.given_posterior):
+            return None
+        if self.candidates is None:
+            if model.screening_bytes(n_candidates or default_n_candidates(space.dim)) > BATCH_SCREENING_BYTES:
+                return None
+            rng = np.random.default_rng(seed)
+            candidates, fresh, _ = screening_set(space, set(point_keys(avoid)), anchors,
+                                                 n_candidates or default_n_candidates(space.dim), rng, keep_away)
+            self.candidates = candidates[fresh]
+        posterior = self._posterior
+        added = 0 if posterior is None else len(posterior.X_pending)
+        if (posterior is None or posterior.model is not model or added > len(X_pending)
+                or not torch.equal(posterior.X_pending, X_pending[:added])):
+            posterior = self._posterior = model.screen(torch.as_tensor(self.candidates, dtype=torch.float64))
+            added = 0
+        posterior.add_pending(X_pending[added:])
+        whitened = fantasy.whitened_fantasies if len(X_pending) else None
+        values = np.empty(len(self.candidates))
+        with torch.no_grad():
+            for start in range(0, len(values), SCORE_BLOCK):
+                rows = slice(start, start + SCORE_BLOCK)
+                X = torch.as_tensor(self.candidates[rows], dtype=torch.float64)
+                values[rows] = acquisition.given_posterior(X, *posterior.posterior(whitened, rows)).numpy()
+        values = np.where(np.isfinite(values), values, -np.inf)
+        avoid_keys = set(point_keys(avoid))
+        free = free_mask(self.candidates, avoid_keys, keep_away)
+        if not free.any():
+            free = free_mask(self.candidates, avoid_keys)
+        return self.candidates[free], values[free]

@@ -24,7 +24,8 @@ The daemon uses exactly this class, built from config.json's
    been seen, is refitted the same way (:mod:`spearmint_nn.models.classifier`).
 3. Pending jobs (and the earlier points of the same batch) are fantasised
    (:func:`~spearmint_nn.search.acquisition.condition_on_pending`), and the acquisition (integrated
-   EI by default, times P(feasible)) is maximised by :func:`~spearmint_nn.search.maximize.maximize`.
+   EI by default, times P(feasible)) is maximised by :func:`~spearmint_nn.search.maximize.maximize`,
+   the members of a GP's batch on one screening set (:class:`~spearmint_nn.search.maximize.BatchScreening`).
    DNGO, which draws f jointly at thousands of points cheaply, then chooses the rest of the
    batch at once on those draws (:mod:`spearmint_nn.search.batch_draws`); so does the GP, on
    fewer candidates, when other jobs are running (see :meth:`Optimizer._batch_from_draws`).
@@ -77,7 +78,7 @@ from .acquisition import condition_on_pending, make_acquisition
 from .batch_draws import choose_batch
 from .candidates import KeepAway, both, crowding, default_n_candidates, failure_radius
 from .exploration import SobolStream, exploration_point
-from .maximize import GP_DRAW_CANDIDATES, maximize, minimize_sample_path
+from .maximize import BatchScreening, GP_DRAW_CANDIDATES, maximize, minimize_sample_path
 from .reports import ModelBest, describe_model, model_best, in_units
 from ..problem.settings import (AUTO, AUTO_FINAL, AUTO_START, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES,
                                  check_registry)
@@ -408,6 +409,7 @@ class Optimizer(EarlyStoppingCalls):
         thompson_every = self.settings.thompson_every
         chosen: list[np.ndarray] = []
         chosen_by: list[str] = []
+        screening = BatchScreening() if n > 1 else None  # one screening set for the batch's members
         while len(chosen) < n:
             avoid = np.asarray(taken + chosen, dtype=float).reshape(-1, self.space.dim)
             n_pending = len(avoid) - self.n_observed
@@ -423,7 +425,7 @@ class Optimizer(EarlyStoppingCalls):
                 thompson = n_pending > 0 and thompson_every > 0 and (len(avoid) + 1) % thompson_every == 0
                 crowded = crowding(self.space, avoid[len(avoid) - n_pending:], n - len(chosen),
                                    self.settings.crowding_share)
-                x = self._model_proposal(avoid, n_pending, both(keep_away, crowded), thompson)
+                x = self._model_proposal(avoid, n_pending, both(keep_away, crowded), thompson, screening)
                 if x is not None:
                     # A model that draws paths cheaply chooses the rest of the batch around this one at once.
                     chosen += [x, *self._batch_from_draws(np.vstack([avoid, x]), n_pending + 1, n - len(chosen) - 1,
@@ -489,7 +491,7 @@ class Optimizer(EarlyStoppingCalls):
         return avoid[int(self._rng.integers(len(avoid)))]
 
     def _model_proposal(self, avoid: np.ndarray, n_pending: int, keep_away: KeepAway | None,
-                        thompson: bool = False) -> np.ndarray | None:
+                        thompson: bool = False, screening: BatchScreening | None = None) -> np.ndarray | None:
         """Maximise the acquisition, or with ``thompson`` minimise a posterior draw of f (once
         there is a model and a feasible point), outside ``keep_away``; ``avoid``'s last
         n_pending rows are pending. The objective, its best value and the anchor are the
@@ -529,10 +531,12 @@ class Optimizer(EarlyStoppingCalls):
         if self.settings.acquisition == DURATION_ACQUISITION:
             options["duration"] = self.models.durations.model
         acquisition = make_acquisition(self.settings.acquisition, model, best, feasibility, **options)
-        proposal = maximize(
-            acquisition, self.space, avoid=avoid, anchors=anchors,
-            n_candidates=self.settings.n_candidates, seed=self._seed_draw(), keep_away=keep_away,
-        )
+        seed, n_candidates = self._seed_draw(), self.settings.n_candidates
+        screened = None if screening is None or model is None else screening.scores(
+            acquisition, objective_model, model, X_pending, self.space, avoid=avoid, anchors=anchors,
+            n_candidates=n_candidates, seed=seed, keep_away=keep_away)
+        proposal = maximize(acquisition, self.space, avoid=avoid, anchors=anchors, n_candidates=n_candidates,
+                            seed=seed, keep_away=keep_away, screened=screened)
         if proposal.repeat:
             log.warning("search space exhausted: every valid point has been tried; repeating the best one")
         return proposal.x

@@ -647,3 +647,40 @@ def test_training_correlation_memo_computes_each_new_shape_once_and_reuses_kept_
     memo(some.repeat(2, 1), Hypers.unpack(some.repeat(2, 1), layout))
     memo(chains[[3]], Hypers.unpack(chains[[3]], layout))  # kept from the first call
     assert computed == [4, 2]
+
+
+@pytest.mark.parametrize("multitask", [False, True])
+def test_a_screened_posterior_is_each_fantasy_posterior_at_its_candidates(multitask):
+    """Pending points added one at a time to a fixed candidate set give, under a fantasy's own
+    draws, the posterior of that fantasy (conditioned anew on all of them) at the candidates."""
+    from spearmint_nn.models.multitask_gp import MultiTaskGP
+
+    rng = np.random.default_rng(0)
+    X = torch.as_tensor(rng.random((25, 3)))
+    y = torch.sin(6 * X).sum(1)
+    if multitask:
+        X_related = torch.as_tensor(rng.random((15, 3)))
+        model = MultiTaskGP([(X_related, torch.sin(6 * X_related).sum(1))], seed=0, n_samples=4, burn_in=5)
+    else:
+        model = GP(seed=0, burn_in=5, n_samples=4)
+    model.fit(X, y)
+    C = torch.as_tensor(rng.random((300, 3)))
+    screened = model.screen(C)
+    for got, want in zip(screened.posterior(), model.posterior(C)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-12)
+    pending = torch.as_tensor(rng.random((12, 3)))
+    for j in (1, 2, 3, 12):
+        screened.add_pending(pending[len(screened.X_pending):j])
+        fantasy = model.fantasize(pending[:j], 3, torch.Generator().manual_seed(j))
+        mean, var = fantasy.posterior(C)
+        got_mean, got_var = screened.posterior(fantasy.whitened_fantasies)
+        np.testing.assert_allclose(got_mean.numpy(), mean.numpy(), rtol=0, atol=1e-10)
+        np.testing.assert_allclose(got_var.numpy(), var.numpy(), rtol=0, atol=1e-10)
+        rows = slice(40, 90)
+        np.testing.assert_allclose(screened.posterior(fantasy.whitened_fantasies, rows)[0].numpy(), mean[:, rows].numpy(),
+                                   rtol=0, atol=1e-10)
+    assert float(var.max() - var.min()) > 0.1  # the pending points moved the variance
+    with pytest.raises(ValueError, match="whitened fantasies"):
+        screened.posterior()
+    with pytest.raises(ValueError, match="not from a fantasy"):
+        fantasy.screen(C)

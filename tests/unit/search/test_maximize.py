@@ -159,3 +159,41 @@ def test_scoring_in_blocks_gives_exactly_the_values_of_one_pass():
     # round the last bit differently for rows at other positions.
     np.testing.assert_allclose(_score(acquisition, candidates), whole, rtol=1e-12, atol=0)
     np.testing.assert_allclose(_score(acquisition, candidates, chunk=7), whole, rtol=1e-12, atol=0)
+
+
+def test_a_batch_screening_scores_each_member_as_its_fantasy_would():
+    # One screening set for a batch: each member's scores there, from the model's kept solves and
+    # the pending points added one by one, are those of the acquisition on that member's fantasy.
+    from spearmint_nn.models.gp import GP
+    from spearmint_nn.search.acquisition import condition_on_pending, make_acquisition
+    from spearmint_nn.search.maximize import BatchScreening, _score
+
+    space = Space.from_config({"x": {"type": "FLOAT", "min": 0, "max": 1, "size": 3}})
+    rng = np.random.default_rng(0)
+    X = rng.random((30, 3))
+    gp = GP(seed=0, burn_in=5, n_samples=4)
+    gp.fit(torch.as_tensor(X), torch.sin(6 * torch.as_tensor(X)).sum(1))
+    screening, pending = BatchScreening(), rng.random((4, 3))
+    # the first member screens a set of its own, as a single proposal does
+    first = make_acquisition("ei", gp, -1.0)
+    assert screening.scores(first, gp, gp, torch.zeros(0, 3), space, avoid=X, anchors=X[:1], n_candidates=256, seed=7,
+                            keep_away=None) is None
+    for j in range(4):
+        X_pending = torch.as_tensor(pending[:j])
+        fantasy, best = condition_on_pending(gp, -1.0, X_pending, 3, torch.Generator().manual_seed(j))
+        acquisition = make_acquisition("ei", fantasy, best)
+        avoid = np.concatenate([X, pending[:j]])
+        candidates, values = screening.scores(acquisition, gp, fantasy, X_pending, space, avoid=avoid, anchors=X[:1],
+                                              n_candidates=256, seed=7, keep_away=None)
+        assert len(candidates) > 256 and np.ptp(values) > 0
+        np.testing.assert_allclose(values, _score(acquisition, candidates), rtol=1e-9, atol=1e-9)
+        assert maximize(acquisition, space, avoid=avoid, seed=1, screened=(candidates, values)).value >= values.max()
+    # the set is drawn once: the members' candidates are that set less the taken points
+    assert len(screening.candidates) == len(candidates)
+    # a model without that posterior (DNGO's batches are joint draws) screens per member as before
+    other = ExactGP(3, lengthscales=(0.3,))
+    other.fit(torch.as_tensor(X), torch.sin(6 * torch.as_tensor(X)).sum(1))
+    screening = BatchScreening()
+    screening.members = 1
+    assert screening.scores(make_acquisition("ei", other, -1.0), other, other, torch.zeros(0, 3), space,
+                            avoid=X, anchors=None, n_candidates=256, seed=0, keep_away=None) is None
