@@ -30,7 +30,7 @@ import numpy as np
 
 from .checkpoints import best_after, best_at_time
 from .stopping_tables import early_stopping_rows, early_stopping_table, early_stopping_wins
-from .suite_tables import suite_blocks, suite_table
+from .suite_tables import change_table, suite_blocks, suite_table
 from .table_format import RESULTS, bold_lowest, load, markdown
 
 DOCUMENTS = {"README.md": Path(__file__).resolve().parents[2] / "README.md",
@@ -438,6 +438,10 @@ TABLES: dict[str, Callable[[], str]] = {
     **suite_blocks("suite-d10-sequential", "suite-d10-sequential.json", 10),
     **suite_blocks("suite-d10-batch10", "suite-d10-batch10.json", 10),
     **suite_blocks("suite-d10-batch50", "suite-d10-batch50.json", 10),
+    "screening-change": lambda: change_table([
+        ("5-D, batches of 10 (120 problems)", "suite-d5-batch10.json", "suite-d5-batch10-screening.json"),
+        ("10-D, batches of 10", "suite-d10-batch10.json", "suite-d10-batch10-screening.json"),
+        ("10-D, batches of 50 (instances 1-3)", "suite-d10-batch50.json", "suite-d10-batch50-screening.json")]),
     **suite_blocks("hpo-sequential", "hpo-sequential.json", None),
     **suite_blocks("suite-d5-sequential-probes", SUITE_D5_PROBES, 5),
     "early-stopping-hartmann6-w20": lambda: early_stopping_rows("early-stopping-hartmann6-w20-asha-nocap.json", 20, {
