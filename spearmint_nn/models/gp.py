@@ -86,9 +86,8 @@ class _TrainingCorrelation:
         if len(new) < len(distinct):
             R[kept >= 0] = self._R[kept[kept >= 0]]
         if len(new):
-            # one state per distinct new shapes: its own row of theta
-            first = torch.full((len(distinct),), len(theta), dtype=torch.long).scatter_reduce(
-                0, row_of, torch.arange(len(theta)), "amin")[new]
+            # one state of theta per distinct new shapes (any of them: the correlation reads only the shapes)
+            first = row_of.new_empty(len(distinct)).scatter_(0, row_of, torch.arange(len(theta)))[new]
             sub = Hypers.unpack(theta[first], self.layout)
             R[new] = self.gp._correlation(self.X, sub, self._warped(sub))
             self._shape_keys, self._R = _keep(self._shape_keys, self._R, distinct[new], R[new], self._capacity)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -64,11 +64,15 @@ SCORE_BLOCK = 256
 
 def _score(acquisition: Acquisition, X: np.ndarray, chunk: int = SCORE_BLOCK) -> np.ndarray:
     """Acquisition values at rows of X (M, dim), without gradients, in blocks of ``chunk`` rows."""
-    out = np.empty(X.shape[0])
+    return _in_blocks(lambda rows: acquisition(torch.as_tensor(X[rows], dtype=torch.float64)), len(X), chunk)
+
+
+def _in_blocks(score: Callable[[slice], torch.Tensor], M: int, chunk: int = SCORE_BLOCK) -> np.ndarray:
+    """``score`` of M rows, called without gradients on blocks of ``chunk`` rows; -inf where not finite."""
+    out = np.empty(M)
     with torch.no_grad():
-        for start in range(0, X.shape[0], chunk):
-            block = torch.as_tensor(X[start : start + chunk], dtype=torch.float64)
-            out[start : start + chunk] = acquisition(block).numpy()
+        for start in range(0, M, chunk):
+            out[start : start + chunk] = score(slice(start, start + chunk)).numpy()
     return np.where(np.isfinite(out), out, -np.inf)
 
 
@@ -253,11 +257,11 @@ class BatchScreening:
                                      and type(acquisition).given_posterior is not Acquisition.given_posterior):
             return None
         if self.candidates is None:
-            if model.screening_bytes(n_candidates or default_n_candidates(space.dim)) > BATCH_SCREENING_BYTES:
+            n_candidates = n_candidates or default_n_candidates(space.dim)
+            if model.screening_bytes(n_candidates) > BATCH_SCREENING_BYTES:
                 return None
-            rng = np.random.default_rng(seed)
-            candidates, fresh, _ = screening_set(space, set(point_keys(avoid)), anchors,
-                                                 n_candidates or default_n_candidates(space.dim), rng, keep_away)
+            candidates, fresh, _ = screening_set(space, set(point_keys(avoid)), anchors, n_candidates,
+                                                 np.random.default_rng(seed), keep_away)
             self.candidates = candidates[fresh]
         posterior = self._posterior
         added = 0 if posterior is None else len(posterior.X_pending)
@@ -267,13 +271,9 @@ class BatchScreening:
             added = 0
         posterior.add_pending(X_pending[added:])
         whitened = fantasy.whitened_fantasies if len(X_pending) else None
-        values = np.empty(len(self.candidates))
-        with torch.no_grad():
-            for start in range(0, len(values), SCORE_BLOCK):
-                rows = slice(start, start + SCORE_BLOCK)
-                X = torch.as_tensor(self.candidates[rows], dtype=torch.float64)
-                values[rows] = acquisition.given_posterior(X, *posterior.posterior(whitened, rows)).numpy()
-        values = np.where(np.isfinite(values), values, -np.inf)
+        values = _in_blocks(lambda rows: acquisition.given_posterior(
+            torch.as_tensor(self.candidates[rows], dtype=torch.float64), *posterior.posterior(whitened, rows)),
+            len(self.candidates))
         avoid_keys = set(point_keys(avoid))
         free = free_mask(self.candidates, avoid_keys, keep_away)
         if not free.any():
