@@ -438,6 +438,7 @@ TABLES: dict[str, Callable[[], str]] = {
     **suite_blocks("suite-d10-sequential", "suite-d10-sequential.json", 10),
     **suite_blocks("suite-d10-batch10", "suite-d10-batch10.json", 10),
     **suite_blocks("suite-d10-batch50", "suite-d10-batch50.json", 10),
+    **suite_blocks("suite-d10-async200", "suite-d10-async200.json", 10),
     "screening-change": lambda: change_table([
         ("5-D, batches of 10 (120 problems)", "suite-d5-batch10.json", "suite-d5-batch10-screening.json"),
         ("10-D, batches of 10", "suite-d10-batch10.json", "suite-d10-batch10-screening.json"),

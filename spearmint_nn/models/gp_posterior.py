@@ -87,6 +87,17 @@ def factorise(K: Tensor, Y: Tensor, mean: Tensor, what: str) -> tuple[Tensor, Te
     return L, torch.cholesky_solve((Y - mean[:, None, None]).transpose(1, 2), L)
 
 
+# Rounding can leave a posterior variance a hair below zero where the data pin f down.
+VARIANCE_FLOOR = 1e-12
+
+
+def _fantasy_rows(mean: Tensor, var: Tensor) -> tuple[Tensor, Tensor]:
+    """A posterior's rows from its means (S, F, M) and variances (S, M), which the F fantasies of
+    a hyperparameter sample share: each (S * F, M), a sample's fantasies side by side."""
+    S, F, M = mean.shape
+    return mean.reshape(S * F, M), var[:, None, :].expand(S, F, M).reshape(S * F, M)
+
+
 class ConditionedGP(Surrogate):
     """A surrogate whose posterior is a GP conditioned on data (the module docstring): prediction,
     fantasies and joint draws of f, given the model's covariance through four methods."""
@@ -134,11 +145,10 @@ class ConditionedGP(Surrogate):
         mean = d.mean[:, None, None] + torch.einsum("snf,snm->sfm", d.alpha, Ks)
         V = torch.linalg.solve_triangular(d.L, Ks, upper=False)
         # In place where autograd keeps no V: one pass less over the largest tensor of a scoring.
-        var = (d.amp2[:, None] - (V**2 if V.requires_grad else V.square_()).sum(1)).clamp_min(1e-12)
+        var = (d.amp2[:, None] - (V**2 if V.requires_grad else V.square_()).sum(1)).clamp_min(VARIANCE_FLOOR)
         if observation_noise:
             var = var + d.noise[:, None]
-        M = Ks.shape[-1]
-        return mean.reshape(S * F, M), var[:, None, :].expand(S, F, M).reshape(S * F, M)
+        return _fantasy_rows(mean, var)
 
     def screening_bytes(self, M: int) -> int:
         """What :meth:`screen` keeps for M candidates, in bytes: its (S, n, M) solves."""
@@ -275,7 +285,8 @@ class ScreenedPosterior:
             if self.Q_pending is not None:
                 k = torch.cat([k, model._joint(d, self.Q_pending, Qx, slice(None))], dim=1)
             l = torch.linalg.solve_triangular(self.L, k, upper=False)[..., 0]  # (S, r)
-            l_p = (model._joint(d, Qx, Qx, slice(None))[:, 0, 0] + d.noise - l.square().sum(1)).clamp_min(1e-12).sqrt()
+            l_p = (model._joint(d, Qx, Qx, slice(None))[:, 0, 0] + d.noise - l.square().sum(1))
+            l_p = l_p.clamp_min(VARIANCE_FLOOR).sqrt()
             n, J = self.V.shape[1], len(self.X_pending)
             v = (model._joint(d, Qx, self.Q, slice(None))[:, 0, :] - torch.einsum("sr,srm->sm", l[:, :n], self.V)
                  - torch.einsum("sr,srm->sm", l[:, n:], self.V_pending)) / l_p[:, None]
@@ -301,6 +312,4 @@ class ScreenedPosterior:
             if whitened is None or tuple(whitened.shape[::2]) != (S, J):
                 raise ValueError(f"need the whitened fantasies (S, F, J) of the {J} pending points added")
             mean = self.mean[:, None, rows] + torch.einsum("sfj,sjm->sfm", whitened, V_pending)
-        var = (self.var[:, rows] - V_pending.square().sum(1)).clamp_min(1e-12)
-        F, M = mean.shape[1], mean.shape[2]
-        return mean.reshape(S * F, M), var[:, None, :].expand(S, F, M).reshape(S * F, M)
+        return _fantasy_rows(mean, (self.var[:, rows] - V_pending.square().sum(1)).clamp_min(VARIANCE_FLOOR))

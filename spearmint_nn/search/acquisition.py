@@ -86,9 +86,12 @@ class Acquisition(abc.ABC):
 
     ``log_scale`` is True when the score is the log of a positive utility, so that
     multiplicative factors (probability of feasibility, 1 / duration) compose by addition.
+    ``scores_posterior`` is True when the score is a function of the objective model's posterior
+    mean and variance at X, which ``given_posterior`` then takes instead of asking the model.
     """
 
     log_scale: bool = False
+    scores_posterior: bool = False
 
     @abc.abstractmethod
     def __call__(self, X: Tensor) -> Tensor:
@@ -97,11 +100,26 @@ class Acquisition(abc.ABC):
     def given_posterior(self, X: Tensor, mean: Tensor, var: Tensor) -> Tensor:
         """The scores at X (M, D) where the objective model's posterior there is (mean, var),
         each (R, M), as its ``posterior`` would give them (a batch's screening set computes them
-        without conditioning the model anew: ``search.batch_screening``)."""
+        without conditioning the model anew: ``maximize.BatchScreening``)."""
         raise NotImplementedError(f"{type(self).__name__} scores no objective posterior")
 
 
-class LogExpectedImprovement(Acquisition):
+class _PosteriorScore(Acquisition):
+    """An acquisition that is a function of the objective posterior at X and nothing else of the
+    model: the call asks the model, ``given_posterior`` does the rest."""
+
+    scores_posterior = True
+    model: Surrogate
+
+    def __call__(self, X: Tensor) -> Tensor:
+        return self.given_posterior(X, *self.model.posterior(X))
+
+    @abc.abstractmethod
+    def given_posterior(self, X: Tensor, mean: Tensor, var: Tensor) -> Tensor:
+        """The scores at X (M, D) where the objective model's posterior there is (mean, var)."""
+
+
+class LogExpectedImprovement(_PosteriorScore):
     """log of integrated expected improvement below the incumbent (DNGO eq. 3, averaged per eq. 12).
 
     Parameters
@@ -115,16 +133,13 @@ class LogExpectedImprovement(Acquisition):
     def __init__(self, model: Surrogate, best: Tensor | float):
         self.model, self.best = model, torch.as_tensor(best, dtype=torch.float64)
 
-    def __call__(self, X: Tensor) -> Tensor:
-        return self.given_posterior(X, *self.model.posterior(X))
-
     def given_posterior(self, X: Tensor, mean: Tensor, var: Tensor) -> Tensor:
         sigma = _standard_deviation(var)
         gamma = (self.best - mean) / sigma
         return _log_mean_rows(log_h(gamma) + torch.log(sigma))
 
 
-class LogProbabilityOfImprovement(Acquisition):
+class LogProbabilityOfImprovement(_PosteriorScore):
     """log of integrated probability that f(x) falls below the incumbent (Kushner, 1964)."""
 
     log_scale = True
@@ -132,14 +147,11 @@ class LogProbabilityOfImprovement(Acquisition):
     def __init__(self, model: Surrogate, best: Tensor | float):
         self.model, self.best = model, torch.as_tensor(best, dtype=torch.float64)
 
-    def __call__(self, X: Tensor) -> Tensor:
-        return self.given_posterior(X, *self.model.posterior(X))
-
     def given_posterior(self, X: Tensor, mean: Tensor, var: Tensor) -> Tensor:
         return _log_mean_rows(torch.special.log_ndtr((self.best - mean) / _standard_deviation(var)))
 
 
-class LowerConfidenceBound(Acquisition):
+class LowerConfidenceBound(_PosteriorScore):
     """Integrated negative lower confidence bound, mean over rows of -(mu - kappa * sigma).
 
     Maximising it minimises the optimistic bound mu - kappa * sigma (GP-UCB of Srinivas et al.
@@ -149,14 +161,11 @@ class LowerConfidenceBound(Acquisition):
     def __init__(self, model: Surrogate, best: Tensor | float | None = None, kappa: float = 2.0):
         self.model, self.kappa = model, float(kappa)
 
-    def __call__(self, X: Tensor) -> Tensor:
-        return self.given_posterior(X, *self.model.posterior(X))
-
     def given_posterior(self, X: Tensor, mean: Tensor, var: Tensor) -> Tensor:
         return (self.kappa * _standard_deviation(var) - mean).mean(dim=0)
 
 
-class LogExpectedImprovementPerSecond(Acquisition):
+class LogExpectedImprovementPerSecond(_PosteriorScore):
     """log of integrated EI divided by the predicted duration (Snoek et al. 2012, sec. 3.2).
 
     ``duration`` predicts the log run time of a job at X; subtracting it from log EI prefers
@@ -167,11 +176,9 @@ class LogExpectedImprovementPerSecond(Acquisition):
     log_scale = True
 
     def __init__(self, model: Surrogate, best: Tensor | float, duration: DurationPredictor | None = None):
+        self.model = model
         self.expected_improvement = LogExpectedImprovement(model, best)
         self.duration = duration
-
-    def __call__(self, X: Tensor) -> Tensor:
-        return self.given_posterior(X, *self.expected_improvement.model.posterior(X))
 
     def given_posterior(self, X: Tensor, mean: Tensor, var: Tensor) -> Tensor:
         log_ei = self.expected_improvement.given_posterior(X, mean, var)
@@ -203,7 +210,7 @@ class FeasibilityWeighted(Acquisition):
 
     def __init__(self, base: Acquisition, feasibility: Sequence[FeasibilityModel]):
         self.base, self.feasibility = base, list(feasibility)
-        self.log_scale = base.log_scale
+        self.log_scale, self.scores_posterior = base.log_scale, base.scores_posterior
 
     def __call__(self, X: Tensor) -> Tensor:
         return self.base(X) + log_probability_of_feasibility(self.feasibility, X)

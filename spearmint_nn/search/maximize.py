@@ -253,8 +253,7 @@ class BatchScreening:
         ``fantasy``: ``model`` conditioned on fantasies of the pending points ``X_pending`` (J, D)
         (``model`` itself with J = 0); or None where this does not apply."""
         self.members += 1
-        if self.members == 1 or not (isinstance(model, ConditionedGP)
-                                     and type(acquisition).given_posterior is not Acquisition.given_posterior):
+        if self.members == 1 or not (isinstance(model, ConditionedGP) and acquisition.scores_posterior):
             return None
         if self.candidates is None:
             n_candidates = n_candidates or default_n_candidates(space.dim)

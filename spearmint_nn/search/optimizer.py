@@ -81,13 +81,12 @@ from .exploration import SobolStream, exploration_point
 from .maximize import BatchScreening, GP_DRAW_CANDIDATES, maximize, minimize_sample_path
 from .reports import ModelBest, describe_model, model_best, in_units
 from ..problem.settings import (AUTO, AUTO_FINAL, AUTO_START, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES,
-                                 check_registry)
+                                 SearchSettings, check_registry)
 from .observations import EarlyStoppingCalls, Observations
 from .model_store import ModelStore
 from .related import RelatedTask, related_tasks, summarise_related
 from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
 from .model_bank import MIN_VALUES_TO_FIT, ModelBank, torch_rows
-from ..problem.settings import SearchSettings
 from ..problem.space import Space
 from .suggestion import Suggestion
 from ..models import GP_MODELS, MODELS

@@ -6,7 +6,8 @@ import torch
 
 from spearmint_nn.models.base import Surrogate
 from spearmint_nn.models.blr import BLRPosterior
-from spearmint_nn.models.dngo import DNGO, Hyperparameters, SufficientStatistics, quadratic_features
+from spearmint_nn.models.dngo import DNGO
+from spearmint_nn.models.dngo_hyperparameters import Hyperparameters, SufficientStatistics, quadratic_features
 from spearmint_nn.search import model_store
 
 torch.set_num_threads(1)

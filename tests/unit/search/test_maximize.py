@@ -197,3 +197,13 @@ def test_a_batch_screening_scores_each_member_as_its_fantasy_would():
     screening.members = 1
     assert screening.scores(make_acquisition("ei", other, -1.0), other, other, torch.zeros(0, 3), space,
                             avoid=X, anchors=None, n_candidates=256, seed=0, keep_away=None) is None
+    # nor does an acquisition that reads no objective posterior (P(feasible) alone, before any
+    # feasible point), while a feasibility-weighted EI takes its base's posterior score
+    screening = BatchScreening()
+    screening.members = 1
+    only_feasibility = make_acquisition("ei", None, None, [DiskFeasibility()])
+    assert not only_feasibility.scores_posterior
+    assert screening.scores(only_feasibility, gp, gp, torch.zeros(0, 3), space, avoid=X, anchors=None,
+                            n_candidates=256, seed=0, keep_away=None) is None
+    weighted = make_acquisition("ei", gp, -1.0, [DiskFeasibility()])
+    assert weighted.scores_posterior and make_acquisition("lcb", gp, -1.0).scores_posterior
