@@ -30,8 +30,11 @@ from .sampling import slice_sweep
 from .warping import warp, warped_column_indices, warping_summary
 
 # A refit after a batch (or a daemon restart) sweeps at most this many observations' worth:
-# ten times a one-at-a-time refit, so its cost stays bounded.
-MAX_CATCH_UP_OBSERVATIONS = 10
+# five times a one-at-a-time refit, so its cost stays bounded. The chains continue from the
+# posterior of the round before, already close; at 200 observations a sweep costs about a second,
+# and ten of them after a round of 50 results judged level with twenty on the suite
+# (benchmarks/RESULTS.md, "A change judged on the suite").
+MAX_CATCH_UP_OBSERVATIONS = 5
 
 
 class GPCapacityError(ValueError):
@@ -213,8 +216,8 @@ class GP(ConditionedGP, PathSampler, Warped):
                 f"linearly in N"
             )
         layout = self.layout_for(D)
-        # The chains advance in proportion to the new data: a batch of ten results moves them as
-        # far as ten one-at-a-time refits would (batch runs otherwise mix ten times less).
+        # The chains advance in proportion to the new data, up to the cap: a batch of five results
+        # moves them as far as five one-at-a-time refits would (batch runs otherwise mix less).
         sweeps = self.sweeps_per_fit * min(max(N - self._n_observed, 1), MAX_CATCH_UP_OBSERVATIONS)
         if self.chains is None or self.layout != layout:
             self.layout = layout
