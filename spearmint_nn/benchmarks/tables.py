@@ -439,10 +439,15 @@ TABLES: dict[str, Callable[[], str]] = {
     **suite_blocks("suite-d10-batch10", "suite-d10-batch10.json", 10),
     **suite_blocks("suite-d10-batch50", "suite-d10-batch50.json", 10),
     **suite_blocks("suite-d10-async200", "suite-d10-async200.json", 10),
+    **suite_blocks("suite-d20-async200", "suite-d20-async200.json", 20),
     "screening-change": lambda: change_table([
         ("5-D, batches of 10 (120 problems)", "suite-d5-batch10.json", "suite-d5-batch10-screening.json"),
         ("10-D, batches of 10", "suite-d10-batch10.json", "suite-d10-batch10-screening.json"),
         ("10-D, batches of 50 (instances 1-3)", "suite-d10-batch50.json", "suite-d10-batch50-screening.json")]),
+    "catch-up-change": lambda: change_table([
+        ("5-D, batches of 10 (120 problems)", "suite-d5-batch10-screening.json", "suite-d5-batch10-catchup.json"),
+        ("10-D, batches of 10", "suite-d10-batch10-screening.json", "suite-d10-batch10-catchup.json"),
+        ("10-D, batches of 50 (instances 1-3)", "suite-d10-batch50-screening.json", "suite-d10-batch50-catchup.json")]),
     **suite_blocks("hpo-sequential", "hpo-sequential.json", None),
     **suite_blocks("suite-d5-sequential-probes", SUITE_D5_PROBES, 5),
     "early-stopping-hartmann6-w20": lambda: early_stopping_rows("early-stopping-hartmann6-w20-asha-nocap.json", 20, {

@@ -31,9 +31,9 @@ from .warping import warp, warped_column_indices, warping_summary
 
 # A refit after a batch (or a daemon restart) sweeps at most this many observations' worth:
 # five times a one-at-a-time refit, so its cost stays bounded. The chains continue from the
-# posterior of the round before, already close; at 200 observations a sweep costs about a second,
-# and ten of them after a round of 50 results judged level with twenty on the suite
-# (benchmarks/RESULTS.md, "A change judged on the suite").
+# posterior of the round before, already close; at 200 observations a sweep costs about a second.
+# Ten sweeps after a round instead of twenty were level or ahead on the suite's batch slices
+# (benchmarks/RESULTS.md, "Changes judged on the suite").
 MAX_CATCH_UP_OBSERVATIONS = 5
 
 

@@ -269,11 +269,11 @@ def test_chains_advance_in_proportion_to_the_new_observations(monkeypatch):
     X, y = data(n=40)
     gp = GP(seed=0, burn_in=5, sweeps_per_fit=2, n_samples=2)
     counts = []
-    for n in (10, 11, 12, 22, 40, 40):  # first fit, one result, one, a batch of 10, 18 (capped at 10), none
+    for n in (10, 11, 12, 15, 40, 40):  # first fit, one result, one, a batch of 3, 25 (capped at 5), none
         sweeps.clear()
         gp.fit(torch.tensor(X[:n]), torch.tensor(y[:n]))
         counts.append(len(sweeps))
-    assert counts == [5 + 2, 2, 2, 20, 20, 2]
+    assert counts == [5 + 2, 2, 2, 6, 10, 2]
 
 
 def test_a_loaded_state_predicts_as_the_saved_gp_and_continues_its_chains():
