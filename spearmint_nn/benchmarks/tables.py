@@ -404,6 +404,17 @@ README_ASYNC = ((H6_50, "hartmann6"), (ACKLEY_50, "ackley10"), (LEVY_50, "levy20
                 (REST_800, "ackley10"), (REST_800, "levy20"))
 ASYNC50_TIMES, ASYNC200_TIMES = (120, 300, 600), (90, 120, 180, 300, 600)
 
+# The suite's slices a change to ours in a synchronous batch is judged on: (label, file stem).
+JUDGED_SLICES = (("5-D, batches of 10 (120 problems)", "suite-d5-batch10"),
+                 ("10-D, batches of 10", "suite-d10-batch10"),
+                 ("10-D, batches of 50 (instances 1-3)", "suite-d10-batch50"))
+
+
+def judged_slices(before: str, after: str) -> list[tuple[str, str, str]]:
+    """change_table's slices: ours in each slice's file ending ``before`` against ``after``."""
+    return [(label, f"{stem}{before}.json", f"{stem}{after}.json") for label, stem in JUDGED_SLICES]
+
+
 SUITE_D5_PROBES = ("suite-d5-sequential.json", "suite-d5-sequential-probes.json", "suite-d5-sequential-probe-warp-from.json")
 
 #: Every generated table by name: how to render it from the files in ``results/``.
@@ -440,14 +451,8 @@ TABLES: dict[str, Callable[[], str]] = {
     **suite_blocks("suite-d10-batch50", "suite-d10-batch50.json", 10),
     **suite_blocks("suite-d10-async200", "suite-d10-async200.json", 10),
     **suite_blocks("suite-d20-async200", "suite-d20-async200.json", 20),
-    "screening-change": lambda: change_table([
-        ("5-D, batches of 10 (120 problems)", "suite-d5-batch10.json", "suite-d5-batch10-screening.json"),
-        ("10-D, batches of 10", "suite-d10-batch10.json", "suite-d10-batch10-screening.json"),
-        ("10-D, batches of 50 (instances 1-3)", "suite-d10-batch50.json", "suite-d10-batch50-screening.json")]),
-    "catch-up-change": lambda: change_table([
-        ("5-D, batches of 10 (120 problems)", "suite-d5-batch10-screening.json", "suite-d5-batch10-catchup.json"),
-        ("10-D, batches of 10", "suite-d10-batch10-screening.json", "suite-d10-batch10-catchup.json"),
-        ("10-D, batches of 50 (instances 1-3)", "suite-d10-batch50-screening.json", "suite-d10-batch50-catchup.json")]),
+    "screening-change": lambda: change_table(judged_slices("", "-screening")),
+    "catch-up-change": lambda: change_table(judged_slices("-screening", "-catchup")),
     **suite_blocks("hpo-sequential", "hpo-sequential.json", None),
     **suite_blocks("suite-d5-sequential-probes", SUITE_D5_PROBES, 5),
     "early-stopping-hartmann6-w20": lambda: early_stopping_rows("early-stopping-hartmann6-w20-asha-nocap.json", 20, {

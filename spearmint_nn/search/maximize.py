@@ -255,11 +255,12 @@ class BatchScreening:
         self.members += 1
         if self.members == 1 or not (isinstance(model, ConditionedGP) and acquisition.scores_posterior):
             return None
+        avoid_keys = set(point_keys(avoid))
         if self.candidates is None:
             n_candidates = n_candidates or default_n_candidates(space.dim)
             if model.screening_bytes(n_candidates) > BATCH_SCREENING_BYTES:
                 return None
-            candidates, fresh, _ = screening_set(space, set(point_keys(avoid)), anchors, n_candidates,
+            candidates, fresh, _ = screening_set(space, avoid_keys, anchors, n_candidates,
                                                  np.random.default_rng(seed), keep_away)
             self.candidates = candidates[fresh]
         posterior = self._posterior
@@ -273,7 +274,6 @@ class BatchScreening:
         values = _in_blocks(lambda rows: acquisition.given_posterior(
             torch.as_tensor(self.candidates[rows], dtype=torch.float64), *posterior.posterior(whitened, rows)),
             len(self.candidates))
-        avoid_keys = set(point_keys(avoid))
         free = free_mask(self.candidates, avoid_keys, keep_away)
         if not free.any():
             free = free_mask(self.candidates, avoid_keys)
