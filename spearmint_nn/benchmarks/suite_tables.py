@@ -112,17 +112,65 @@ def suite_functions_table(file: str | tuple[str, ...], dim: int) -> str:
     return markdown(["function", *methods], rows)
 
 
+#: a final best within 1% of another's (as a distance to the optimum) is level with it
+LEVEL = 0.01
+
+
+def _final_gaps(file: str | tuple[str, ...]) -> dict[tuple[str, str], float]:
+    """Per (problem, method), the median over seeds of the best value at the end of the budget
+    minus the optimum (the best value itself where the optimum is unknown: the real tasks)."""
+    gaps: dict[tuple[str, str], list[float]] = {}
+    for run in _runs(file):
+        gaps.setdefault((run["problem"], run["method"]), []).append(
+            run["best_by_evals"][-1][1] - (run["minimum"] if run.get("minimum") is not None else 0.0))
+    return {key: statistics.median(values) for key, values in gaps.items()}
+
+
+def final_best_outcomes(file: str | tuple[str, ...], reference: str) -> tuple[int, int, int]:
+    """The problems where ours ends ahead of ``reference``, level with it (within :data:`LEVEL`)
+    and behind it, by the final best: what separates methods where COCO's targets are out of
+    reach (10 and 20 dimensions at these budgets)."""
+    gaps = _final_gaps(file)
+    outcomes = [0, 0, 0]
+    for (problem, method), theirs in gaps.items():
+        ours = gaps.get((problem, OURS))
+        if method != reference or ours is None:
+            continue
+        margin = LEVEL * abs(theirs)
+        outcomes[0 if ours < theirs - margin else 2 if ours > theirs + margin else 1] += 1
+    return outcomes[0], outcomes[1], outcomes[2]
+
+
 def suite_wins(file: str | tuple[str, ...]) -> str:
     """Per reference, the problems where ours ranks ahead of it, level with it and behind it (each
-    problem's ranks: the share of its (seed, target) pairs reached within the budget)."""
+    problem's ranks: the share of its (seed, target) pairs reached within the budget), and the same
+    by the final best (:func:`final_best_outcomes`)."""
     summary = _summary(file)
     per_problem = summary["ranks"]["per_problem"].values()
     rows = []
     for method in (m for m in _by_rank(summary) if m != OURS):
         pairs = [(ranks[OURS], ranks[method]) for ranks in per_problem if OURS in ranks and method in ranks]
         rows.append([method, str(sum(a < b for a, b in pairs)), str(sum(a == b for a, b in pairs)),
-                     str(sum(a > b for a, b in pairs))])
-    return markdown(["ours against", "ahead", "level", "behind"], rows)
+                     str(sum(a > b for a, b in pairs)), " / ".join(map(str, final_best_outcomes(file, method)))])
+    return markdown(["ours against", "ahead", "level", "behind", "by final best: ahead / level / behind"], rows)
+
+
+def parallel_overview(entries: Sequence[tuple[str, str]]) -> str:
+    """The README's: per regime (its label and file), ours' mean rank, the reference with the best
+    mean rank and its own, the problems where ours ends ahead of it, level and behind by the final
+    best, and the median share of our workers' time spent waiting (the asynchronous regimes)."""
+    rows = []
+    for label, file in entries:
+        summary = _summary(file)
+        ranks = summary["ranks"]["mean"]
+        reference = next(m for m in _by_rank(summary) if m != OURS)
+        idle = [run["idle_share"] for run in _runs(file) if run["method"] == OURS and "idle_share" in run]
+        rows.append([f"{label} ({len(summary['ranks']['per_problem'])})", f"{ranks[OURS]:.2f}",
+                     f"{LABELS.get(reference, reference)} {ranks[reference]:.2f}",
+                     " / ".join(map(str, final_best_outcomes(file, reference))),
+                     f"{100 * statistics.median(idle):.1f}%" if idle else "-"])
+    return markdown(["regime, dimension (problems)", "spearmint-nn mean rank", "best other (mean rank)",
+                     "ours by final best: ahead / level / behind", "our workers waiting"], rows)
 
 
 def change_table(slices: Sequence[tuple[str, str, str]]) -> str:

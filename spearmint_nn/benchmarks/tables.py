@@ -30,7 +30,7 @@ import numpy as np
 
 from .checkpoints import best_after, best_at_time
 from .stopping_tables import early_stopping_rows, early_stopping_table, early_stopping_wins
-from .suite_tables import change_table, suite_blocks, suite_table
+from .suite_tables import change_table, parallel_overview, suite_blocks, suite_table
 from .table_format import RESULTS, bold_lowest, load, markdown
 
 DOCUMENTS = {"README.md": Path(__file__).resolve().parents[2] / "README.md",
@@ -420,15 +420,19 @@ SUITE_D5_PROBES = ("suite-d5-sequential.json", "suite-d5-sequential-probes.json"
 #: Every generated table by name: how to render it from the files in ``results/``.
 TABLES: dict[str, Callable[[], str]] = {
     # the README
-    "readme-batch50": ParallelTable(BATCH50, (
+    "parallel-batch50-overview": ParallelTable(BATCH50, (
         Row("ours", "spearmint-nn (default)"), Row("botorch-qlognei", "BoTorch qLogNEI"),
         Row("optuna-gp", "Optuna GPSampler"), Row("optuna-tpe", "Optuna TPE (constant liar)"),
         Row("botorch-ts", "BoTorch Thompson sampling")), (
         Column("Hartmann6 (min -3.322)", "hartmann6", "range", "200"), Column("s", "hartmann6", "seconds"),
         Column("Ackley 10-D (min 0)", "ackley10", "range", "200"), Column("s", "ackley10", "seconds"))).render,
-    "readme-async": AsyncOverview(README_ASYNC).render,
-    "readme-async-crossovers": lambda: crossovers(README_ASYNC),
+    "parallel-async-overview": AsyncOverview(README_ASYNC).render,
+    "parallel-async-crossovers": lambda: crossovers(README_ASYNC),
     "readme-suite": lambda: suite_table("suite-d5-sequential.json", 5, overview=True),
+    "readme-suite-parallel": lambda: parallel_overview((
+        ("sequential, 10-D", "suite-d10-sequential.json"), ("batches of 10, 5-D", "suite-d5-batch10.json"),
+        ("batches of 10, 10-D", "suite-d10-batch10.json"), ("batches of 50, 10-D", "suite-d10-batch50.json"),
+        ("W = 200, 10-D", "suite-d10-async200.json"), ("W = 200, 20-D", "suite-d20-async200.json"))),
     "readme-busy-cluster": lambda: busy_cluster_table("busy-cluster-1000.json", overview=True),
     "readme-transfer": lambda: transfer_table((
         ("transfer-hartmann6.json", "Hartmann6 (a warped, shifted copy)"),
