@@ -398,7 +398,6 @@ LEVY_50 = "parallel-async50-levy20-8seeds.json"
 H6_200_NOW, ACKLEY_200_NOW = "parallel-async200-hartmann6-8seeds.json", "parallel-async200-ackley10-8seeds.json"
 LEVY_200 = "parallel-async200-levy20.json"
 H6_800_NOW, REST_800 = "parallel-async800-hartmann6-8seeds.json", "parallel-async800-ackley10-levy20.json"
-EARLY = "parallel-async200-gp-early-probe.json"
 README_ASYNC = ((H6_50, "hartmann6"), (ACKLEY_50, "ackley10"), (LEVY_50, "levy20"), (H6_200_NOW, "hartmann6"),
                 (ACKLEY_200_NOW, "ackley10"), (LEVY_200, "levy20"), (H6_800_NOW, "hartmann6"),
                 (REST_800, "ackley10"), (REST_800, "levy20"))
@@ -414,8 +413,6 @@ def judged_slices(before: str, after: str) -> list[tuple[str, str, str]]:
     """change_table's slices: ours in each slice's file ending ``before`` against ``after``."""
     return [(label, f"{stem}{before}.json", f"{stem}{after}.json") for label, stem in JUDGED_SLICES]
 
-
-SUITE_D5_PROBES = ("suite-d5-sequential.json", "suite-d5-sequential-probes.json", "suite-d5-sequential-probe-warp-from.json")
 
 #: Every generated table by name: how to render it from the files in ``results/``.
 TABLES: dict[str, Callable[[], str]] = {
@@ -458,7 +455,6 @@ TABLES: dict[str, Callable[[], str]] = {
     "screening-change": lambda: change_table(judged_slices("", "-screening")),
     "catch-up-change": lambda: change_table(judged_slices("-screening", "-catchup")),
     **suite_blocks("hpo-sequential", "hpo-sequential.json", None),
-    **suite_blocks("suite-d5-sequential-probes", SUITE_D5_PROBES, 5),
     "early-stopping-hartmann6-w20": lambda: early_stopping_rows("early-stopping-hartmann6-w20-asha-nocap.json", 20, {
         "ours": "ours (no stopping)", "asha-random": "asha-random (no limit)"}),
     "early-stopping-hartmann6-w20-wins": lambda: early_stopping_wins("early-stopping-hartmann6-w20-asha-nocap.json", 20, (
@@ -497,11 +493,6 @@ TABLES: dict[str, Callable[[], str]] = {
     "async50-levy20-pace": async_table(
         "parallel-async50-levy20-pace.json", "levy20", 500, (100, 250), ASYNC50_TIMES, Row("ours", "ours, pace rule"),
         Row("ours", "ours before (table above)", file="parallel-async50-ackley10-levy20.json"), "botorch-ts"),
-    "async200-gp-early-probe-3": ParallelTable(EARLY, tuple(
-        row for problem, n in (("hartmann6", 6), ("ackley10", 2), ("levy20", 2))
-        for row in (Row("ours", f"{PROBLEMS[problem]} | ours ({n})", problem=problem),
-                    Row("ours:gp-early-probe", f" | the GP while N < 200 ({n})", problem=problem))),
-        async_columns("", 2000, (400, 1000), (90, 120, 180, 300)), first="W = 200 | method (seeds)").render,
     "async200-hartmann6-8seeds": async_table(H6_200_NOW, "hartmann6", 2000, (400, 1000), ASYNC200_TIMES,
                                              "ours", "botorch-ts", "optuna-tpe", "sobol"),
     "async200-ackley10-8seeds": async_table(ACKLEY_200_NOW, "ackley10", 2000, (400, 1000), (60, 90, 120, 300, 600),
