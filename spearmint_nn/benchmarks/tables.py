@@ -427,7 +427,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "parallel-async-crossovers": lambda: crossovers(README_ASYNC),
     "readme-suite": lambda: suite_table("suite-d5-sequential.json", 5, overview=True),
     "readme-suite-parallel": lambda: parallel_overview((
-        ("sequential, 10-D", "suite-d10-sequential.json"), ("batches of 10, 5-D", "suite-d5-batch10.json"),
+        ("sequential, 2-D", "suite-d2-sequential.json"), ("sequential, 10-D", "suite-d10-sequential.json"), ("batches of 10, 5-D", "suite-d5-batch10.json"),
         ("batches of 10, 10-D", "suite-d10-batch10.json"), ("batches of 50, 10-D", "suite-d10-batch50.json"),
         ("batches of 50, 20-D", "suite-d20-batch50.json"),
         ("W = 200, 10-D", "suite-d10-async200.json"), ("W = 200, 20-D", "suite-d20-async200.json"))),
@@ -446,6 +446,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "early-stopping-hartmann6-wins": lambda: early_stopping_wins("early-stopping-hartmann6-asha-nocap.json", 1, (
         "ours", "tpe-sh", "tpe-hyperband", "gp-sh", "asha-random"), {"ours": "vs ours", "asha-random": "asha-random (no limit)"}),
     # RESULTS.md, "benchmarks.suite"
+    **suite_blocks("suite-d2-sequential", "suite-d2-sequential.json", 2),
     **suite_blocks("suite-d5-sequential", "suite-d5-sequential.json", 5, functions=True),
     **suite_blocks("suite-d5-batch10", "suite-d5-batch10.json", 5),
     **suite_blocks("suite-d10-sequential", "suite-d10-sequential.json", 10),
