@@ -116,6 +116,7 @@ def suite_functions_table(file: str | tuple[str, ...], dim: int) -> str:
 LEVEL = 0.01
 
 
+@lru_cache(maxsize=None)  # each wins row and the README's overview ask it again
 def _final_gaps(file: str | tuple[str, ...]) -> dict[tuple[str, str], float]:
     """Per (problem, method), the median over seeds of the best value at the end of the budget
     minus the optimum (the best value itself where the optimum is unknown: the real tasks)."""

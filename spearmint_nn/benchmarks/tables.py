@@ -398,7 +398,7 @@ LEVY_50 = "parallel-async50-levy20-8seeds.json"
 H6_200_NOW, ACKLEY_200_NOW = "parallel-async200-hartmann6-8seeds.json", "parallel-async200-ackley10-8seeds.json"
 LEVY_200 = "parallel-async200-levy20.json"
 H6_800_NOW, REST_800 = "parallel-async800-hartmann6-8seeds.json", "parallel-async800-ackley10-levy20.json"
-README_ASYNC = ((H6_50, "hartmann6"), (ACKLEY_50, "ackley10"), (LEVY_50, "levy20"), (H6_200_NOW, "hartmann6"),
+ASYNC_OVERVIEW = ((H6_50, "hartmann6"), (ACKLEY_50, "ackley10"), (LEVY_50, "levy20"), (H6_200_NOW, "hartmann6"),
                 (ACKLEY_200_NOW, "ackley10"), (LEVY_200, "levy20"), (H6_800_NOW, "hartmann6"),
                 (REST_800, "ackley10"), (REST_800, "levy20"))
 ASYNC50_TIMES, ASYNC200_TIMES = (120, 300, 600), (90, 120, 180, 300, 600)
@@ -416,20 +416,21 @@ def judged_slices(before: str, after: str) -> list[tuple[str, str, str]]:
 
 #: Every generated table by name: how to render it from the files in ``results/``.
 TABLES: dict[str, Callable[[], str]] = {
-    # the README
+    # RESULTS.md, "benchmarks.parallel": its overview
     "parallel-batch50-overview": ParallelTable(BATCH50, (
         Row("ours", "spearmint-nn (default)"), Row("botorch-qlognei", "BoTorch qLogNEI"),
         Row("optuna-gp", "Optuna GPSampler"), Row("optuna-tpe", "Optuna TPE (constant liar)"),
         Row("botorch-ts", "BoTorch Thompson sampling")), (
         Column("Hartmann6 (min -3.322)", "hartmann6", "range", "200"), Column("s", "hartmann6", "seconds"),
         Column("Ackley 10-D (min 0)", "ackley10", "range", "200"), Column("s", "ackley10", "seconds"))).render,
-    "parallel-async-overview": AsyncOverview(README_ASYNC).render,
-    "parallel-async-crossovers": lambda: crossovers(README_ASYNC),
+    "parallel-async-overview": AsyncOverview(ASYNC_OVERVIEW).render,
+    "parallel-async-crossovers": lambda: crossovers(ASYNC_OVERVIEW),
+    # the README
     "readme-suite": lambda: suite_table("suite-d5-sequential.json", 5, overview=True),
     "readme-suite-parallel": lambda: parallel_overview((
-        ("sequential, 2-D", "suite-d2-sequential.json"), ("sequential, 10-D", "suite-d10-sequential.json"), ("batches of 10, 5-D", "suite-d5-batch10.json"),
-        ("batches of 10, 10-D", "suite-d10-batch10.json"), ("batches of 50, 10-D", "suite-d10-batch50.json"),
-        ("batches of 50, 20-D", "suite-d20-batch50.json"),
+        ("sequential, 2-D", "suite-d2-sequential.json"), ("sequential, 10-D", "suite-d10-sequential.json"),
+        ("batches of 10, 5-D", "suite-d5-batch10.json"), ("batches of 10, 10-D", "suite-d10-batch10.json"),
+        ("batches of 50, 10-D", "suite-d10-batch50.json"), ("batches of 50, 20-D", "suite-d20-batch50.json"),
         ("W = 200, 10-D", "suite-d10-async200.json"), ("W = 200, 20-D", "suite-d20-async200.json"))),
     "readme-busy-cluster": lambda: busy_cluster_table("busy-cluster-1000.json", overview=True),
     "readme-transfer": lambda: transfer_table((
