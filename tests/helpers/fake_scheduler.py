@@ -27,7 +27,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.daemon.loop import Daemon
@@ -50,7 +50,10 @@ class FaultyLocalDriver(LocalDriver):
                     every poll answers UNKNOWN for them
     ended_early     job ids reported COMPLETED while still running (their result file shows up late)
     preempt         job id -> how many of its attempts the scheduler preempts without a requeue, each
-                    once its runner has claimed the attempt: killed and reported PREEMPTED
+                    once ``started(job id, attempt)`` holds: killed and reported PREEMPTED
+    started         (job id, attempt) -> whether that attempt has got far enough to be preempted;
+                    by default once its runner has claimed it (a test that counts the wrapper's
+                    runs waits for the wrapper itself, which a loaded machine starts later)
     """
 
     def __init__(self, options: Mapping[str, Any], state_dir: Path, result_grace_s: float = 0.0):
@@ -64,7 +67,8 @@ class FaultyLocalDriver(LocalDriver):
         self.ended_early: set[int] = set()
         self.preempt: dict[int, int] = {}
         self._preempted: set[str] = set()
-        self._claim_of: dict[str, Path] = {}  # scheduler id -> the claim file of the attempt it runs
+        self.started: Callable[[int, int], bool] = self._claimed
+        self._attempt_of: dict[str, int] = {}  # scheduler id -> the attempt it runs
         self.submit_times: dict[int, list[float]] = {}  # job id -> time of every submission attempt
         self.polls_failed = 0
         self.unknown_since: dict[int, float] = {}        # job id -> first poll that answered UNKNOWN
@@ -80,8 +84,12 @@ class FaultyLocalDriver(LocalDriver):
         scheduler_id = super().submit(spec)
         self._job_of[scheduler_id] = spec.job_id
         attempt = int(spec.command[spec.command.index("--attempt") + 1]) if "--attempt" in spec.command else 1
-        self._claim_of[scheduler_id] = ExperimentPaths(spec.workdir).claim_file(spec.job_id, attempt)
+        self._attempt_of[scheduler_id] = attempt
+        self._paths = ExperimentPaths(spec.workdir)
         return scheduler_id
+
+    def _claimed(self, job_id: int, attempt: int) -> bool:
+        return self._paths.claim_file(job_id, attempt).exists()
 
     def poll(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
         if self.poll_hang_s:
@@ -100,8 +108,8 @@ class FaultyLocalDriver(LocalDriver):
                 statuses[sid] = JobStatus(SchedulerState.UNKNOWN, None, "the scheduler has no record of this job")
             elif job_id in self.ended_early and not statuses[sid].state.finished:
                 statuses[sid] = JobStatus(SchedulerState.COMPLETED, 0)
-            elif sid in self._preempted or (self.preempt.get(job_id, 0) > 0 and self._claim_of[sid].exists()
-                                            and not statuses[sid].state.finished):
+            elif sid in self._preempted or (self.preempt.get(job_id, 0) > 0 and not statuses[sid].state.finished
+                                            and self.started(job_id, self._attempt_of[sid])):
                 if sid not in self._preempted:
                     self._kill_group(sid)
                     self._preempted.add(sid)

@@ -204,6 +204,8 @@ def test_a_preempted_job_is_submitted_again_as_its_next_attempt_up_to_max_attemp
     folder = _experiment(tmp_path, body="time.sleep(1.0)", **{"max-attempts": 3})
     driver = _driver(folder, result_grace_s=0.5)
     driver.preempt = {1: 1, 3: 3}
+    # preempted once the wrapper has logged the attempt, so that every attempt is one run of it
+    driver.started = lambda job_id, attempt: logged_runs(folder / "runs.txt").count(job_id) >= attempt
     code, log = run_daemon(folder, driver)
     assert code == 0, log
     jobs = _jobs(folder)
