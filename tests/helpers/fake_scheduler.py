@@ -69,6 +69,7 @@ class FaultyLocalDriver(LocalDriver):
         self._preempted: set[str] = set()
         self.started: Callable[[int, int], bool] = self._claimed
         self._attempt_of: dict[str, int] = {}  # scheduler id -> the attempt it runs
+        self._paths: ExperimentPaths | None = None  # the experiment's, from its first submission
         self.submit_times: dict[int, list[float]] = {}  # job id -> time of every submission attempt
         self.polls_failed = 0
         self.unknown_since: dict[int, float] = {}        # job id -> first poll that answered UNKNOWN
@@ -85,11 +86,11 @@ class FaultyLocalDriver(LocalDriver):
         self._job_of[scheduler_id] = spec.job_id
         attempt = int(spec.command[spec.command.index("--attempt") + 1]) if "--attempt" in spec.command else 1
         self._attempt_of[scheduler_id] = attempt
-        self._paths = ExperimentPaths(spec.workdir)
+        self._paths = self._paths or ExperimentPaths(spec.workdir)
         return scheduler_id
 
     def _claimed(self, job_id: int, attempt: int) -> bool:
-        return self._paths.claim_file(job_id, attempt).exists()
+        return self._paths is not None and self._paths.claim_file(job_id, attempt).exists()
 
     def poll(self, scheduler_ids: Sequence[str]) -> dict[str, JobStatus]:
         if self.poll_hang_s:
