@@ -399,8 +399,8 @@ H6_200_NOW, ACKLEY_200_NOW = "parallel-async200-hartmann6-8seeds.json", "paralle
 LEVY_200 = "parallel-async200-levy20.json"
 H6_800_NOW, REST_800 = "parallel-async800-hartmann6-8seeds.json", "parallel-async800-ackley10-levy20.json"
 ASYNC_OVERVIEW = ((H6_50, "hartmann6"), (ACKLEY_50, "ackley10"), (LEVY_50, "levy20"), (H6_200_NOW, "hartmann6"),
-                (ACKLEY_200_NOW, "ackley10"), (LEVY_200, "levy20"), (H6_800_NOW, "hartmann6"),
-                (REST_800, "ackley10"), (REST_800, "levy20"))
+                  (ACKLEY_200_NOW, "ackley10"), (LEVY_200, "levy20"), (H6_800_NOW, "hartmann6"),
+                  (REST_800, "ackley10"), (REST_800, "levy20"))
 ASYNC50_TIMES, ASYNC200_TIMES = (120, 300, 600), (90, 120, 180, 300, 600)
 
 # The suite's slices a change to ours in a synchronous batch is judged on: (label, file stem).
