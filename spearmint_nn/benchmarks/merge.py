@@ -11,7 +11,8 @@ sources, and a source none of the kept runs comes from is dropped.
     python -m spearmint_nn.benchmarks.merge --json merged.json first.json second.json ...
 
 Later files win for the same problem, method and seed, as with ``benchmarks.parallel
---include`` (which records its sources the same way). Every run must have the same mode,
+--include`` (which records its sources the same way). ``--problems a,b`` keeps only those
+problems' runs: the other methods' runs of the problems a slow reference ran on, beside it. Every run must have the same mode,
 workers in flight and evaluations; runs stay as they are (summaries or full traces). Reports of
 the suite (``benchmarks.suite``, e.g. one per set of instances) merge the same way: their runs
 must share the regime and the evaluations per dimension, and the summary is the suite's (the data
@@ -23,7 +24,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from .checkpoints import summarise_run
 from .profiles import suite_report
@@ -33,9 +34,11 @@ Run = dict[str, Any]
 KEY = ("problem", "method", "seed")
 
 
-def sourced_runs(paths: Sequence[str]) -> tuple[dict[tuple, Run], list[dict[str, Any]]]:
+def sourced_runs(paths: Sequence[str], problems: Collection[str] | None = None
+                 ) -> tuple[dict[tuple, Run], list[dict[str, Any]]]:
     """The runs of the reports at ``paths`` by (problem, method, seed), later files winning,
-    each with its ``source`` index into the returned list of sources."""
+    each with its ``source`` index into the returned list of sources; with ``problems``, only
+    those problems' runs (and only the sources they come from)."""
     sources: list[dict[str, Any]] = []
     found: dict[tuple, Run] = {}
     for path in paths:
@@ -45,6 +48,8 @@ def sourced_runs(paths: Sequence[str]) -> tuple[dict[tuple, Run], list[dict[str,
         sources += report.get("sources", [])  # a merged report's own sources, in their order
         sources.append({"file": Path(path).name, **{k: report.get(k) for k in ("provenance", "arguments", "machine")}})
         for run in report["runs"]:
+            if problems is not None and run["problem"] not in problems:
+                continue
             index = run.get("source")
             found[tuple(run.get(k) for k in KEY)] = {
                 **run, "source": len(sources) - 1 if index is None else offset + index}
@@ -81,9 +86,13 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", required=True, help="the merged report")
+    parser.add_argument("--problems", help="keep only these problems' runs (comma-separated names)")
     parser.add_argument("reports", nargs="+", help="reports of benchmarks.parallel, later ones winning")
     args = parser.parse_args(argv)
-    found, sources = sourced_runs(args.reports)
+    problems = set(args.problems.split(",")) if args.problems else None
+    found, sources = sourced_runs(args.reports, problems)
+    if not found:
+        parser.error(f"no run of {args.problems} in the reports" if problems else "the reports hold no run")
     runs = list(found.values())
     first = runs[0]
     evals = summarise_run(first)["evals"]

@@ -87,3 +87,19 @@ def test_reports_of_real_tasks_merge_into_one_data_profile_over_all_their_runs(t
     assert {m: row["runs"] for m, row in summary["methods"].items()} == {"ours": 2, "sobol": 2}
     assert summary["methods"]["ours"]["area"] > summary["methods"]["sobol"]["area"]
     assert summary["ranks"]["mean"] == {"ours": 1.0, "sobol": 2.0}
+
+
+def test_problems_keeps_only_those_problems_runs_and_their_sources(tmp_path, capsys):
+    first = _report(tmp_path / "a.json", "aaaa", [0])
+    other = json.loads((tmp_path / "a.json").read_text())
+    for run in other["runs"]:
+        run["problem"] = "hartmann6"
+    (tmp_path / "b.json").write_text(json.dumps({**other, "provenance": {"git": {"commit": "bbbb"}, "date": "b"}}))
+    out = tmp_path / "merged.json"
+    assert main(["--json", str(out), "--problems", "hartmann6", first, str(tmp_path / "b.json")]) == 0
+    merged = json.loads(out.read_text())
+    assert {run["problem"] for run in merged["runs"]} == {"hartmann6"}
+    assert [s["file"] for s in merged["sources"]] == ["b.json"]
+    with pytest.raises(SystemExit):
+        main(["--json", str(out), "--problems", "levy20", first])
+    assert "no run of levy20" in capsys.readouterr().err
