@@ -12,11 +12,12 @@ sources, and a source none of the kept runs comes from is dropped.
 
 Later files win for the same problem, method and seed, as with ``benchmarks.parallel
 --include`` (which records its sources the same way). ``--problems a,b`` keeps only those
-problems' runs: the other methods' runs of the problems a slow reference ran on, beside it. Every run must have the same mode,
-workers in flight and evaluations; runs stay as they are (summaries or full traces). Reports of
-the suite (``benchmarks.suite``, e.g. one per set of instances) merge the same way: their runs
-must share the regime and the evaluations per dimension, and the summary is the suite's (the data
-profile of the real tasks, profiled again over all the merged runs).
+problems' runs: the other methods' runs of the problems a slow reference ran on, beside it.
+Every run must have the same mode, workers in flight and evaluations; runs stay as they are
+(summaries or full traces). Reports of the suite (``benchmarks.suite``, e.g. one per set of
+instances) merge the same way: their runs must share the regime and the evaluations per
+dimension, and the summary is the suite's (the data profile of the real tasks, profiled again
+over all the merged runs).
 """
 from __future__ import annotations
 
