@@ -1,6 +1,8 @@
 """The README's and RESULTS.md's benchmark tables are what the result files say."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from spearmint_nn.benchmarks.tables import BEGIN, DOCUMENTS, END, TABLES, _spans, main, regenerate
@@ -35,7 +37,9 @@ def test_every_table_is_in_a_document_and_the_readme_figures_are_generated():
 
 def test_a_hand_edited_cell_is_found_and_regenerated():
     text = DOCUMENTS["README.md"].read_text()
-    edited = text.replace("| W = 200, 10-D (25) | 1.88", "| W = 200, 10-D (25) | 1.78", 1)
+    # the W = 200 row's mean rank, whatever the files say it is, changed by hand
+    row = re.search(r"^\| W = 200, 10-D \(25\) \| (\d)", text, re.MULTILINE)
+    edited = text[:row.start(1)] + str((int(row.group(1)) + 1) % 10) + text[row.end(1):]
     assert edited != text
     fixed, changed = regenerate(edited)
     assert changed == ["readme-suite-parallel"] and fixed == text

@@ -144,7 +144,8 @@ def test_daemon_as_a_job_with_a_90_s_limit_runs_again_until_the_experiment_ends(
     name = f"sm-daemon-{os.getpid()}"
     jobs = _sge_daemon_jobs(name)
     first = daemon_job.daemon_as_a_batch_job(tmp_path, cluster, jobs, sleep=20, budget=24, timeout_s=20 * 60)
-    outputs = sorted((tmp_path / "daemon-output").glob(f"{name}.o*"))
+    # by job number: as text, o107 would come before o89
+    outputs = sorted((tmp_path / "daemon-output").glob(f"{name}.o*"), key=lambda path: int(path.suffix[2:]))
     # one output per run: the first job and the copies qresub made, each a job of its own
     assert len(outputs) >= 3 and outputs[0].name == f"{name}.o{first}", outputs
 
