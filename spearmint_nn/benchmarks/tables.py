@@ -432,8 +432,7 @@ TABLES: dict[str, Callable[[], str]] = {
         ("batches of 10, 5-D", "suite-d5-batch10.json"), ("batches of 10, 10-D", "suite-d10-batch10.json"),
         ("batches of 50, 10-D", "suite-d10-batch50.json"), ("batches of 50, 20-D", "suite-d20-batch50.json"),
         ("W = 200, 10-D", "suite-d10-async200.json"),
-        ("W = 200, 20-D", "suite-d20-async200.json"),
-        ("W = 200, 20-D, beside the GP references", "suite-d20-async200-gp.json"))),
+        ("W = 200, 20-D", "suite-d20-async200.json"))),
     "readme-busy-cluster": lambda: busy_cluster_table("busy-cluster-1000.json", overview=True),
     "readme-transfer": lambda: transfer_table((
         ("transfer-hartmann6.json", "Hartmann6 (a warped, shifted copy)"),
@@ -458,7 +457,6 @@ TABLES: dict[str, Callable[[], str]] = {
     **suite_blocks("suite-d10-async200", "suite-d10-async200.json", 10),
     **suite_blocks("suite-d20-batch50", "suite-d20-batch50.json", 20),
     **suite_blocks("suite-d20-async200", "suite-d20-async200.json", 20),
-    **suite_blocks("suite-d20-async200-gp", "suite-d20-async200-gp.json", 20),
     "screening-change": lambda: change_table(judged_slices("", "-screening")),
     "catch-up-change": lambda: change_table(judged_slices("-screening", "-catchup")),
     **suite_blocks("hpo-sequential", "hpo-sequential.json", None),
