@@ -431,7 +431,7 @@ TABLES: dict[str, Callable[[], str]] = {
         ("sequential, 2-D", "suite-d2-sequential.json"), ("sequential, 10-D", "suite-d10-sequential.json"),
         ("batches of 10, 5-D", "suite-d5-batch10.json"), ("batches of 10, 10-D", "suite-d10-batch10.json"),
         ("batches of 50, 10-D", "suite-d10-batch50.json"), ("batches of 50, 20-D", "suite-d20-batch50.json"),
-        ("W = 200, 10-D", "suite-d10-async200.json"),
+        ("W = 50, 10-D", "suite-d10-async50.json"), ("W = 200, 10-D", "suite-d10-async200.json"),
         ("W = 200, 20-D", "suite-d20-async200.json"))),
     "readme-busy-cluster": lambda: busy_cluster_table("busy-cluster-1000.json", overview=True),
     "readme-transfer": lambda: transfer_table((
@@ -454,6 +454,7 @@ TABLES: dict[str, Callable[[], str]] = {
     **suite_blocks("suite-d10-sequential", "suite-d10-sequential.json", 10),
     **suite_blocks("suite-d10-batch10", "suite-d10-batch10.json", 10),
     **suite_blocks("suite-d10-batch50", "suite-d10-batch50.json", 10),
+    **suite_blocks("suite-d10-async50", "suite-d10-async50.json", 10),
     **suite_blocks("suite-d10-async200", "suite-d10-async200.json", 10),
     **suite_blocks("suite-d20-batch50", "suite-d20-batch50.json", 20),
     **suite_blocks("suite-d20-async200", "suite-d20-async200.json", 20),
