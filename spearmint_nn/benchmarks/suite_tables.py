@@ -127,19 +127,42 @@ def _final_gaps(file: str | tuple[str, ...]) -> dict[tuple[str, str], float]:
     return {key: statistics.median(values) for key, values in gaps.items()}
 
 
+def _outcomes(ours: dict[str, float], theirs: dict[str, float]) -> tuple[int, int, int]:
+    """Per problem in both (problem -> final gap), ours ahead, level (within :data:`LEVEL`), behind."""
+    outcomes = [0, 0, 0]
+    for problem in ours.keys() & theirs.keys():
+        mine, other = ours[problem], theirs[problem]
+        margin = LEVEL * abs(other)
+        outcomes[0 if mine < other - margin else 2 if mine > other + margin else 1] += 1
+    return outcomes[0], outcomes[1], outcomes[2]
+
+
+def _method_gaps(file: str | tuple[str, ...], method: str) -> dict[str, float]:
+    return {problem: gap for (problem, m), gap in _final_gaps(file).items() if m == method}
+
+
 def final_best_outcomes(file: str | tuple[str, ...], reference: str) -> tuple[int, int, int]:
     """The problems where ours ends ahead of ``reference``, level with it (within :data:`LEVEL`)
     and behind it, by the final best: what separates methods where COCO's targets are out of
     reach (10 and 20 dimensions at these budgets)."""
-    gaps = _final_gaps(file)
-    outcomes = [0, 0, 0]
-    for (problem, method), theirs in gaps.items():
-        ours = gaps.get((problem, OURS))
-        if method != reference or ours is None:
-            continue
-        margin = LEVEL * abs(theirs)
-        outcomes[0 if ours < theirs - margin else 2 if ours > theirs + margin else 1] += 1
-    return outcomes[0], outcomes[1], outcomes[2]
+    return _outcomes(_method_gaps(file, OURS), _method_gaps(file, reference))
+
+
+def rerun_table(entries: Sequence[tuple[str, str, str]], references: Sequence[str]) -> str:
+    """How much one seed's final best moves when ours runs again at the same commit: per slice
+    (its label, the file, and a file of ours alone run again), the rerun against the first run,
+    and ours against each reference by the final best, first run -> rerun (the references' runs
+    are the file's in both)."""
+    rows = []
+    for label, file, rerun in entries:
+        first, again = _method_gaps(file, OURS), _method_gaps(rerun, OURS)
+        cells = [" / ".join(map(str, _outcomes(again, first)))]
+        for reference in references:
+            theirs = _method_gaps(file, reference)
+            cells.append(" -> ".join(" / ".join(map(str, _outcomes(ours, theirs))) for ours in (first, again)))
+        rows.append([label, str(len(again)), *cells])
+    return markdown(["slice", "problems", "rerun against first run: ahead / level / behind",
+                     *(f"ours against {reference}, first run -> rerun" for reference in references)], rows)
 
 
 def suite_wins(file: str | tuple[str, ...]) -> str:

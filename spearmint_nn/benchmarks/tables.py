@@ -30,7 +30,7 @@ import numpy as np
 
 from .checkpoints import best_after, best_at_time
 from .stopping_tables import early_stopping_rows, early_stopping_table, early_stopping_wins
-from .suite_tables import change_table, parallel_overview, suite_blocks, suite_table
+from .suite_tables import change_table, parallel_overview, rerun_table, suite_blocks, suite_table
 from .table_format import RESULTS, bold_lowest, load, markdown
 
 DOCUMENTS = {"README.md": Path(__file__).resolve().parents[2] / "README.md",
@@ -458,6 +458,10 @@ TABLES: dict[str, Callable[[], str]] = {
     **suite_blocks("suite-d10-async200", "suite-d10-async200.json", 10),
     **suite_blocks("suite-d20-batch50", "suite-d20-batch50.json", 20),
     **suite_blocks("suite-d20-async200", "suite-d20-async200.json", 20),
+    "async200-rerun": lambda: rerun_table((
+        ("W = 200, 10-D", "suite-d10-async200.json", "suite-d10-async200-rerun.json"),
+        ("W = 200, 20-D", "suite-d20-async200.json", "suite-d20-async200-rerun.json")),
+        ("botorch-qlognei", "turbo", "optuna-gp")),
     "screening-change": lambda: change_table(judged_slices("", "-screening")),
     "catch-up-change": lambda: change_table(judged_slices("-screening", "-catchup")),
     **suite_blocks("hpo-sequential", "hpo-sequential.json", None),

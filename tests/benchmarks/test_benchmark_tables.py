@@ -109,3 +109,21 @@ def test_the_final_best_separates_problems_by_more_than_one_percent_of_the_gap(m
     monkeypatch.setattr(suite_tables, "load", {"s.json": {"runs": runs}}.__getitem__)
     assert suite_tables.final_best_outcomes("s.json", "turbo") == (1, 1, 2)
     assert suite_tables.final_best_outcomes("s.json", "sobol") == (0, 0, 0)  # no problem of both
+
+
+def test_the_rerun_table_puts_ours_run_again_against_the_first_run_and_the_files_references(monkeypatch):
+    from spearmint_nn.benchmarks import suite_tables
+
+    def run(problem, method, best):
+        return {"problem": problem, "method": method, "seed": 0, "minimum": 0.0, "best_by_evals": [[1, 100.0], [20, best]]}
+
+    files = {"first.json": {"runs": [run("p1", "ours", 1.0), run("p1", "turbo", 2.0),
+                                     run("p2", "ours", 3.0), run("p2", "turbo", 2.0)]},
+             "again.json": {"runs": [run("p1", "ours", 1.5), run("p2", "ours", 1.0), run("p2", "sobol", 0.0)]}}
+    monkeypatch.setattr(suite_tables, "load", files.__getitem__)
+    suite_tables._final_gaps.cache_clear()
+    row = suite_tables.rerun_table([("2-D", "first.json", "again.json")], ["turbo"]).splitlines()[2].split(" | ")
+    # the rerun: behind the first run on p1, ahead on p2; against TuRBO (the first file's runs in
+    # both columns) ahead on p1 only at first, on both in the rerun; the rerun file's Sobol is not ours
+    assert row[1:] == ["2", "1 / 0 / 1", "1 / 0 / 1 -> 2 / 0 / 0 |"]
+    suite_tables._final_gaps.cache_clear()
