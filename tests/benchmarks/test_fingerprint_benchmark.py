@@ -27,3 +27,18 @@ def test_every_case_runs_with_early_stopping_off(tmp_path, name):
 @pytest.mark.parametrize("name", ["sobol-batch", pytest.param("gp-sequential", marks=pytest.mark.slow)])
 def test_the_early_stopping_key_changes_no_proposal(name):
     assert fingerprint.run_case(name, STOPPING) == fingerprint.run_case(name)
+
+
+@pytest.mark.slow
+def test_the_daemon_case_ends_jobs_in_every_way():
+    """The daemon case keeps covering each way a job ends, so that its fingerprint would show a
+    change to any of them: a failure held back until the first success, a crash of its point,
+    an early stop with a predicted value, a second attempt after a checkpoint, a late result."""
+    jobs = {job["id"]: job for job in fingerprint.run_daemon_case()}
+    assert len(jobs) == fingerprint.DAEMON_JOBS
+    assert (jobs[1]["state"], jobs[1]["failure"], jobs[2]["state"]) == ("failed", "exception", "complete")
+    assert any(job["failure"] == "exception" for i, job in jobs.items() if i > 2)
+    assert (jobs[3]["state"], jobs[3]["attempts"]) == ("complete", ["checkpointed", "ok"])
+    assert (jobs[5]["state"], jobs[5]["late"]) == ("complete", "no_result")
+    stopped = [job for job in jobs.values() if job["state"] == "stopped"]
+    assert stopped and all(job["stopped_step"] == 4 and job["predicted_values"] for job in stopped)
