@@ -1,4 +1,5 @@
-"""Benchmark scripts: run with python -m spearmint_nn.benchmarks.<name>."""
+"""The benchmark harness, outside the installed package: run from the repository root with
+``python -m experiments.benchmarks.<name>`` (its requirements: ``requirements.txt`` here)."""
 from .threads import limit_threads
 
 # before any benchmark module imports numpy or torch (see threads' docstring)

@@ -11,7 +11,7 @@ The jobs are submitted held (``--hold``) and cancelled by their ids at the end: 
 is the scheduler's side of submitting and polling, and a shared cluster is not handed a thousand
 jobs to run. Needs ``sbatch`` on PATH (``tests/cluster/slurm-up.sh`` starts the project's own).
 
-    python -m spearmint_nn.benchmarks.arrays [--jobs 500] [--array-size 1000] [--json out.json]
+    python -m experiments.benchmarks.arrays [--jobs 500] [--array-size 1000] [--json out.json]
 """
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..drivers.base import JobSpec, SubmitError
-from ..drivers.batch import CommandResult
-from ..drivers.slurm import SlurmDriver
+from spearmint_nn.drivers.base import JobSpec, SubmitError
+from spearmint_nn.drivers.batch import CommandResult
+from spearmint_nn.drivers.slurm import SlurmDriver
 from .provenance import write_json
 
 

@@ -13,7 +13,7 @@ quarter of it, and the difference to the sequential median (the target for b = 1
 Each (seed, batch size) run is its own process; ``--workers`` of them run at once. Results are
 appended to ``--json`` as each run ends, so an interrupted benchmark keeps what ran.
 
-    python -m spearmint_nn.benchmarks.batch [--seeds 0,1,2] [--evals 200] [--batches 1,10,50]
+    python -m experiments.benchmarks.batch [--seeds 0,1,2] [--evals 200] [--batches 1,10,50]
         [--model auto] [--thompson-every 10] [--workers 1] [--json out.json] [--sequential-from quality.json]
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ def run_batches(seed: int, evals: int, batch: int, model: str = "auto", problem_
     ``thompson_every`` None is the optimizer's default."""
     import torch
 
-    from ..search.optimizer import Optimizer
+    from spearmint_nn.search.optimizer import Optimizer
 
     torch.set_num_threads(1)
     problem = FUNCTIONS[problem_name]

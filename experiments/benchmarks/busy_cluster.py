@@ -30,7 +30,7 @@ Reported, from the scheduler's own accounting (``sacct``, ``qacct``) of the expe
 
 Afterwards the scheduler is brought back to its default size when ``--slots`` changed it.
 
-    python -m spearmint_nn.benchmarks.busy_cluster [--scheduler slurm|sge] [--jobs 1000]
+    python -m experiments.benchmarks.busy_cluster [--scheduler slurm|sge] [--jobs 1000]
         [--slots 200] [--seconds 20,60] [--restart-daemon-at 0.35] [--restart-controller-at 0.6]
         [--model NAME] [--array-size N] [--json out.json]
 """

@@ -20,7 +20,7 @@ uses today:
 - every other field of the run as it was (problem, method, seed, mode, workers, job seconds,
   idle share, simulated elapsed seconds).
 
-``python -m spearmint_nn.benchmarks.checkpoints FILE...`` rewrites reports of the parallel
+``python -m experiments.benchmarks.checkpoints FILE...`` rewrites reports of the parallel
 benchmark with their runs summarised (a summarised run is left as it is), keeping every other
 field; the benchmark writes summaries itself and full traces only where ``--traces`` says.
 """

@@ -3,9 +3,9 @@
 Problems: Branin, Hartmann3, Hartmann6 and ``log4`` (a 4-D bowl in log10(x) whose optimum sits
 near the lower bounds of a linear-scale box, the case input warping is for); regret threshold
 1e-3 everywhere. Then the seconds of one warm suggestion at N observations of Hartmann6, per
-model. See :mod:`spearmint_nn.benchmarks.quality` for what is measured.
+model. See :mod:`experiments.benchmarks.quality` for what is measured.
 
-    python -m spearmint_nn.benchmarks.compare [--seeds 10] [--methods dngo,gp,gp-nowarp,sobol]
+    python -m experiments.benchmarks.compare [--seeds 10] [--methods dngo,gp,gp-nowarp,sobol]
         [--evals branin:30,40 hartmann3:22,30 hartmann6:55,80 log4:30,40]
         [--timing-sizes 25,50,100,200] [--workers 1] [--json out.json]
 """

@@ -32,7 +32,7 @@ the budget, mean seconds per suggestion (over all suggestions, the initial Sobol
 included: it has the same size in both model arms) and mean wall seconds per evaluation (for
 ``mlp``: per training, 30 epochs, see that module).
 
-    python -m spearmint_nn.benchmarks.conditional [--problems synthetic,mlp] [--seeds 10]
+    python -m experiments.benchmarks.conditional [--problems synthetic,mlp] [--seeds 10]
         [--evals synthetic:60 mlp:30] [--model auto] [--workers 1] [--json out.json] [--reuse earlier.json]
 """
 from __future__ import annotations
@@ -51,8 +51,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import torch
 
-from ..problem.settings import RANDOM_SEARCH
-from ..search.optimizer import Optimizer
+from spearmint_nn.problem.settings import RANDOM_SEARCH
+from spearmint_nn.search.optimizer import Optimizer
 from .provenance import write_json
 from .runs import earlier_runs, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
@@ -206,7 +206,7 @@ def _parse_evals(entries: list[str]) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m spearmint_nn.benchmarks.conditional",
+    parser = argparse.ArgumentParser(prog="python -m experiments.benchmarks.conditional",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--problems", default=",".join(PROBLEMS), help=f"comma-separated, of {', '.join(PROBLEMS)}")
     parser.add_argument("--seeds", type=int, default=10, help="runs per problem and arm (seeds 0..N-1)")
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     torch.set_num_threads(1)
     started = time.time()
     report: dict[str, Any] = {
-        "command": "python -m spearmint_nn.benchmarks.conditional "
+        "command": "python -m experiments.benchmarks.conditional "
                    + " ".join(argv if argv is not None else sys.argv[1:]),
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "torch_threads": 1,
                     "torch": torch.__version__, "workers": args.workers},

@@ -18,7 +18,7 @@ For each seed and arm the best feasible value after every evaluation is recorded
 gives its mean and standard error over seeds at a few budgets, and the number of seeds whose
 best was feasible at all.
 
-    python -m spearmint_nn.benchmarks.constrained [--seeds 10] [--evaluations 50] [--json out.json]
+    python -m experiments.benchmarks.constrained [--seeds 10] [--evaluations 50] [--json out.json]
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ by default, removed afterwards):
    submission to the recording of its result; the share is that time over both slots' time
    from the first submission to the last result.
 
-    python -m spearmint_nn.benchmarks.daemon_scale [--start-runs 10] [--concurrent 200] [--finished 2000]
+    python -m experiments.benchmarks.daemon_scale [--start-runs 10] [--concurrent 200] [--finished 2000]
         [--job-seconds 1,3] [--restart-jobs 10000] [--fit-jobs 30] [--slot-use 0] [--slot-seeds 2]
         [--slot-job-seconds 3,5] [--json out.json]
 """
@@ -59,14 +59,14 @@ from unittest import mock
 
 import numpy as np
 
-from ..experiment.config import load_config
-from ..daemon import loop
-from ..daemon.loop import Daemon
-from ..experiment.layout import ExperimentPaths
-from ..runner import command_for
-from ..experiment.jobs import FINAL_STATES, JobState
-from ..experiment.store import Store
-from ..files import atomic_write_json
+from spearmint_nn.experiment.config import load_config
+from spearmint_nn.daemon import loop
+from spearmint_nn.daemon.loop import Daemon
+from spearmint_nn.experiment.layout import ExperimentPaths
+from spearmint_nn.runner import command_for
+from spearmint_nn.experiment.jobs import FINAL_STATES, JobState
+from spearmint_nn.experiment.store import Store
+from spearmint_nn.files import atomic_write_json
 from .provenance import write_json
 
 SLEEPY_WRAPPER = """

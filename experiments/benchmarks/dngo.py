@@ -1,9 +1,9 @@
 """DNGO + integrated EI against Sobol random search, and DNGO's time per suggestion vs N.
 
 Branin (50 and 200 evaluations) and Hartmann6 (100 and 200); regret thresholds 1e-3 (Branin)
-and 1e-2 (Hartmann6). See :mod:`spearmint_nn.benchmarks.quality` for what is measured.
+and 1e-2 (Hartmann6). See :mod:`experiments.benchmarks.quality` for what is measured.
 
-    python -m spearmint_nn.benchmarks.dngo [--seeds 10] [--evals branin:50,200 hartmann6:100,200]
+    python -m experiments.benchmarks.dngo [--seeds 10] [--evals branin:50,200 hartmann6:100,200]
         [--methods dngo,sobol] [--timing-sizes 100,500,2000,5000] [--workers 1] [--json out.json]
 """
 from __future__ import annotations

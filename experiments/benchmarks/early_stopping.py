@@ -1,8 +1,8 @@
 """Early stopping: the same final quality for how much compute, and on a cluster of W workers how soon.
 
-Every method (:mod:`spearmint_nn.benchmarks.stopping_methods`: ours without stopping and with
+Every method (:mod:`experiments.benchmarks.stopping_methods`: ours without stopping and with
 each rule, Optuna's TPE and GP samplers with three pruners each, ASHA with random sampling) runs
-on each problem (:mod:`spearmint_nn.benchmarks.learning_curves`) with the same compute budget:
+on each problem (:mod:`experiments.benchmarks.learning_curves`) with the same compute budget:
 ``--jobs`` full jobs, ``jobs x epochs`` epochs summed over all jobs. A method that stops jobs
 early spends what it saves on more jobs. A run is simulated on W workers (``--workers-in-flight``,
 1 and 20 by default): each epoch takes ``--epoch-seconds`` of simulated time, and each
@@ -36,7 +36,7 @@ and ``--json`` is rewritten as each run ends. The summary takes the seeds that e
 W ran; ``--include`` adds the runs of earlier reports of the same sizes (``--seeds ""`` runs
 nothing new: the tables of a report).
 
-    python -m spearmint_nn.benchmarks.early_stopping --problems hartmann6-curves --jobs 60 \\
+    python -m experiments.benchmarks.early_stopping --problems hartmann6-curves --jobs 60 \\
         --seeds 0-9 --workers-in-flight 1,20 --workers 2 --json out.json
 """
 from __future__ import annotations

@@ -1,17 +1,17 @@
 """COCO-style reporting of BBOB runs: runtime ECDFs, their areas and ranks per problem.
 
-Read from the per-run summaries of the parallel harness (:mod:`spearmint_nn.benchmarks.checkpoints`:
+Read from the per-run summaries of the parallel harness (:mod:`experiments.benchmarks.checkpoints`:
 ``best_by_evals`` and, for asynchronous runs, ``best_by_time``), nothing else. As COCO does
 (Hansen, Auger, Brockhoff and Tusar, "Anytime performance assessment in blackbox optimization
 benchmarking", IEEE TEVC 26(6), 2022):
 
 - every run of a BBOB problem ``bbob-f<k>-d<dim>-i<inst>`` has 51 targets f_opt + 10^k
-  (:func:`spearmint_nn.benchmarks.bbob.targets`); a (run, target) pair's *runtime* is the number of
+  (:func:`experiments.benchmarks.bbob.targets`); a (run, target) pair's *runtime* is the number of
   evaluations (or the simulated seconds) after which the run's best value first reached the
   target, infinite if it never did. A seed is one more run of its (function, instance), so every
   (function, instance, seed, target) counts once;
 - the *runtime ECDF* at budget b is the share of a method's pairs with runtime at most b, over a
-  dimension's function group (COCO's five, :data:`~spearmint_nn.benchmarks.bbob.GROUPS`) or over
+  dimension's function group (COCO's five, :data:`~experiments.benchmarks.bbob.GROUPS`) or over
   all 24 functions. Budgets in evaluations are given as multiples of the dimension, as COCO plots
   them, up to the fewest evaluations of a run of the dimension; budgets in time as seconds of the
   simulated clock, in multiples of the median job, up to the shortest run's simulated time;
@@ -23,7 +23,7 @@ benchmarking", IEEE TEVC 26(6), 2022):
   of their (seed, target) pairs reached within the common budget, the best first and ties sharing
   the mean of their ranks; a method's rank is the mean over problems.
 
-``python -m spearmint_nn.benchmarks.ecdf REPORT.json...`` prints the tables; ``--json`` writes the
+``python -m experiments.benchmarks.ecdf REPORT.json...`` prints the tables; ``--json`` writes the
 summary (no traces) with its provenance and each report's.
 """
 from __future__ import annotations

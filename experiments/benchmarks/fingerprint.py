@@ -5,9 +5,9 @@ Each case drives the optimizer as the daemon would, from an experiment folder's 
 every proposed point exactly. Two fingerprints of the same machine are compared with
 ``--compare``::
 
-    python -m spearmint_nn.benchmarks.fingerprint --json before.json
+    python -m experiments.benchmarks.fingerprint --json before.json
     ... change the code ...
-    python -m spearmint_nn.benchmarks.fingerprint --json after.json --compare before.json
+    python -m experiments.benchmarks.fingerprint --json after.json --compare before.json
 
 The cases cover each model (GP, DNGO, the default auto rule, random search), sequential and
 batch proposals, a constraint with failed jobs, a NOISELESS objective and the duration-aware
@@ -77,8 +77,8 @@ def run_case(name: str, extra: dict[str, Any] | None = None) -> list[list[dict[s
     with early stopping off, as it was before the key existed)."""
     import torch
 
-    from ..experiment.config import load_config
-    from ..daemon.proposer import make_optimizer
+    from spearmint_nn.experiment.config import load_config
+    from spearmint_nn.daemon.proposer import make_optimizer
 
     torch.set_num_threads(1)
     keys, problem, evals, batch = CASES[name]

@@ -144,8 +144,8 @@ FUNCTIONS: dict[str, TestFunction] = {
 
 def get_function(name: str) -> TestFunction:
     """The problem called ``name``: one of :data:`FUNCTIONS`, a BBOB problem
-    (``bbob-f<k>-d<dim>-i<inst>``, :mod:`spearmint_nn.benchmarks.bbob`) or a real hyperparameter
-    task (``hpo-<model>-<dataset>-<metric>``, :mod:`spearmint_nn.benchmarks.hpo`), the last two
+    (``bbob-f<k>-d<dim>-i<inst>``, :mod:`experiments.benchmarks.bbob`) or a real hyperparameter
+    task (``hpo-<model>-<dataset>-<metric>``, :mod:`experiments.benchmarks.hpo`), the last two
     built only when asked for."""
     family = _family(name)
     return FUNCTIONS[name] if family is None else family.make_problem(name)

@@ -18,7 +18,7 @@ numbers get ``random_state=0`` (Bayesmark leaves them unseeded, so its values ar
 the regression models' boolean and ``normalize`` options are left out (scikit-learn removed
 ``normalize``), so ``lasso`` and ``linear`` are classification tasks only.
 
-The optimum of a task is unknown (``minimum`` is NaN): :mod:`spearmint_nn.benchmarks.profiles`
+The optimum of a task is unknown (``minimum`` is NaN): :mod:`experiments.benchmarks.profiles`
 reports them against the best value any run found.
 """
 from __future__ import annotations

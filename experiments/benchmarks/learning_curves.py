@@ -35,7 +35,7 @@ is Hartmann6's, with the learning-curve shape of each point documented here. Wit
   Hartmann6's exactly (minimum -3.32237).
 
 ``digits-mlp``: a torch MLP trained with AdamW on scikit-learn's digits (1257 training images,
-540 for validation, as :mod:`spearmint_nn.benchmarks.transfer`), with six hyperparameters (log
+540 for validation, as :mod:`experiments.benchmarks.transfer`), with six hyperparameters (log
 learning rate, width, depth, dropout, log weight decay, batch size); the value after each epoch
 is the validation error. One torch thread; weights, shuffles and dropout masks come from
 generators seeded by (point, seed), and the global RNG state is swapped in and out around each

@@ -8,7 +8,7 @@ each run carries ``source``, its index in that list. A run without ``source`` is
 invocation's own (the report's ``provenance``). Merging merged reports keeps the original
 sources, and a source none of the kept runs comes from is dropped.
 
-    python -m spearmint_nn.benchmarks.merge --json merged.json first.json second.json ...
+    python -m experiments.benchmarks.merge --json merged.json first.json second.json ...
 
 Later files win for the same problem, method and seed, as with ``benchmarks.parallel
 --include`` (which records its sources the same way). ``--problems a,b`` keeps only those

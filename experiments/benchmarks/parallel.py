@@ -1,6 +1,6 @@
 """The parallel regime: many jobs in flight, in synchronous batches and on an asynchronous cluster.
 
-Every method of a run (:mod:`spearmint_nn.benchmarks.parallel_methods`) starts from the same
+Every method of a run (:mod:`experiments.benchmarks.parallel_methods`) starts from the same
 scrambled-Sobol points, one per worker, and is then asked through its public API.
 
 ``--mode batch``: q workers, rounds of q proposals; each round is evaluated and observed before
@@ -17,16 +17,16 @@ all worker-time.
 Reported per (problem, method): the median and spread over seeds of the best value after given
 numbers of evaluations and, for async runs, at given simulated times; seconds per proposal
 call; the idle share. Each run is its own process (``--workers`` at once); ``--json`` is
-rewritten as each run ends, with each run's summary (:mod:`spearmint_nn.benchmarks.checkpoints`:
+rewritten as each run ends, with each run's summary (:mod:`experiments.benchmarks.checkpoints`:
 the best value's changes against evaluations and simulated time, proposal seconds, waiting),
 which answers every table exactly; ``--traces`` writes the full runs too (every value and
 proposal time, megabytes a run), to a file named ``*.traces.json`` that git ignores. ``--include`` adds the runs of earlier reports to the summary (a
 run of the same problem, method and seed made now replaces theirs), so seeds run on different
 days make one table, each included run keeping its origin (``sources``, see
-:mod:`spearmint_nn.benchmarks.merge`); the async clock's proposal times are this machine's at the
+:mod:`experiments.benchmarks.merge`); the async clock's proposal times are this machine's at the
 time, so include only reports from the same machine and code.
 
-    python -m spearmint_nn.benchmarks.parallel --mode async --problems hartmann6 --methods ours,sobol
+    python -m experiments.benchmarks.parallel --mode async --problems hartmann6 --methods ours,sobol
         [--workers-in-flight 50] [--evals 500] [--job-seconds 60] [--seeds 0-7] [--json out.json]
         [--traces out.traces.json] [--include earlier.json ...]
 """
@@ -55,7 +55,7 @@ def _setup(problem_name: str, method_name: str, seed: int, budget: int, initial:
            q: int | None = None) -> tuple[Any, Any, list]:
     import torch
 
-    from ..problem.space import Space
+    from spearmint_nn.problem.space import Space
     from .parallel_methods import make_method
 
     torch.set_num_threads(1)
@@ -146,7 +146,7 @@ def report_points(mode: str, q: int, evals: int, job_seconds: float) -> tuple[li
 
 def summarise(runs: list[dict[str, Any]], checkpoints: list[int], time_points: list[float]) -> list[dict[str, Any]]:
     """One row per (problem, method): medians and ranges over seeds, of full runs or of their
-    summaries (:mod:`spearmint_nn.benchmarks.checkpoints`)."""
+    summaries (:mod:`experiments.benchmarks.checkpoints`)."""
     runs = [summarise_run(r) for r in runs]
     rows = []
     for key in sorted({(r["problem"], r["method"]) for r in runs}):

@@ -10,7 +10,7 @@ what a user would pick instead, each in the loop its documentation teaches:
   running jobs as ``X_pending``, ``optimize_acqf`` sequential greedy over the q points;
 - ``botorch-ts``: BoTorch's Thompson sampling, ``MaxPosteriorSampling`` on 2000 Sobol candidates;
 - ``turbo``: TuRBO-1 with Thompson sampling, BoTorch's tutorial version
-  (:mod:`spearmint_nn.benchmarks.turbo`);
+  (:mod:`experiments.benchmarks.turbo`);
 - ``optuna-gp``: Optuna's ``GPSampler``, each ask made while the earlier asks (and the running
   jobs it did not propose, as RUNNING trials) still run, which its releases since 4.5 model;
   ``deterministic_objective=True``, as its documentation says for a noiseless function;
@@ -18,11 +18,11 @@ what a user would pick instead, each in the loop its documentation teaches:
   ``multivariate=True`` (one joint density of all parameters) and the constant liar (running
   trials counted as bad results);
 - ``smac-bb``: SMAC3's ``BlackBoxFacade`` through ask and tell
-  (:mod:`spearmint_nn.benchmarks.smac_method`).
+  (:mod:`experiments.benchmarks.smac_method`).
 
 The references are optional (``pip install -e '.[reference]'``); a missing one raises
 ImportError naming the extra. The versions of their libraries are in every report's provenance
-(:mod:`spearmint_nn.benchmarks.provenance`).
+(:mod:`experiments.benchmarks.provenance`).
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from ..problem.settings import SearchSettings
-from ..problem.space import Space
+from spearmint_nn.problem.settings import SearchSettings
+from spearmint_nn.problem.space import Space
 
 Params = dict[str, Any]
 CANDIDATES = 2000
@@ -54,7 +54,7 @@ class Ours:
     """The Optimizer with the given settings (keywords of :class:`SearchSettings`)."""
 
     def __init__(self, space: Space, seed: int, budget: int, **settings: Any):
-        from ..search.optimizer import Optimizer
+        from spearmint_nn.search.optimizer import Optimizer
 
         self.optimizer = Optimizer(space, seed=seed, budget=budget, **settings)
         self._mine: set[int] = set()  # ids of the params objects this optimizer handed out

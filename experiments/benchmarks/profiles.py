@@ -1,5 +1,5 @@
 """Data profiles of problems whose optimum is unknown (the real hyperparameter tasks of
-:mod:`spearmint_nn.benchmarks.hpo`), reported as the suite reports BBOB.
+:mod:`experiments.benchmarks.hpo`), reported as the suite reports BBOB.
 
 Without f_opt, COCO's targets f_opt + 10^k do not exist. The targets are those of a data
 profile (Moré and Wild, "Benchmarking derivative-free optimization algorithms", SIAM J. Optim.
@@ -9,14 +9,14 @@ the problem found (any method, any seed), the 16 targets are ``f_best + tau (f_s
 for tau = 1, 10^-0.2, ..., 10^-3: the share of the possible improvement over the start that a
 run has made, down to 99.9% of it. A (run, target) pair's runtime is the evaluations, divided by
 the problem's dimension, after which the run's best first reached the target. From there as
-:mod:`spearmint_nn.benchmarks.ecdf`: the runtime ECDF at budgets of evaluations / d, its area
+:mod:`experiments.benchmarks.ecdf`: the runtime ECDF at budgets of evaluations / d, its area
 against log budget (one when every target is reached at once), and each method's mean rank over
 the problems by the share of its (seed, target) pairs reached within the common budget.
 
 Because ``f_best`` is the best of the runs reported together, a report's figures are relative to
 the methods in it: merged reports are profiled again over all their runs.
 
-    python -m spearmint_nn.benchmarks.profiles REPORT.json...
+    python -m experiments.benchmarks.profiles REPORT.json...
 """
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def report(runs: Iterable[Run]) -> dict[str, Any]:
 
 def suite_report(runs: Sequence[Run]) -> dict[str, Any]:
     """The suite's summary of ``runs``: their data profile when none records its optimum (the
-    real tasks), COCO's runtime ECDFs (:func:`spearmint_nn.benchmarks.ecdf.report`) otherwise."""
+    real tasks), COCO's runtime ECDFs (:func:`experiments.benchmarks.ecdf.report`) otherwise."""
     return (report if all(run["minimum"] is None for run in runs) else coco_report)(runs)
 
 

@@ -7,7 +7,7 @@ account only in its later versions). So every report carries, under ``provenance
 written), the git commit of the checkout the package runs from and whether its tracked files
 differed from that commit, the versions of the package and of the numerical and reference
 libraries installed (a library that is not installed is left out), and the threads the writing
-process computes with (:mod:`spearmint_nn.benchmarks.threads`).
+process computes with (:mod:`experiments.benchmarks.threads`).
 """
 from __future__ import annotations
 

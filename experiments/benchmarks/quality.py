@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from ..search.optimizer import Optimizer
+from spearmint_nn.search.optimizer import Optimizer
 from .functions import FUNCTIONS, TestFunction
 from .reference import REFERENCE_METHODS, run_reference
 from .provenance import write_json
@@ -136,7 +136,7 @@ def main(
 
     ``thresholds``: problem name -> regret threshold; problems not named use 1e-3.
     """
-    parser = argparse.ArgumentParser(prog=f"python -m spearmint_nn.benchmarks.{name}", description=description)
+    parser = argparse.ArgumentParser(prog=f"python -m experiments.benchmarks.{name}", description=description)
     parser.add_argument("--seeds", type=parse_seeds, default="10",
                         help="runs per problem and method: N (seeds 0..N-1), A-B (seeds A..B) or a list 3,5,8")
     parser.add_argument("--evals", nargs="+", default=default_evals,
@@ -158,7 +158,7 @@ def main(
     torch.set_num_threads(1)
     started = time.time()
     report: dict[str, Any] = {
-        "command": f"python -m spearmint_nn.benchmarks.{name} " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": f"python -m experiments.benchmarks.{name} " + " ".join(argv if argv is not None else sys.argv[1:]),
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "torch_threads": 1,
                     "torch": torch.__version__, "workers": args.workers},
         "quality": [], "runs": [], "timing": [],

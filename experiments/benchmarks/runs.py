@@ -38,7 +38,7 @@ def run_in_processes(
     is raised at once, after the runs in progress end and with the queued ones cancelled.
 
     ``function`` must be importable at module level (it is sent to worker processes by name).
-    Each worker computes with one thread (:mod:`spearmint_nn.benchmarks.threads`): the runs
+    Each worker computes with one thread (:mod:`experiments.benchmarks.threads`): the runs
     themselves are the parallelism.
     """
     with ProcessPoolExecutor(max_workers=workers, initializer=limit_threads) as pool:
@@ -54,7 +54,7 @@ def run_in_processes(
 
 
 def write_report(path: str, load_before: tuple[float, float, float], start: float, **content: Any) -> None:
-    """Write a benchmark's JSON report: its provenance (:mod:`~spearmint_nn.benchmarks.provenance`),
+    """Write a benchmark's JSON report: its provenance (:mod:`~experiments.benchmarks.provenance`),
     ``machine`` (CPUs, platform, the load average before the
     benchmark started and now, seconds since ``start``, a ``time.time()``) and ``content``."""
     machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "load_average_before": load_before,

@@ -19,7 +19,7 @@ memory are shown as ratios to the first model's (DNGO's by default). A synchrono
 of the default search at small N, against qLogNEI's: ``--models gp,botorch-qlognei --gp-sizes
 50,100,200 --gp-pending 0 --batch 50`` (the GP is the default below 200 finished jobs).
 
-    python -m spearmint_nn.benchmarks.scale [--sizes 500,2000,5000,10000] [--pending 0,100,800]
+    python -m experiments.benchmarks.scale [--sizes 500,2000,5000,10000] [--pending 0,100,800]
         [--models dngo,gp,optuna-gp,botorch-qlognei] [--gp-sizes 500,2000] [--gp-pending 0,100,800]
         [--gp-timeout 300] [--batch 1] [--problem hartmann6] [--json out.json]
 
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..problem.space import Space
+from spearmint_nn.problem.space import Space
 from .functions import get_function
 from .provenance import write_json
 
@@ -56,7 +56,7 @@ def measure_point(model: str, n: int, n_pending: int, batch: int = 1, seed: int 
     """Run one point in this process (call it in a fresh one): seconds and MiB of the measured call,
     which proposes ``batch`` points with N finished and J running jobs.
 
-    Every method, ours or a reference (through :mod:`spearmint_nn.benchmarks.parallel_methods`),
+    Every method, ours or a reference (through :mod:`experiments.benchmarks.parallel_methods`),
     takes the same steps: the first ``max(N - B, N // 2)`` random points observed, a cold proposal
     of one point (evaluated and observed, so nothing it handed out stays pending), random points
     observed up to N, then the measured proposal of B points with J random points running (ours:
@@ -110,7 +110,7 @@ def _current_rss_mib() -> float:
 def run_point(model: str, n: int, n_pending: int, batch: int, timeout: float,
               problem: str = DEFAULT_PROBLEM) -> dict[str, Any]:
     """:func:`measure_point` in a fresh process; ``{"timeout": True}`` if it did not finish."""
-    command = [sys.executable, "-m", "spearmint_nn.benchmarks.scale", "--point", model, str(n), str(n_pending),
+    command = [sys.executable, "-m", "experiments.benchmarks.scale", "--point", model, str(n), str(n_pending),
                str(batch), problem]
     try:  # the point inherits the one-thread environment (see benchmarks.threads)
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)

@@ -62,7 +62,7 @@ class Ours:
     resumes = False  # every task is a new job
 
     def __init__(self, problem: CurveProblem, rule: str | None, seed: int, jobs: int):
-        from ..search.optimizer import Optimizer
+        from spearmint_nn.search.optimizer import Optimizer
 
         self.problem, self.rule = problem, rule
         options = None if rule is None else {"rule": rule, **({"max-steps": problem.max_epochs} if rule == "asha" else {})}

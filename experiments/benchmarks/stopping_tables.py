@@ -1,5 +1,5 @@
 """The early-stopping benchmark's tables, from the summaries of its result files
-(:func:`spearmint_nn.benchmarks.early_stopping.summarise`): the README's overview, and
+(:func:`experiments.benchmarks.early_stopping.summarise`): the README's overview, and
 RESULTS.md's rows of every method and paired wins per seed."""
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """The field's suite: COCO's BBOB functions in the parallel harness, reported as COCO does.
 
 Every (function, dimension, instance, method, seed) is one run of the parallel harness
-(:mod:`spearmint_nn.benchmarks.parallel`) on ``bbob-f<k>-d<dim>-i<inst>``
-(:mod:`spearmint_nn.benchmarks.bbob`), each in its own process with one thread; the report is
+(:mod:`experiments.benchmarks.parallel`) on ``bbob-f<k>-d<dim>-i<inst>``
+(:mod:`experiments.benchmarks.bbob`), each in its own process with one thread; the report is
 COCO's runtime ECDFs per dimension and function group, their areas and the mean ranks per problem
-(:mod:`spearmint_nn.benchmarks.ecdf`). Regimes:
+(:mod:`experiments.benchmarks.ecdf`). Regimes:
 
 - ``sequential``: one evaluation at a time after a shared Sobol start of d + 1 points;
 - ``batch10``, ``batch50``: rounds of q = 10 or 50 after a shared start of q points;
@@ -16,10 +16,10 @@ asynchronous ones have (:func:`batch_finish_times`): the jobs' durations are the
 draws of the seed, a round starts when the slowest job of the one before has finished and its
 proposal has been made (its measured wall time), and each result counts from its job's end.
 
-``--tasks`` runs real hyperparameter tasks instead (:mod:`spearmint_nn.benchmarks.hpo`:
+``--tasks`` runs real hyperparameter tasks instead (:mod:`experiments.benchmarks.hpo`:
 Bayesmark's scikit-learn models on scikit-learn's datasets, ``all`` for its 24), each seed a run
 from its own shared start, reported as data profiles against the best value any run found
-(:mod:`spearmint_nn.benchmarks.profiles`).
+(:mod:`experiments.benchmarks.profiles`).
 
 ``--quick`` checks the harness, not the quality, in about a minute: 2-D, the first function of
 each of the five groups, instance 1, 5 x d evaluations or the shared start and two rounds of the
@@ -29,11 +29,11 @@ The budget is ``--budget`` x d evaluations (the issue's 10 x d to 50 x d). The J
 the provenance, the arguments, the ECDF summary and every run's summary (no traces); it is
 rewritten as each run ends, so an interrupted suite keeps what finished.
 
-    python -m spearmint_nn.benchmarks.suite --dims 2,5 --functions 1-24 --instances 1-5
+    python -m experiments.benchmarks.suite --dims 2,5 --functions 1-24 --instances 1-5
         --regime sequential --methods ours,sobol,turbo --seeds 1 [--budget 20] [--workers 1]
         [--json suite.json]
-    python -m spearmint_nn.benchmarks.suite --quick --regime batch10 --methods ours,sobol
-    python -m spearmint_nn.benchmarks.suite --tasks all --regime sequential --methods ours,sobol --seeds 5
+    python -m experiments.benchmarks.suite --quick --regime batch10 --methods ours,sobol
+    python -m experiments.benchmarks.suite --tasks all --regime sequential --methods ours,sobol --seeds 5
 """
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def batch_finish_times(sizes: Sequence[int], propose_seconds: Sequence[float],
 def check_available(methods: list[str]) -> list[str]:
     """The mistakes in ``methods``: unknown names, and references whose library is not installed
     (each built once on a small space, which imports its library)."""
-    from ..problem.space import Space
+    from spearmint_nn.problem.space import Space
 
     space = Space.from_config({"x": {"type": "FLOAT", "size": 2, "min": 0.0, "max": 1.0}})
     mistakes = []

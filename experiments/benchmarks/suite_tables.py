@@ -1,7 +1,7 @@
-"""The suite's tables, from the COCO summary of a result file (:func:`spearmint_nn.benchmarks.ecdf.report`):
+"""The suite's tables, from the COCO summary of a result file (:func:`experiments.benchmarks.ecdf.report`):
 the aggregate runtime ECDF against evaluations and simulated time, its area per function group,
 and per problem, wins, ties and losses of ours against each reference; for the real
-hyperparameter tasks, from their data profile (:func:`spearmint_nn.benchmarks.profiles.report`)."""
+hyperparameter tasks, from their data profile (:func:`experiments.benchmarks.profiles.report`)."""
 from __future__ import annotations
 
 import statistics

@@ -1,7 +1,7 @@
 """What every generated table is made of: a result file of ``results/``, markdown, the best in bold.
 
-Shared by :mod:`spearmint_nn.benchmarks.tables` (the registry of generated blocks) and the
-modules that lay out one benchmark's tables (:mod:`spearmint_nn.benchmarks.stopping_tables`).
+Shared by :mod:`experiments.benchmarks.tables` (the registry of generated blocks) and the
+modules that lay out one benchmark's tables (:mod:`experiments.benchmarks.stopping_tables`).
 """
 from __future__ import annotations
 

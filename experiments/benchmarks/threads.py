@@ -4,12 +4,12 @@ The benchmarks charge each method's proposal time to the simulated clock and com
 proposal, so every method must run under the same threads. OpenBLAS, MKL and OpenMP read their
 thread counts from the environment once, when numpy, scipy or torch first loads them; setting
 the variables afterwards changes nothing in that process (forked workers then inherit a pool of
-one thread per core). Hence :func:`limit_threads` runs when the ``spearmint_nn.benchmarks``
-package is imported, which ``python -m spearmint_nn.benchmarks.<name>`` does before the
+one thread per core). Hence :func:`limit_threads` runs when the ``experiments.benchmarks``
+package is imported, which ``python -m experiments.benchmarks.<name>`` does before the
 benchmark module imports numpy; spawned workers import the package again and inherit the
 variables. Where a library is already loaded (a benchmark imported by a process that loaded
 numpy first, such as a test run), threadpoolctl and ``torch.set_num_threads`` set the running
-pools too, and :func:`~spearmint_nn.benchmarks.runs.run_in_processes` calls this again in each
+pools too, and :func:`~experiments.benchmarks.runs.run_in_processes` calls this again in each
 worker it starts.
 
 The runs themselves are the parallelism (``--workers``), so one thread each is also the fastest

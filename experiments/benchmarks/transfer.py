@@ -29,7 +29,7 @@ Reported: the target is the single-task row's median best after the full budget;
 median (over seeds) number of evaluations to reach it (a run that never does counts as more
 than the budget) and the median best after half and all of the budget.
 
-    python -m spearmint_nn.benchmarks.transfer --problems hartmann6,digits-mlp --seeds 0-9 --workers 2
+    python -m experiments.benchmarks.transfer --problems hartmann6,digits-mlp --seeds 0-9 --workers 2
 """
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def unrelated(problem: TransferProblem, seed: int = 0) -> Callable[[Params], flo
     """A function of the related variables with no structure shared with any task: one draw
     (per ``seed``) from a GP of length scale ``UNRELATED_LENGTHSCALE`` over their encoded unit
     cube, variance 1."""
-    from ..problem.space import Space
+    from spearmint_nn.problem.space import Space
 
     space = Space.from_config(problem.related_variables)
     rng = np.random.default_rng([UNRELATED_FEATURES, seed])
@@ -147,7 +147,7 @@ def unrelated(problem: TransferProblem, seed: int = 0) -> Callable[[Params], flo
 def related_search(problem_name: str, kind: str, seed: int, budget: int) -> dict[str, Any]:
     """The earlier search: the default optimizer on the related (or, ``kind="unrelated"``, the
     unrelated) task; its (params, value) results."""
-    from ..search.optimizer import Optimizer
+    from spearmint_nn.search.optimizer import Optimizer
 
     problem = PROBLEMS[problem_name]
     function = problem.related if kind == "related" else unrelated(problem, seed)
@@ -165,7 +165,7 @@ def current_search(problem_name: str, row: str, seed: int, budget: int,
     """One row's run on the current task, told the earlier search's results where the row uses them."""
     import torch
 
-    from ..search.optimizer import Optimizer
+    from spearmint_nn.search.optimizer import Optimizer
 
     torch.set_num_threads(1)
     problem = PROBLEMS[problem_name]

@@ -44,7 +44,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..problem.space import Space
+from spearmint_nn.problem.space import Space
 
 Params = dict[str, Any]
 

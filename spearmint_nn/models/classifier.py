@@ -88,7 +88,7 @@ covers the output layer only, not the basis), and P(feasible) went to 0.00 or 0.
 no label was near; two labels were not enough either (two successes and three failures in the
 square: P(feasible) 1.00 in two empty corners, which the search then tried). Measured with the
 NaN-outside-a-box problems of tests/unit/search/test_exploration.py and the Gramacy toy of
-:mod:`spearmint_nn.benchmarks.constrained` (10 seeds each): 3 kept the most of the jobs after
+:mod:`experiments.benchmarks.constrained` (10 seeds each): 3 kept the most of the jobs after
 the first success inside the box, and the constrained toy's best values at 15-30 evaluations
 where 2 had them; 5 lost there (0.79 against 0.75 at 20 evaluations)."""
 

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from spearmint_nn.benchmarks.arrays import main
+from experiments.benchmarks.arrays import main
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 

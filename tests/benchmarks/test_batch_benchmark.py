@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from spearmint_nn.benchmarks import batch, compare
+from experiments.benchmarks import batch, compare
 
 
 def test_batch_runs_against_sequential_runs_of_a_quality_report(tmp_path, capsys):
@@ -58,7 +58,7 @@ def test_quality_seeds_added_to_an_earlier_report_match_a_full_run(tmp_path):
 
 
 def test_a_method_name_carries_its_kernel_transform_and_initial_design():
-    from spearmint_nn.benchmarks.quality import method_options
+    from experiments.benchmarks.quality import method_options
 
     assert method_options("dngo") == {"model": "dngo"}
     assert method_options("dngo@14") == {"model": "dngo", "initial_design": 14}

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spearmint_nn.benchmarks import bbob
-from spearmint_nn.benchmarks.functions import get_function, is_function
+from experiments.benchmarks import bbob
+from experiments.benchmarks.functions import get_function, is_function
 
 
 def test_names_round_trip_and_a_wrong_one_says_why():
@@ -49,7 +49,7 @@ def test_a_problem_has_its_optimum_at_its_argmin_and_the_sphere_is_a_sphere():
 
 def test_the_parallel_harness_runs_a_bbob_problem():
     pytest.importorskip("ioh")
-    from spearmint_nn.benchmarks.parallel import run_batches
+    from experiments.benchmarks.parallel import run_batches
 
     run = run_batches("bbob-f3-d2-i1", "sobol", 0, q=4, evals=12)
     minimum = get_function("bbob-f3-d2-i1").minimum

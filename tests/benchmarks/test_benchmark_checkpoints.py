@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from spearmint_nn.benchmarks.checkpoints import best_after, best_at_time, main, summarise_run
-from spearmint_nn.benchmarks.parallel import summarise
+from experiments.benchmarks.checkpoints import best_after, best_at_time, main, summarise_run
+from experiments.benchmarks.parallel import summarise
 
 
 def _async_run(seed: int) -> dict:

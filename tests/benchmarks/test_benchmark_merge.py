@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from spearmint_nn.benchmarks.merge import main, sourced_runs
+from experiments.benchmarks.merge import main, sourced_runs
 
 
 def _report(path, commit: str, seeds: list[int], evals: int = 4, **extra) -> str:

@@ -8,16 +8,18 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-import spearmint_nn.benchmarks as benchmarks
+import experiments.benchmarks as benchmarks
+from helpers.harness import harness_environment
 
 REPOSITORY = Path(benchmarks.__file__).resolve().parents[2]
 
 
 def test_a_benchmark_run_records_its_commit_versions_and_threads(tmp_path):
     out = tmp_path / "batch.json"
-    subprocess.run([sys.executable, "-m", "spearmint_nn.benchmarks.parallel", "--mode", "batch", "--problems",
+    subprocess.run([sys.executable, "-m", "experiments.benchmarks.parallel", "--mode", "batch", "--problems",
                     "branin", "--methods", "sobol", "--workers-in-flight", "2", "--evals", "4", "--seeds", "0",
-                    "--json", str(out)], check=True, capture_output=True, cwd=tmp_path)
+                    "--json", str(out)], check=True, capture_output=True, cwd=tmp_path,
+                   env=harness_environment())
     block = json.loads(out.read_text())["provenance"]
     written = dt.datetime.fromisoformat(block["date"])
     assert abs((dt.datetime.now(dt.timezone.utc) - written).total_seconds()) < 600

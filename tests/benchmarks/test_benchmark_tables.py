@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from spearmint_nn.benchmarks.tables import BEGIN, DOCUMENTS, END, TABLES, _spans, main, regenerate
+from experiments.benchmarks.tables import BEGIN, DOCUMENTS, END, TABLES, _spans, main, regenerate
 
 pytestmark = pytest.mark.skipif(not all(p.exists() for p in DOCUMENTS.values()),
                                 reason="the documents are in a checkout, not in an installed package")
@@ -58,7 +58,7 @@ def test_crossover_points_read_as_spans():
 
 
 def test_the_batch_proposal_table_puts_every_file_against_the_model_each_measured_first(monkeypatch):
-    from spearmint_nn.benchmarks import tables
+    from experiments.benchmarks import tables
 
     def point(model, problem, n, cpu, **more):
         return {"model": model, "problem": problem, "n": n, "suggest_cpu_s": cpu, **more}
@@ -77,7 +77,7 @@ def test_the_batch_proposal_table_puts_every_file_against_the_model_each_measure
 
 
 def test_the_change_table_compares_ours_before_and_after_on_the_problems_after_ran(monkeypatch):
-    from spearmint_nn.benchmarks import suite_tables
+    from experiments.benchmarks import suite_tables
 
     def run(problem, best, seconds, method="ours"):
         return {"problem": problem, "method": method, "seed": 0, "dim": 2, "minimum": 0.0, "evals": 10,
@@ -94,7 +94,7 @@ def test_the_change_table_compares_ours_before_and_after_on_the_problems_after_r
 
 
 def test_the_final_best_separates_problems_by_more_than_one_percent_of_the_gap(monkeypatch):
-    from spearmint_nn.benchmarks import suite_tables
+    from experiments.benchmarks import suite_tables
 
     def run(problem, method, best, seed=0):
         return {"problem": problem, "method": method, "seed": seed, "minimum": -10.0,
@@ -112,7 +112,7 @@ def test_the_final_best_separates_problems_by_more_than_one_percent_of_the_gap(m
 
 
 def test_the_rerun_table_puts_ours_run_again_against_the_first_run_and_the_files_references(monkeypatch):
-    from spearmint_nn.benchmarks import suite_tables
+    from experiments.benchmarks import suite_tables
 
     def run(problem, method, best):
         return {"problem": problem, "method": method, "seed": 0, "minimum": 0.0, "best_by_evals": [[1, 100.0], [20, best]]}

@@ -13,19 +13,20 @@ import pytest
 import torch
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from spearmint_nn.benchmarks.runs import run_in_processes
-from spearmint_nn.benchmarks.threads import THREAD_VARIABLES, thread_counts
+from experiments.benchmarks.runs import run_in_processes
+from experiments.benchmarks.threads import THREAD_VARIABLES, thread_counts
+from helpers.harness import harness_environment
 
 
 def _unlimited_environment() -> dict[str, str]:
-    """This environment without the thread variables (the test setup sets one of them)."""
-    return {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    """This environment without the thread variables (the test setup sets one of them), finding the harness."""
+    return harness_environment({k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES})
 
 
 def test_a_benchmark_started_from_the_command_line_loads_blas_with_one_thread():
-    # what ``python -m spearmint_nn.benchmarks.parallel`` imports, then numpy's and torch's pools
-    script = ("import spearmint_nn.benchmarks.parallel, numpy, scipy.linalg, torch, json\n"
-              "from spearmint_nn.benchmarks.threads import thread_counts\n"
+    # what ``python -m experiments.benchmarks.parallel`` imports, then numpy's and torch's pools
+    script = ("import experiments.benchmarks.parallel, numpy, scipy.linalg, torch, json\n"
+              "from experiments.benchmarks.threads import thread_counts\n"
               "print(json.dumps(thread_counts()))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           env=_unlimited_environment())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spearmint_nn.benchmarks.busy_cluster import busy_share, daemon_side
+from experiments.benchmarks.busy_cluster import busy_share, daemon_side
 
 
 def test_the_steady_share_leaves_out_the_settling_windows_and_counts_whole_seconds() -> None:

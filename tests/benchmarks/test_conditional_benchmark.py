@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from spearmint_nn.benchmarks import conditional as bench
+from experiments.benchmarks import conditional as bench
 from spearmint_nn.problem.space import Space
 
 MLP_ONE_LAYER = {"layers": [1], "width_1": [16], "dropout_1": [0.0], "activation": ["tanh"], "lr": [0.01]}

@@ -1,7 +1,7 @@
 """The daemon benchmark's slot-use mode, run small: both runs happen and the table shows them."""
 import json
 
-from spearmint_nn.benchmarks.daemon_scale import main
+from experiments.benchmarks.daemon_scale import main
 
 
 def test_slot_use_runs_without_and_with_a_ready_point(tmp_path, capsys):

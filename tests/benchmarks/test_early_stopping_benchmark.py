@@ -10,10 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-from spearmint_nn.benchmarks import early_stopping
-from spearmint_nn.benchmarks.functions import FUNCTIONS
-from spearmint_nn.benchmarks.learning_curves import DIGITS_MLP, HARTMANN_CURVES, HARTMANN_NAMES
-from spearmint_nn.benchmarks.stopping_methods import METHODS, OURS
+from experiments.benchmarks import early_stopping
+from experiments.benchmarks.functions import FUNCTIONS
+from experiments.benchmarks.learning_curves import DIGITS_MLP, HARTMANN_CURVES, HARTMANN_NAMES
+from experiments.benchmarks.stopping_methods import METHODS, OURS
+from helpers.harness import harness_environment
 
 
 def test_a_hartmann_curve_ends_at_hartmann6_and_is_the_same_for_the_same_point_and_seed():
@@ -60,9 +61,9 @@ def test_a_tiny_run_of_every_method_accounts_compute_and_writes_its_report(tmp_p
     out = tmp_path / "es.json"
     jobs, epochs = 6, 5
     done = subprocess.run(
-        [sys.executable, "-m", "spearmint_nn.benchmarks.early_stopping", "--jobs", str(jobs), "--epochs", str(epochs),
+        [sys.executable, "-m", "experiments.benchmarks.early_stopping", "--jobs", str(jobs), "--epochs", str(epochs),
          "--seeds", "0", "--workers-in-flight", "1,3", "--json", str(out)],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True, text=True, timeout=300, env=harness_environment())
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text())
     assert set(report) >= {"provenance", "machine", "arguments", "seeds_run", "summary", "runs"}

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from spearmint_nn.benchmarks import ecdf
+from experiments.benchmarks import ecdf
 
 
 def _run(method, problem, changes, evals=10, **extra):

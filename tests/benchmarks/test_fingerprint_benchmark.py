@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from spearmint_nn.benchmarks import fingerprint
+from experiments.benchmarks import fingerprint
 from spearmint_nn.experiment.config import load_config
 
 STOPPING = {"early-stopping": {"rule": "median", "min-steps": 2}}

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from spearmint_nn.benchmarks import hpo
-from spearmint_nn.benchmarks.functions import get_function, is_function
+from experiments.benchmarks import hpo
+from experiments.benchmarks.functions import get_function, is_function
 
 
 def test_names_are_checked_without_scikit_learn():

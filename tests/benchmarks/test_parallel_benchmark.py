@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from spearmint_nn.benchmarks.checkpoints import best_after
-from spearmint_nn.benchmarks.functions import FUNCTIONS
-from spearmint_nn.benchmarks.parallel import DURATION_SIGMA, main, run_async, run_batches, summarise, table
-from spearmint_nn.benchmarks.parallel_methods import make_method, split_methods
+from experiments.benchmarks.checkpoints import best_after
+from experiments.benchmarks.functions import FUNCTIONS
+from experiments.benchmarks.parallel import DURATION_SIGMA, main, run_async, run_batches, summarise, table
+from experiments.benchmarks.parallel_methods import make_method, split_methods
 from spearmint_nn.problem.space import Space
 
 
@@ -138,7 +138,7 @@ def test_a_method_list_keeps_our_settings_together():
 def test_optuna_sees_the_jobs_it_did_not_propose_as_running_until_they_finish():
     import optuna
 
-    from spearmint_nn.benchmarks.parallel_methods import make_method
+    from experiments.benchmarks.parallel_methods import make_method
     from spearmint_nn.problem.space import Space
 
     problem = FUNCTIONS["hartmann6"]

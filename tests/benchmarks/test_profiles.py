@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from spearmint_nn.benchmarks import profiles
+from experiments.benchmarks import profiles
 
 
 def _run(method, seed, changes, problem="hpo-x", dim=2, evals=10):

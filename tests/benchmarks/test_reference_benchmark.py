@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy.stats import qmc
 
-from spearmint_nn.benchmarks.functions import FUNCTIONS
-from spearmint_nn.benchmarks.quality import is_reference, run_once
+from experiments.benchmarks.functions import FUNCTIONS
+from experiments.benchmarks.quality import is_reference, run_once
 
 HAVE_BOTORCH = importlib.util.find_spec("botorch") is not None
 

@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from spearmint_nn.benchmarks.parallel_methods import make_method
-from spearmint_nn.benchmarks.turbo import TurboState
+from experiments.benchmarks.parallel_methods import make_method
+from experiments.benchmarks.turbo import TurboState
 from spearmint_nn.problem.space import Space
 
 
@@ -111,7 +111,7 @@ def test_optuna_samplers_are_set_as_their_documentation_recommends():
 
 def test_smac_black_box_facade_runs_ask_and_tell_and_leaves_no_files(tmp_path, monkeypatch):
     pytest.importorskip("smac")
-    from spearmint_nn.benchmarks.smac_method import SmacBlackBox
+    from experiments.benchmarks.smac_method import SmacBlackBox
 
     monkeypatch.chdir(tmp_path)
     space = Space.from_config({"x": {"type": "FLOAT", "size": 2, "min": -5.0, "max": 5.0}})

@@ -4,7 +4,7 @@ import importlib.util
 
 import pytest
 
-from spearmint_nn.benchmarks.scale import measure_point, table
+from experiments.benchmarks.scale import measure_point, table
 
 HAVE_OPTUNA = importlib.util.find_spec("optuna") is not None
 

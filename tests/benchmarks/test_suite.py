@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from spearmint_nn.benchmarks import suite
+from experiments.benchmarks import suite
 
 
 @pytest.mark.slow  # about 40 s: three methods' runs in their own processes

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from spearmint_nn.benchmarks import transfer
-from spearmint_nn.benchmarks.functions import FUNCTIONS
+from experiments.benchmarks import transfer
+from experiments.benchmarks.functions import FUNCTIONS
 
 
 def test_the_related_hartmann_is_a_warped_copy_whose_optimum_moved():

@@ -2,7 +2,7 @@
 killed and started again midway and the controller stopped and started later; every job runs
 once and is recorded complete (the wrapper's own ledger), and the scheduler's accounting shows
 the slots kept busy. The full size (1000 jobs, 200 at once) is run by hand:
-``python -m spearmint_nn.benchmarks.busy_cluster``."""
+``python -m experiments.benchmarks.busy_cluster``."""
 from __future__ import annotations
 
 import json
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers import batch_scenarios as scenarios
+from helpers.harness import harness_environment
 from spearmint_nn.experiment.layout import ExperimentPaths
 from test_sge import sge_problem
 from test_slurm import slurm_problem
@@ -28,10 +29,10 @@ PROBLEMS = {"slurm": slurm_problem, "sge": sge_problem}
 def test_fifty_jobs_eight_at_once_through_two_restarts(tmp_path: Path, scheduler: str) -> None:
     scenarios.require_scheduler(scheduler, scheduler, PROBLEMS[scheduler]())
     summary = tmp_path / "summary.json"
-    done = subprocess.run([sys.executable, "-m", "spearmint_nn.benchmarks.busy_cluster", "--scheduler", scheduler,
+    done = subprocess.run([sys.executable, "-m", "experiments.benchmarks.busy_cluster", "--scheduler", scheduler,
                            "--jobs", "50", "--slots", "8", "--seconds", "6,12", "--model", "sobol", "--settle", "10",
                            "--workdir", str(tmp_path / "work"), "--json", str(summary)],
-                          capture_output=True, text=True, timeout=1200)
+                          capture_output=True, text=True, timeout=1200, env=harness_environment())
     console = (tmp_path / "work" / scheduler / "experiment" / "console.log")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:] + (
         console.read_text()[-3000:] if console.exists() else "")
