@@ -27,6 +27,7 @@ from typing import Any, Sequence
 from spearmint_nn.drivers.base import JobSpec, SubmitError
 from spearmint_nn.drivers.batch import CommandResult
 from spearmint_nn.drivers.slurm import SlurmDriver
+
 from .provenance import write_json
 
 

@@ -53,6 +53,7 @@ import torch
 
 from spearmint_nn.problem.settings import RANDOM_SEARCH
 from spearmint_nn.search.optimizer import Optimizer
+
 from .provenance import write_json
 from .runs import earlier_runs, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles

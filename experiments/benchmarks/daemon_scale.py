@@ -67,6 +67,7 @@ from spearmint_nn.runner import command_for
 from spearmint_nn.experiment.jobs import FINAL_STATES, JobState
 from spearmint_nn.experiment.store import Store
 from spearmint_nn.files import atomic_write_json
+
 from .provenance import write_json
 
 SLEEPY_WRAPPER = """

@@ -38,6 +38,7 @@ import numpy as np
 
 from . import bbob
 from .checkpoints import summarise_run
+from .problems import get_function
 from .provenance import write_json
 
 Run = dict[str, Any]
@@ -83,8 +84,6 @@ class Runtimes:
     """The runtimes of every BBOB run given, by method and problem, against evaluations and time."""
 
     def __init__(self, runs: Iterable[Run]):
-        from .functions import get_function
-
         self.by_evals: dict[tuple[str, str], list[np.ndarray]] = defaultdict(list)  # (method, problem)
         self.by_time: dict[tuple[str, str], list[np.ndarray]] = defaultdict(list)
         self.evals: dict[str, int] = {}  # problem -> the fewest evaluations of any run of it

@@ -141,37 +141,3 @@ FUNCTIONS: dict[str, TestFunction] = {
     ]
 }
 
-
-def get_function(name: str) -> TestFunction:
-    """The problem called ``name``: one of :data:`FUNCTIONS`, a BBOB problem
-    (``bbob-f<k>-d<dim>-i<inst>``, :mod:`experiments.benchmarks.bbob`) or a real hyperparameter
-    task (``hpo-<model>-<dataset>-<metric>``, :mod:`experiments.benchmarks.hpo`), the last two
-    built only when asked for."""
-    family = _family(name)
-    return FUNCTIONS[name] if family is None else family.make_problem(name)
-
-
-def is_function(name: str) -> bool:
-    """Whether :func:`get_function` knows ``name``, checked without building it (no ``ioh`` or
-    scikit-learn needed)."""
-    family = _family(name)
-    if family is None:
-        return name in FUNCTIONS
-    try:
-        family.parse_name(name)
-    except ValueError:
-        return False
-    return True
-
-
-def _family(name: str) -> Any:
-    """The module of the problems named like ``name`` (None: :data:`FUNCTIONS`)."""
-    if name.startswith("bbob-"):
-        from . import bbob
-
-        return bbob
-    if name.startswith("hpo-"):
-        from . import hpo
-
-        return hpo
-    return None

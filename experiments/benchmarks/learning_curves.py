@@ -51,6 +51,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
+from .digits import digits_split
 from .functions import _HARTMANN6_A, _HARTMANN6_P, _HARTMANN_ALPHA
 
 Point = Mapping[str, float]
@@ -122,9 +123,7 @@ MLP_VARIABLES = {
 def mlp_curve(point: Point, seed: int, max_epochs: int) -> Iterator[float]:
     import torch
 
-    from .transfer import _digits
-
-    X_train, X_valid, y_train, y_valid = _digits()
+    X_train, X_valid, y_train, y_valid = digits_split()
     X_train, X_valid = torch.as_tensor(X_train, dtype=torch.float32), torch.as_tensor(X_valid, dtype=torch.float32)
     y_train, y_valid = torch.as_tensor(y_train), torch.as_tensor(y_valid)
     key = point_key(point, seed)

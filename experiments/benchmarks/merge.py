@@ -22,59 +22,21 @@ over all the merged runs).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
-from typing import Any, Collection, Sequence
+from typing import Any, Sequence
 
+from .bbob import parse_name
 from .checkpoints import summarise_run
+from .parallel import check_sizes, report_points, summarise
 from .profiles import suite_report
 from .provenance import write_json
+from .runs import sourced_runs
 
 Run = dict[str, Any]
-KEY = ("problem", "method", "seed")
-
-
-def sourced_runs(paths: Sequence[str], problems: Collection[str] | None = None
-                 ) -> tuple[dict[tuple, Run], list[dict[str, Any]]]:
-    """The runs of the reports at ``paths`` by (problem, method, seed), later files winning,
-    each with its ``source`` index into the returned list of sources; with ``problems``, only
-    those problems' runs (and only the sources they come from)."""
-    sources: list[dict[str, Any]] = []
-    found: dict[tuple, Run] = {}
-    for path in paths:
-        with open(path) as handle:
-            report = json.load(handle)
-        offset = len(sources)
-        sources += report.get("sources", [])  # a merged report's own sources, in their order
-        sources.append({"file": Path(path).name, **{k: report.get(k) for k in ("provenance", "arguments", "machine")}})
-        for run in report["runs"]:
-            if problems is not None and run["problem"] not in problems:
-                continue
-            index = run.get("source")
-            found[tuple(run.get(k) for k in KEY)] = {
-                **run, "source": len(sources) - 1 if index is None else offset + index}
-    used = sorted({run["source"] for run in found.values()})
-    renumber = {old: new for new, old in enumerate(used)}
-    return ({key: {**run, "source": renumber[run["source"]]} for key, run in found.items()},
-            [sources[old] for old in used])
-
-
-def check_sizes(runs: Sequence[Run], mode: str, workers: int, evals: int) -> list[str]:
-    """What is wrong with ``runs`` for a report of ``mode``, ``workers`` in flight and ``evals``."""
-    wrong = []
-    for run in runs:
-        n = summarise_run(run)["evals"]
-        if (run["mode"], run["workers"], n) != (mode, workers, evals):
-            wrong.append(f"{run['method']} seed {run['seed']} ran {run['mode']} with {run['workers']} in flight "
-                         f"and {n} evaluations, not {mode}, {workers} and {evals}")
-    return wrong
 
 
 def check_suite_sizes(runs: Sequence[Run]) -> list[str]:
     """What is wrong with the suite's ``runs`` for one report: another regime or budget than the first's."""
-    from .bbob import parse_name
-
     # the real tasks' runs record their dimension; BBOB's names carry it (older reports record none)
     sizes = [(run["regime"], summarise_run(run)["evals"] / (run.get("dim") or parse_name(run["problem"])[1]))
              for run in runs]
@@ -83,8 +45,6 @@ def check_suite_sizes(runs: Sequence[Run]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .parallel import report_points, summarise
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", required=True, help="the merged report")
     parser.add_argument("--problems", help="keep only these problems' runs (comma-separated names)")

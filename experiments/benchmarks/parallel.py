@@ -37,15 +37,17 @@ import heapq
 import os
 import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .functions import FUNCTIONS, get_function, is_function
-from .parallel_methods import check_method, split_methods
+from spearmint_nn.problem.space import Space
+
 from .checkpoints import best_after, best_at_time, summarise_run
-from .merge import check_sizes, sourced_runs
-from .runs import run_in_processes, seed_list, write_report
+from .functions import FUNCTIONS
+from .parallel_methods import check_method, make_method, split_methods
+from .problems import get_function, is_function
+from .runs import run_in_processes, seed_list, sourced_runs, write_report
 
 TRACES_SUFFIX = ".traces.json"
 DURATION_SIGMA = 0.5  # of log duration: the slowest of 50 jobs takes about 3x the median
@@ -54,9 +56,6 @@ DURATION_SIGMA = 0.5  # of log duration: the slowest of 50 jobs takes about 3x t
 def _setup(problem_name: str, method_name: str, seed: int, budget: int, initial: int,
            q: int | None = None) -> tuple[Any, Any, list]:
     import torch
-
-    from spearmint_nn.problem.space import Space
-    from .parallel_methods import make_method
 
     torch.set_num_threads(1)
     problem = get_function(problem_name)
@@ -166,6 +165,17 @@ def summarise(runs: list[dict[str, Any]], checkpoints: list[int], time_points: l
             row["idle_share"] = float(np.median([r["idle_share"] for r in group]))
         rows.append(row)
     return rows
+
+
+def check_sizes(runs: Sequence[dict[str, Any]], mode: str, workers: int, evals: int) -> list[str]:
+    """What is wrong with ``runs`` for a report of ``mode``, ``workers`` in flight and ``evals``."""
+    wrong = []
+    for run in runs:
+        n = summarise_run(run)["evals"]
+        if (run["mode"], run["workers"], n) != (mode, workers, evals):
+            wrong.append(f"{run['method']} seed {run['seed']} ran {run['mode']} with {run['workers']} in flight "
+                         f"and {n} evaluations, not {mode}, {workers} and {evals}")
+    return wrong
 
 
 def table(rows: list[dict[str, Any]]) -> str:

@@ -37,6 +37,9 @@ import numpy as np
 from spearmint_nn.problem.settings import SearchSettings
 from spearmint_nn.problem.space import Space
 
+from .smac_method import SmacBlackBox
+from .turbo import Turbo
+
 Params = dict[str, Any]
 CANDIDATES = 2000
 RAW_SAMPLES, RESTARTS = 512, 10
@@ -191,14 +194,10 @@ class OptunaMethod:
 
 
 def _turbo(space: Space, seed: int, initial: int, q: int) -> Method:
-    from .turbo import Turbo  # imported when asked for: it needs BoTorch
-
     return Turbo(space, seed, batch_size=q, shared=initial)
 
 
 def _smac(space: Space, seed: int) -> Method:
-    from .smac_method import SmacBlackBox  # imported when asked for: it needs SMAC3
-
     return SmacBlackBox(space, seed)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from spearmint_nn.search.optimizer import Optimizer
+
 from .functions import FUNCTIONS, TestFunction
 from .reference import REFERENCE_METHODS, run_reference
 from .provenance import write_json

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from spearmint_nn.problem.space import Space
+
 from .functions import FUNCTIONS
 
 #: Model names served here -> the fixed noise variance (raw units), None to infer it.

@@ -11,7 +11,8 @@ import os
 import platform
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Callable, Collection, Iterable, Iterator, Sequence
 
 from .provenance import write_json
 from .threads import limit_threads
@@ -75,6 +76,35 @@ def earlier_runs(paths: Sequence[str], key_fields: Sequence[str]) -> dict[tuple,
             for run in json.load(f)["runs"]:
                 found[tuple(run.get(k) for k in key_fields)] = run  # a field it lacks matches nothing
     return found
+
+
+#: What identifies a run across reports.
+KEY = ("problem", "method", "seed")
+
+
+def sourced_runs(paths: Sequence[str], problems: Collection[str] | None = None
+                 ) -> tuple[dict[tuple, dict[str, Any]], list[dict[str, Any]]]:
+    """The runs of the reports at ``paths`` by (problem, method, seed), later files winning,
+    each with its ``source`` index into the returned list of sources; with ``problems``, only
+    those problems' runs (and only the sources they come from)."""
+    sources: list[dict[str, Any]] = []
+    found: dict[tuple, dict[str, Any]] = {}
+    for path in paths:
+        with open(path) as handle:
+            report = json.load(handle)
+        offset = len(sources)
+        sources += report.get("sources", [])  # a merged report's own sources, in their order
+        sources.append({"file": Path(path).name, **{k: report.get(k) for k in ("provenance", "arguments", "machine")}})
+        for run in report["runs"]:
+            if problems is not None and run["problem"] not in problems:
+                continue
+            index = run.get("source")
+            found[tuple(run.get(k) for k in KEY)] = {
+                **run, "source": len(sources) - 1 if index is None else offset + index}
+    used = sorted({run["source"] for run in found.values()})
+    renumber = {old: new for new, old in enumerate(used)}
+    return ({key: {**run, "source": renumber[run["source"]]} for key, run in found.items()},
+            [sources[old] for old in used])
 
 
 def reused_and_new(

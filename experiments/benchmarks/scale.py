@@ -41,7 +41,9 @@ from typing import Any
 import numpy as np
 
 from spearmint_nn.problem.space import Space
-from .functions import get_function
+
+from .parallel_methods import Ours, make_method
+from .problems import get_function
 from .provenance import write_json
 
 DEFAULT_SIZES = (500, 2000, 5000, 10000)
@@ -64,8 +66,6 @@ def measure_point(model: str, n: int, n_pending: int, batch: int = 1, seed: int 
     round of results, the last B of the N (at most half of them), as a synchronous round does:
     ours refits its GP's chains in proportion to the new results, a reference refits anyway."""
     import torch
-
-    from .parallel_methods import Ours, make_method
 
     torch.set_num_threads(1)
     problem = get_function(problem_name)

@@ -47,10 +47,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from spearmint_nn.problem.space import Space
+
 from . import bbob, ecdf, hpo, profiles
 from .checkpoints import summarise_run
 from .parallel import DURATION_SIGMA, run_async, run_batches
 from .parallel_methods import check_method, make_method, split_methods
+from .problems import get_function
 from .runs import parse_seeds, run_in_processes, seed_list, write_report
 
 #: what ``--quick`` runs: the first function of each group, in 2-D, on instance 1 (its budget: :func:`quick_budget`)
@@ -64,8 +67,6 @@ REGIMES = {"sequential": ("batch", 1), "batch10": ("batch", 10), "batch50": ("ba
 def run_one(problem: str, method: str, seed: int, regime: str, evals: int, job_seconds: float) -> dict[str, Any]:
     """One run of the suite: the harness's run of ``problem`` in ``regime``, summarised, with its
     regime and the problem's optimum (what the ECDFs' targets are counted from)."""
-    from .functions import get_function
-
     mode, q = REGIMES[regime]
     function = get_function(problem)
     dim = function.dim
@@ -112,8 +113,6 @@ def batch_finish_times(sizes: Sequence[int], propose_seconds: Sequence[float],
 def check_available(methods: list[str]) -> list[str]:
     """The mistakes in ``methods``: unknown names, and references whose library is not installed
     (each built once on a small space, which imports its library)."""
-    from spearmint_nn.problem.space import Space
-
     space = Space.from_config({"x": {"type": "FLOAT", "size": 2, "min": 0.0, "max": 1.0}})
     mistakes = []
     for method in methods:

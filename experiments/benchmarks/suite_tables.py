@@ -8,6 +8,11 @@ import statistics
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
+from . import bbob
+from .ecdf import area, runtimes
+from .profiles import suite_report
 from .table_format import bold_lowest, load, markdown
 
 OURS = "ours"
@@ -27,8 +32,6 @@ def _summary(files: str | tuple[str, ...]) -> dict[str, Any]:
     settings beside the run they are compared with: ranks are over every method of them all)."""
     if isinstance(files, str):
         return load(files)["summary"]
-    from .profiles import suite_report
-
     return suite_report(_runs(files))
 
 
@@ -94,11 +97,6 @@ def suite_groups_table(file: str | tuple[str, ...], dim: int) -> str:
 def suite_functions_table(file: str | tuple[str, ...], dim: int) -> str:
     """Per BBOB function (rows), each method's ECDF area over its runs (the highest in bold): where
     a group's or the aggregate's lead comes from."""
-    import numpy as np
-
-    from . import bbob
-    from .ecdf import area, runtimes
-
     summary = _summary(file)
     budget = summary["dims"][str(dim)]["budget"]
     methods = _by_rank(summary)
@@ -202,8 +200,6 @@ def change_table(slices: Sequence[tuple[str, str, str]]) -> str:
     before and the file with ours after, on the same problems and seeds), the problems where after
     ranks ahead of before, level and behind (as in :func:`suite_wins`), the ECDF's area and its
     share reached at the budget, and the median seconds of a proposal call, before -> after."""
-    from .profiles import suite_report
-
     rows = []
     for label, before, after in slices:
         runs = [{**run, "method": side} for side, name in (("before", before), ("after", after))

@@ -22,12 +22,12 @@ import json
 import math
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import arrays, busy_cluster, transfer
 from .checkpoints import best_after, best_at_time
 from .stopping_tables import early_stopping_rows, early_stopping_table, early_stopping_wins
 from .suite_tables import change_table, parallel_overview, rerun_table, suite_blocks, suite_table
@@ -288,10 +288,8 @@ def batch_proposal_table(files: Sequence[str]) -> str:
 
 def busy_cluster_table(file: str, overview: bool = False) -> str:
     """The benchmark's own table, or (``overview``) the README's four columns of it."""
-    from .busy_cluster import table
-
     if not overview:
-        return table(load(file)["results"])
+        return busy_cluster.table(load(file)["results"])
     names = {"slurm": "SLURM", "sge": "Grid Engine"}
     rows = [[names[r["scheduler"]], f"{percent(r['busy_share'])} ({percent(r['steady_busy_share'])})",
              f"{r['scheduler_calls']['per_minute']:g}", f"{100 * r['daemon_cpu_share']:.0f}% of a core"]
@@ -300,19 +298,15 @@ def busy_cluster_table(file: str, overview: bool = False) -> str:
 
 
 def arrays_table(file: str) -> str:
-    from .arrays import report
-
-    return report(load(file)["runs"])
+    return arrays.report(load(file)["runs"])
 
 
 def transfer_rows(file: str, more: Sequence[dict[str, Any]] = ()) -> tuple[int, dict[str, dict[str, Any]]]:
     """The budget of a transfer report and its summary rows (recomputed from its runs and
     ``more`` runs) by arm."""
-    from .transfer import summarise
-
     report = load(file)
     budget = report["arguments"]["budget"]
-    return budget, {r["row"]: r for r in summarise([*report["runs"], *more], budget)}
+    return budget, {r["row"]: r for r in transfer.summarise([*report["runs"], *more], budget)}
 
 
 def reach(row: dict[str, Any], budget: int) -> tuple[str, str]:

@@ -40,11 +40,11 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .digits import digits_split
 from .functions import FUNCTIONS
 from .runs import run_in_processes, seed_list, write_report
 
@@ -82,22 +82,11 @@ MLP_VARIABLES = {
 SMALL_TRAINING_SET = 200
 
 
-@lru_cache(maxsize=1)
-def _digits() -> tuple[np.ndarray, ...]:
-    try:
-        from sklearn.datasets import load_digits
-        from sklearn.model_selection import train_test_split
-    except ImportError:
-        raise ImportError("the digits-mlp problem needs scikit-learn: pip install -e '.[reference]'") from None
-    X, y = load_digits(return_X_y=True)
-    return tuple(train_test_split(X / 16.0, y, test_size=0.3, random_state=0))
-
-
 def _mlp_error(params: Params, n_train: int | None) -> float:
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.neural_network import MLPClassifier
 
-    X_train, X_valid, y_train, y_valid = _digits()
+    X_train, X_valid, y_train, y_valid = digits_split()
     model = MLPClassifier((int(params["hidden"][0]),), activation=params["activation"][0],
                           alpha=float(params["alpha"][0]), learning_rate_init=float(params["learning_rate"][0]),
                           max_iter=50, random_state=0)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from experiments.benchmarks import bbob
-from experiments.benchmarks.functions import get_function, is_function
+from experiments.benchmarks.problems import get_function, is_function
 
 
 def test_names_round_trip_and_a_wrong_one_says_why():

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from experiments.benchmarks.merge import main, sourced_runs
+from experiments.benchmarks.merge import main
+from experiments.benchmarks.runs import sourced_runs
 
 
 def _report(path, commit: str, seeds: list[int], evals: int = 4, **extra) -> str:

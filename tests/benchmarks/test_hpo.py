@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from experiments.benchmarks import hpo
-from experiments.benchmarks.functions import get_function, is_function
+from experiments.benchmarks.problems import get_function, is_function
 
 
 def test_names_are_checked_without_scikit_learn():
