@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .daemon.driving import cancel_jobs, make_driver
+from .daemon.driving import make_driver
+from .daemon.job_ends import JobEnds
 from .daemon.loop import Daemon
 from .daemon.reporting import Reporter
 from .daemon.summaries import job_table, write_summaries
@@ -132,7 +133,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     try:
         store = Store(paths).load_all(repair=True)
         ids = args.jobs or [j.id for j in store.jobs((JobState.PENDING, JobState.RUNNING))]
-        done = cancel_jobs(store, make_driver(config), ids, reporter, "cancelled by the user")
+        # No model listens: the next daemon shows every finished job to its own.
+        done = JobEnds(config, store, make_driver(config), reporter).cancel(ids, "cancelled by the user")
         write_summaries(store, config)
         skipped = sorted(set(ids) - set(done))
         if skipped:

@@ -9,6 +9,9 @@ first success makes them ordinary failures of their points, counted and shown; a
 identical ones makes them "bad_wrapper" (their kind kept in ``reclassified_from``), which
 ``ignore-failures`` leaves out by default. Later failures of a recorded bug's signature, such as
 the jobs a stopped daemon left in flight, are recorded so too.
+
+A policy: it keeps the account and answers with ids and verdicts; the job files are rewritten by
+:class:`~spearmint_nn.daemon.job_ends.JobEnds`.
 """
 from __future__ import annotations
 
@@ -17,19 +20,17 @@ from typing import Iterable
 from ..experiment.config import ExperimentConfig
 from ..experiment.failures import FailureGroup, signature_as_run
 from ..experiment.jobs import Job, JobState
-from ..experiment.store import Store
 
 
 class FailuresBeforeSuccess:
     """The daemon's account of which finished jobs count now; see the module docstring.
 
-    :meth:`load` once with every finished job, then :meth:`counts_now` for each finished job
-    (replayed or new), :meth:`succeeded` at each completion and :meth:`record_wrapper_bug` when
-    a streak says so.
+    :meth:`load` once with every finished job, then for each finished job (replayed or new)
+    :meth:`repeats_a_bug` and :meth:`counts_now`, :meth:`succeeded` at each completion and
+    :meth:`wrapper_bug` when a streak says so.
     """
 
-    def __init__(self, store: Store, ignored_failures: Iterable[str]):
-        self.store = store
+    def __init__(self, ignored_failures: Iterable[str]):
         self.ignored = frozenset(ignored_failures)
         self.any_success = False
         self.held_back: set[int] = set()
@@ -40,11 +41,17 @@ class FailuresBeforeSuccess:
         self.any_success = any(job.state is JobState.COMPLETE for job in finished)
         self._bugs = {signature_as_run(job) for job in finished if job.fields.get("reclassified_from")}
 
-    def counts_now(self, job: Job) -> bool:
-        """Whether a finished job counts against the budget and is shown to the model now; a
-        failure held back is kept aside, one of a recorded bug is recorded as that bug."""
+    def repeats_a_bug(self, job: Job) -> bool:
+        """Whether a finished job failed as a recorded wrapper bug did, and is to be recorded as
+        that bug (it is held back no longer)."""
         if job.state is JobState.FAILED and not job.fields.get("reclassified_from") and signature_as_run(job) in self._bugs:
-            job = self._record_as_bug(job)
+            self.held_back.discard(job.id)
+            return True
+        return False
+
+    def counts_now(self, job: Job) -> bool:
+        """Whether a finished job (as recorded after :meth:`repeats_a_bug`) counts against the
+        budget and is shown to the model now; a failure held back is kept aside."""
         if not job.counts_toward_budget(self.ignored):
             return False
         if job.held_back(self.any_success):
@@ -52,29 +59,25 @@ class FailuresBeforeSuccess:
             return False
         return True
 
-    def succeeded(self) -> list[Job]:
-        """A job completed: the failures held back until now, which now count (oldest first)."""
+    def succeeded(self) -> list[int]:
+        """A job completed: the ids of the failures held back until now, which now count (oldest first)."""
         self.any_success = True
-        jobs = [self.store.get(job_id) for job_id in sorted(self.held_back)]
+        ids = sorted(self.held_back)
         self.held_back.clear()
-        return jobs
+        return ids
 
-    def record_wrapper_bug(self, job: Job) -> None:
-        """Record every held-back failure that failed as ``job`` did as "bad_wrapper"."""
+    def wrapper_bug(self, job: Job, held_jobs: Iterable[Job]) -> list[int]:
+        """A streak found that ``job`` fails as a bug of the wrapper: note its signature, and
+        return the ids of the held-back failures (among ``held_jobs``) that failed the same
+        way, to be recorded as "bad_wrapper" (they are held back no longer)."""
         key = signature_as_run(job)
         self._bugs.add(key)
-        for job_id in sorted(self.held_back):
-            held = self.store.get(job_id)
-            if signature_as_run(held) == key:
-                self._record_as_bug(held)
+        ids = [held.id for held in held_jobs if held.id in self.held_back and signature_as_run(held) == key]
+        self.held_back.difference_update(ids)
+        return sorted(ids)
 
-    def _record_as_bug(self, job: Job) -> Job:
-        self.held_back.discard(job.id)
-        return self.store.update(job.id, failure="bad_wrapper", reclassified_from=job.failure)
-
-    def cost(self, group: FailureGroup) -> str:
-        """What a streak's failed jobs cost, for the daemon's last line."""
-        last = self.store.get(group.last_job)
+    def cost(self, group: FailureGroup, last: Job) -> str:
+        """What a streak's failed jobs cost (``last``: its last job), for the daemon's last line."""
         if group.wrapper_bug:
             return ("No job has succeeded yet, so this is a bug in the wrapper, not a property of the points: "
                     "these jobs are recorded as bad_wrapper, do not count against max-finished-jobs and are not "
@@ -85,16 +88,16 @@ class FailuresBeforeSuccess:
             return "These jobs count against max-finished-jobs and are shown to the model as infeasible points"
         return f"Failures of kind {group.kind} do not count against max-finished-jobs and are not shown to the model"
 
-    def stop_message(self, group: FailureGroup, config: ExperimentConfig) -> str:
-        """Why the daemon stops on a streak: the error, where, which output to read, what the
-        failed jobs cost and how to go on."""
+    def stop_message(self, group: FailureGroup, config: ExperimentConfig, last: Job) -> str:
+        """Why the daemon stops on a streak (``last``: its last job): the error, where, which
+        output to read, what the failed jobs cost and how to go on."""
         paths = config.paths
         where = f" at {group.location}" if group.location else ""
         output = paths.stderr_file(group.last_job).relative_to(paths.experiment)
         fix = (group.location or config.main_file.name) if group.wrapper_bug else "the cause"
         return (f"{group.count} jobs in a row failed the same way ({group.kind}): {group.reason}{where} "
                 f"(jobs {group.first_job}..{group.last_job}); read {output} and its .out beside it. "
-                f"{self.cost(group)}. Fix {fix}, then `spearmint-nn run "
+                f"{self.cost(group, last)}. Fix {fix}, then `spearmint-nn run "
                 f"{paths.experiment}` again to go on"
                 + ("" if group.wrapper_bug else
                    f" (stop-after-identical-failures: {config.stop_after_identical_failures})"))

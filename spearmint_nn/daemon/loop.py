@@ -33,18 +33,15 @@ from typing import Any, Callable, Mapping, TextIO
 
 from ..experiment.config import LIVE_KEYS, ExperimentConfig, load_config
 from ..errors import ConfigError
-from ..experiment.failures import FailureGroup, FailureStreak, read_output_tail
 from ..drivers.base import PollError
-from ..problem.space_edits import EarlierJobs, fit_to_space
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
-from ..text import params_text, plain
 from .reporting import Reporter
-from ..experiment.jobs import AWAITING_RESULT, SCHEDULER_FAILURES, BadValues, Job, JobState, best_job, counts_text
+from ..experiment.jobs import AWAITING_RESULT, SCHEDULER_FAILURES, JobState, best_job, counts_text
 from ..experiment.lock import LOST_EXIT, hold_for_daemon, lost_line
 from ..experiment.results import JobResult
 from ..experiment.store import Store
-from .driving import cancel_jobs, cancel_requested_jobs, make_driver
-from .before_success import FailuresBeforeSuccess
+from .driving import cancel_requests, make_driver
+from .job_ends import JobEnds
 from .stopping import StopSignals
 from .site_limits import SiteLimits
 from .submitter import Submitter
@@ -108,9 +105,6 @@ class Daemon:
         # Points for the next free slots, (params as in a job file, job-file fields): no job file
         # until a slot takes one, so a killed daemon loses and repeats nothing.
         self._ready: list[tuple[dict[str, list], dict[str, Any]]] = []
-        self._streak = FailureStreak(config.stop_after_identical_failures, config.ignored_failures)
-        self._failing_the_same_way: FailureGroup | None = None
-        self._before_success = FailuresBeforeSuccess(self.store, config.ignored_failures)
         self._config_mtime = self._read_config_mtime()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -133,7 +127,7 @@ class Daemon:
         self._submitter = Submitter(self.config, self.driver, self.store, self.reporter)
         self._site_limits = SiteLimits(self.paths, self.reporter, self.driver.name)
         self._curves = ProgressReports(self.store, self.reporter)  # the running jobs' learning curves
-        self._early = EarlyStopping(self.config, self.store, self._curves, self.driver, self.reporter, self._observe)
+        self._early = EarlyStopping(self.config, self._curves.curve)
         for line in (warning, lock.took_over):  # a wrapper to fix; a daemon elsewhere taken for dead
             if line is not None:
                 self.reporter.event("warning", line)
@@ -143,10 +137,12 @@ class Daemon:
         self._proposer = Proposer(self.optimizer, self.reporter, self._wake, noisy=noisy,
                                   warpings_file=self.paths.warpings, picture_file=self.paths.model_picture,
                                   related_file=self.paths.related)
+        self._ends = JobEnds(self.config, self.store, self.driver, self.reporter, self._curves, self.summaries,
+                             self._proposer.observe, self._submitter.submitted_here)
         observer = None
         try:
             self._load()
-            self._replay()
+            self._ends.replay(self.store.jobs((JobState.COMPLETE, JobState.FAILED, JobState.STOPPED)))
             self._resume()
             observer = watch((self.paths.results, self.paths.job_dir(JobState.PENDING), self.paths.requests),
                              self._wake, lambda why: self.reporter.event("warning", f"{why}; relying on polling "
@@ -180,11 +176,11 @@ class Daemon:
         """Finish what a previous daemon left half done, and check jobs it left in flight."""
         config, store = self.config, self.store
         for job in store.resume_intakes(config):
-            self._report_new(job)
+            self._ends.arrived(job)
         for job in store.jobs(JobState.PENDING):
             problem = _params_problem(config, job.params)
             if problem is not None:
-                self._fail(job.id, "bad_params", problem)
+                self._ends.fail(job.id, "bad_params", problem)
         for job in store.jobs(JobState.RUNNING):
             if job.scheduler_id is None:
                 self._resume_submission(job.id)
@@ -201,28 +197,6 @@ class Daemon:
         if not self.paths.result_file(job_id).exists() and not self._submitter.resume(job_id):
             self._submit(job_id)  # (a job that ran is recorded by the loop)
 
-    def _replay(self) -> None:
-        """Show every finished evaluation to the optimizer (in id order), each read as a point of
-        the current variables (see spearmint_nn.problem.space_edits); what an edit of them left
-        out or changed is said in one line each."""
-        replayed = 0
-        earlier = EarlierJobs(self.config.space)
-        finished = self.store.jobs((JobState.COMPLETE, JobState.FAILED, JobState.STOPPED))
-        self._before_success.load(finished)
-        for job in finished:  # (a stopped job without a predicted value is a pending point: _ask)
-            if not self._before_success.counts_now(job) or (job.state is JobState.STOPPED and not job.predicted_values):
-                continue
-            params = earlier.fit(job.params)
-            if params is not None:
-                self._show(job, params)
-                replayed += 1
-        outside, adapted = earlier.outside_line(), earlier.adapted_line()
-        if outside:
-            self.reporter.event("warning", outside)
-        if replayed:
-            self.reporter.event("replayed", f"{replayed} finished job(s) shown to the model"
-                                + (f" ({adapted})" if adapted else ""))
-
     def _loop(self) -> int:
         next_poll = 0.0
         self.summaries.mark_stale()  # a killed daemon may have left them behind the job files
@@ -236,7 +210,7 @@ class Daemon:
             if time.monotonic() >= next_poll:
                 changed |= self._take_late_results()  # first: its listing of results/ refreshes NFS's view
                 changed |= self._poll_driver()
-                changed |= self._curves.poll() and bool(self._early.poll())  # (stopped jobs: results.csv)
+                changed |= self._curves.poll() and bool(self._stop_early())  # (stopped jobs: results.csv)
                 self._reload_config()
                 next_poll = time.monotonic() + self.config.polling_time
             changed |= self._handle_requests()
@@ -246,9 +220,8 @@ class Daemon:
             self.summaries.write_if_due()
             if self._stop.stopping:
                 return self._shutdown(self._stop.why(), exit_code=self._stop.exit_code())
-            if self._failing_the_same_way is not None:
-                return self._shutdown(self._before_success.stop_message(self._failing_the_same_way, self.config),
-                                      exit_code=1)
+            if self._ends.failing_the_same_way is not None:
+                return self._shutdown(self._ends.stop_message(self._ends.failing_the_same_way), exit_code=1)
             if self.config.max_finished_jobs is not None and self._finished() >= self.config.max_finished_jobs:
                 self._take_model_best(self._proposer.final_model_best(PROPOSER_JOIN_SECONDS))
                 return self._shutdown("budget reached")
@@ -263,7 +236,7 @@ class Daemon:
         store = self.store
         if self._stop.cancels_jobs(self.cancel_on_exit):
             ids = [j.id for j in store.jobs((JobState.PENDING, JobState.RUNNING))]
-            cancel_jobs(store, self.driver, ids, self.reporter, "cancelled at daemon exit (--cancel-on-exit)")
+            self._ends.cancel(ids, "cancelled at daemon exit (--cancel-on-exit)")
         self.summaries.write()
         counts = store.counts()
         best = best_job(store.jobs(JobState.COMPLETE), self.config.objective, self.config.constraints,
@@ -308,7 +281,7 @@ class Daemon:
             if "max-finished-jobs" in live:
                 self._proposer.set_budget(self.config.max_finished_jobs)
             if "stop-after-identical-failures" in live:
-                self._streak.limit = self.config.stop_after_identical_failures
+                self._ends.streak.limit = self.config.stop_after_identical_failures
         if later:
             self.reporter.event("warning", f"config.json changed {', '.join(later)}: noticed but not applied "
                                 f"while running; stop the daemon and run again for that")
@@ -323,7 +296,7 @@ class Daemon:
         in_flight = counts["pending"] + counts["running"]
         # Failures held back count once a job succeeds, so jobs start as if they counted already;
         # but one at a time past that, or a small budget would hide a wrapper bug forever.
-        held = len(self._before_success.held_back)
+        held = len(self._ends.before_success.held_back)
         finished = self._finished()
         left = self.config.max_finished_jobs - finished - in_flight - held
         if left <= 0 and held and not in_flight and finished < self.config.max_finished_jobs:
@@ -366,8 +339,8 @@ class Daemon:
             in_flight = [job.params for job in self.store.jobs((JobState.PENDING, JobState.RUNNING))]
             # Points whose failure is held back, and stopped ones, were tried: the optimizer has not
             # seen them, and must not propose them again (README, "Early stopping").
-            held = [self.store.get(i).params for i in sorted(self._before_success.held_back)] + self._early.points()
-            in_flight += [params for params in held if _params_problem(self.config, params) is None]
+            tried = self._ends.unshown_points()
+            in_flight += [params for params in tried if _params_problem(self.config, params) is None]
             proposer.request(n, in_flight + [params for params, _ in self._ready])
 
     def _take_proposal(self) -> None:
@@ -384,7 +357,7 @@ class Daemon:
             return
         for _ in range(min(max(0, self._free_slots()), len(self._ready))):
             params, fields = self._ready.pop(0)
-            self._report_new(self.store.new_job(params, "optimizer", **fields))
+            self._ends.arrived(self.store.new_job(params, "optimizer", **fields))
         del self._ready[self._ready_to_keep():]
 
     def _take_model_best(self, model_best: Mapping[str, Any] | None) -> None:
@@ -395,27 +368,13 @@ class Daemon:
             self.summaries.model_best = best
             self.summaries.mark_stale()
 
-    def _report_new(self, job: Job) -> None:
-        state, source = job.state, job.source
-        if state is JobState.PENDING:
-            verb = "proposed" if source == "optimizer" else "accepted"
-            self.reporter.event("proposed", f"job {job.id} ({verb}) {params_text(job.params)}", job=job.id)
-        elif state is JobState.COMPLETE:
-            self._count_held_back()
-            self.reporter.event("imported", f"job {job.id} value={job.value:.6g} {params_text(job.params)}",
-                                job=job.id, value=job.value)
-            self._observe(job)
-        else:
-            self._after_failure(job)
-
     def _intake(self) -> bool:
         """Take in files users dropped into jobs/pending and notice withdrawn pending jobs."""
         changed = False
         for job_id in self.store.forget_withdrawn():
             self.reporter.event("withdrawn", f"job {job_id}: its pending file was deleted", job=job_id)
         for path in self.store.dropped_files():
-            job = self.store.intake_dropped(path, self.config)
-            self._report_new(job)
+            self._ends.arrived(self.store.intake_dropped(path, self.config))
             changed = True
         return changed
 
@@ -444,7 +403,7 @@ class Daemon:
         """Submit pending jobs; True when the site refused them for its limits (pending again)."""
         outcome = self._submitter.submit(job_ids)
         for job_id, refused in outcome.rejected:
-            self._fail(job_id, "submit_rejected", refused.reason)
+            self._ends.fail(job_id, "submit_rejected", refused.reason)
         self._submitter.check_rejects(outcome.rejected)  # after every refused job is recorded
         if outcome.site_limited is not None and len(job_ids) > 1:
             # a site may take fewer than the array's jobs (SLURM counts each of its tasks against
@@ -466,28 +425,8 @@ class Daemon:
         result = JobResult.read(self.paths.result_file(job_id), job_id)
         if result is None:
             return False
-        fields = result.job_fields()
-        if "attempts" in fields:
-            fields["attempts"] = reattempts.merged_attempts(self.store.get(job_id).fields.get("attempts"),
-                                                            fields["attempts"])
         self._ended_seen.pop(job_id, None)
-        if not result.ok:
-            self._fail(job_id, result.failure, result.error, **fields)
-            return True
-        try:
-            values = result.checked_values(list(self.config.tasks.names))
-        except BadValues as exc:
-            self._fail(job_id, exc.failure, str(exc), **fields)
-            return True
-        job = self.store.move(job_id, JobState.COMPLETE, values=values, value=values[self.config.objective],
-                              finished=time.time(), **fields, **self._curves.final(job_id))
-        self._count_held_back()
-        others = "".join(f" {t}={v:.6g}" for t, v in values.items() if t != self.config.objective)
-        duration = f" in {fields['duration']:.1f} s" if "duration" in fields else ""
-        self.reporter.event("finished", f"job {job_id} value={job.value:.6g}{others}{duration}",
-                            job=job_id, value=job.value)
-        self._observe(job)
-        self._note_outcome(job)
+        self._ends.result(job_id, result)
         return True
 
     def _poll_driver(self) -> bool:
@@ -516,13 +455,14 @@ class Daemon:
             if outcome != reattempts.CHECKPOINTED and time.monotonic() - first_seen < self.driver.result_grace_s:
                 continue
             reason = status.reason or status.state.value
+            self._ended_seen.pop(job_id, None)
             if outcome is not None:
-                self._reattempt(job_id, outcome, reason)
+                self._ends.interrupt(job_id, outcome, reason)
             elif self.paths.result_file(job_id).exists():
-                self._fail(job_id, "bad_result", f"unreadable result file; {reason}")
+                self._ends.fail(job_id, "bad_result", f"unreadable result file; {reason}")
             else:  # its result file may still show up: spearmint_nn.daemon.late_results
-                self._fail(job_id, SCHEDULER_FAILURES[status.state], reason,
-                           **{AWAITING_RESULT: time.time() - (time.monotonic() - first_seen)})
+                self._ends.fail(job_id, SCHEDULER_FAILURES[status.state], reason,
+                                **{AWAITING_RESULT: time.time() - (time.monotonic() - first_seen)})
             changed = True
         return changed
 
@@ -530,71 +470,18 @@ class Daemon:
         """Record the result files that appeared for jobs failed without one, in place of the failure."""
         found = self._late.arrived(refresh=bool(self._ended_seen))
         for job, line in found:
-            self.reporter.event("late", line, job=job.id)
-            self._before_success.held_back.discard(job.id)  # its result decides it now
-            self._record_result(job.id)
+            result = JobResult.read(self.paths.result_file(job.id), job.id)
+            if result is not None:
+                self._ends.late(job, line, result)
         return bool(found)
 
-    def _reattempt(self, job_id: int, outcome: str, why: str) -> None:
-        """Submit an interrupted job again as its next attempt (spearmint_nn.daemon.reattempts)."""
-        resume = self.config.resume
-        plan = reattempts.plan(self.paths, self.store.get(job_id), outcome, why, self.config.max_attempts,
-                               resume.max_total_time if resume else None)
-        if plan.attempt is None:
-            self._fail(job_id, plan.outcome, plan.reason, attempts=plan.attempts)
-            return
-        self._ended_seen.pop(job_id, None)
-        self.store.move(job_id, JobState.PENDING, attempt=plan.attempt, attempts=plan.attempts, scheduler_id=None)
-        self.reporter.event("interrupted", f"job {job_id} {outcome} ({why}); submitting it again as attempt "
-                            f"{plan.attempt}", job=job_id)
+    def _stop_early(self) -> bool:
+        """Stop the running jobs that the early-stopping rule says to stop; whether any was."""
+        running = [job for job in self.store.jobs(JobState.RUNNING)
+                   if job.driver == self.driver.name and job.scheduler_id is not None]
+        return bool(self._ends.stop(self._early.decide(running, self.store.jobs())))
 
-    def _fail(self, job_id: int, failure: str, reason: str, **fields: Any) -> None:
-        job = self.store.move(job_id, JobState.FAILED, failure=failure, reason=plain(reason),
-                              stderr_tail=read_output_tail(self.paths.stderr_file(job_id)),
-                              stdout_tail=read_output_tail(self.paths.stdout_file(job_id)),
-                              finished=time.time(), **{**self._curves.final(job_id), **fields})
-        self._ended_seen.pop(job_id, None)
-        self._note_outcome(self._after_failure(job))
-
-    def _note_outcome(self, job: Job) -> None:
-        """Count the finished job toward a streak of identical failures (jobs of this run only)."""
-        if job.id in self._submitter.submitted_here and self._failing_the_same_way is None:
-            group = self._streak.record(job, held_back=job.id in self._before_success.held_back)
-            if group is not None and group.wrapper_bug:
-                self._before_success.record_wrapper_bug(job)
-            self._failing_the_same_way = group
-
-    def _after_failure(self, job: Job) -> Job:
-        """Report a failed job and count it if it counts now; return it as recorded."""
-        self.reporter.event("failed", f"job {job.id} {job.failure}: {job.reason}",
-                            job=job.id, failure=job.failure)
-        if self._before_success.counts_now(job):
-            self._observe(job)
-        return self.store.get(job.id)
-
-    def _count_held_back(self) -> None:
-        """A job completed: show the failures held back until the first success (they count now)."""
-        held = self._before_success.succeeded()
-        for job in held:
-            self._observe(job)  # (one held since a run with other variables is only reported)
-        if held:
-            self.reporter.event("counted", f"a job succeeded, so the {len(held)} failure(s) held back until then "
-                                f"(jobs {', '.join(str(job.id) for job in held)}) now count against "
-                                f"max-finished-jobs and are shown to the model as infeasible points")
-
-    def _observe(self, job: Job) -> None:
-        """Show a finished evaluation to the model as a point of the current variables (a job
-        left running across an edit of them may no longer be one: then it is only reported)."""
-        fit = fit_to_space(self.config.space, job.params)
-        if fit.params is None:
-            self.reporter.event("warning", f"job {job.id} lies outside the current variables "
-                                f"({', '.join(fit.outside)}); not shown to the model", job=job.id)
-            return
-        self._show(job, fit.params)
-
-    def _show(self, job: Job, params: Mapping[str, Any]) -> None:
-        value = job.values if job.state is JobState.COMPLETE else job.predicted_values or math.nan
-        self._proposer.observe(job.id, params, value, job.duration)
-
-    def _handle_requests(self) -> bool:  # requests from the CLI
-        return bool(cancel_requested_jobs(self.store, self.driver, self.reporter))
+    def _handle_requests(self) -> bool:
+        """Cancel the jobs that ``spearmint-nn cancel`` asked for through ``requests/``."""
+        cancelled = [self._ends.cancel(ids, "cancelled by the user") for ids in cancel_requests(self.store, self.reporter)]
+        return any(cancelled)

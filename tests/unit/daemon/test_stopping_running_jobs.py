@@ -1,8 +1,9 @@
-"""The daemon's early stopping (spearmint_nn.daemon.early_stopping) on a real store, real report
-files and the real local driver cancelling real processes: a job the rule stops is cancelled and
-recorded ``stopped`` with its curve and why; a job whose result file is already there is left to
-be recorded; a job is judged again only once its curve grew; without the key nothing happens
-(the daemon end to end: tests/system/test_early_stopping.py)."""
+"""The daemon's early stopping on a real store, real report files and the real local driver
+cancelling real processes: the policy (spearmint_nn.daemon.early_stopping) decides and the owner
+of job ends (spearmint_nn.daemon.job_ends) applies its decisions. A job the rule stops is
+cancelled and recorded ``stopped`` with its curve and why; a job whose result file is already
+there is left to be recorded; a job is judged again only once its curve grew; without the key
+nothing happens (the daemon end to end: tests/system/test_early_stopping.py)."""
 from __future__ import annotations
 
 import io
@@ -15,6 +16,7 @@ import pytest
 from drivers.local import LocalDriver, _proc_stat
 from helpers.experiments import quick_config, write_experiment
 from spearmint_nn.daemon.early_stopping import EarlyStopping
+from spearmint_nn.daemon.job_ends import JobEnds
 from spearmint_nn.daemon.progress_reports import ProgressReports
 from spearmint_nn.daemon.reporting import Reporter
 from spearmint_nn.experiment.config import load_config
@@ -50,7 +52,28 @@ def _setup(tmp_path, early_stopping):
     reporter = Reporter(None, io.StringIO())
     curves = ProgressReports(store, reporter)
     driver = LocalDriver({}, config.paths.state)
-    return config, store, curves, EarlyStopping(config, store, curves, driver, reporter)
+    shown: list[int] = []  # the ids of the jobs shown to the model
+
+    def tell(job_id, params, value, duration):
+        shown.append(job_id)
+
+    ends = JobEnds(config, store, driver, reporter, curves, tell=tell)
+    ends.shown = shown
+    return config, store, curves, Stopping(store, EarlyStopping(config, curves.curve), ends)
+
+
+class Stopping:
+    """The daemon's early stopping as its loop runs it: the policy's decisions, applied."""
+
+    def __init__(self, store: Store, policy: EarlyStopping, ends: JobEnds):
+        self.store, self.policy, self.ends = store, policy, ends
+
+    def poll(self):
+        running = [job for job in self.store.jobs(JobState.RUNNING) if job.scheduler_id is not None]
+        return self.ends.stop(self.policy.decide(running, self.store.jobs()))
+
+    def points(self):
+        return self.ends.unshown_points()
 
 
 def _write_curve(store: Store, job_id: int, points) -> None:
@@ -96,8 +119,6 @@ def test_a_job_stopped_past_three_complete_curves_is_shown_to_the_model_at_its_p
     store.move(third.id, JobState.RUNNING, driver="local", scheduler_id="1:1")
     store.move(third.id, JobState.COMPLETE, values={"main": 0.5}, value=0.5)
     bad, bad_proc = _running(store, processes, [(1, 3.0), (2, 2.5)])
-    shown = []
-    early.observe = shown.append  # the daemon's: to the optimizer
     assert curves.poll()
     stopped = early.poll()
     assert [job.id for job in stopped] == [bad] and bad_proc.wait(timeout=30) != 0
@@ -105,7 +126,7 @@ def test_a_job_stopped_past_three_complete_curves_is_shown_to_the_model_at_its_p
     record = json.loads(store.paths.job_file("stopped", bad).read_text())
     assert record["predicted_values"]["main"] == pytest.approx(2.5 - 1.1 / 3)
     assert record["predicted_sd"] == pytest.approx(0.0577, abs=1e-4) and record["predicted_from_jobs"] == 3
-    assert stopped[0].predicted_values == record["predicted_values"] and shown == stopped
+    assert stopped[0].predicted_values == record["predicted_values"] and early.ends.shown == [bad]
     assert early.points() == []  # observed at that value, not pending
 
 
