@@ -15,7 +15,6 @@ jobs to run. Needs ``sbatch`` on PATH (``tests/cluster/slurm-up.sh`` starts the 
 """
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from spearmint_nn.drivers.base import JobSpec, SubmitError
 from spearmint_nn.drivers.batch import CommandResult
 from spearmint_nn.drivers.slurm import SlurmDriver
 
+from .command_line import benchmark_parser
 from .provenance import write_json
 
 
@@ -102,11 +102,11 @@ def report(runs: Sequence[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser("arrays", __doc__.splitlines()[0], json=True)
     parser.add_argument("--jobs", type=int, default=500)
     parser.add_argument("--array-size", type=int, default=1000, help="the arrays' driver.array-size")
-    parser.add_argument("--workdir", help="where the experiment folders go (default: a temporary folder)")
-    parser.add_argument("--json", help="write the summary here")
+    # not the common --workdir: the folders are made inside it and removed afterwards
+    parser.add_argument("--workdir", help="where the temporary experiment folders go (default: the system's)")
     args = parser.parse_args(argv)
     version = subprocess.run(["sbatch", "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
     with tempfile.TemporaryDirectory(dir=args.workdir) as work:

@@ -18,7 +18,6 @@ appended to ``--json`` as each run ends, so an interrupted benchmark keeps what 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -27,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from .command_line import benchmark_parser
 from .functions import FUNCTIONS
-from .runs import earlier_runs, first_evaluations, run_in_processes, seed_list, write_report
+from .runs import earlier_runs, first_evaluations, run_in_processes, write_report
 
 PROBLEM = "hartmann6"
 TARGET_GAP = 0.05
@@ -92,15 +92,12 @@ def table(rows: list[dict[str, Any]], evals: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=seed_list, default="0,1,2", help="comma-separated seeds, or a range A-B")
+    parser = benchmark_parser("batch", __doc__, json=True, seeds="0,1,2", workers=True)
     parser.add_argument("--evals", type=int, default=200)
     parser.add_argument("--batches", default="1,10,50", help="batch sizes, run in this order; 1 is the sequential run")
     parser.add_argument("--model", default="auto", help="surrogate of every run (auto, dngo, gp)")
     parser.add_argument("--thompson-every", type=int,
                         help="the optimizer's thompson_every (default: its default; 0: no Thompson samples)")
-    parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
-    parser.add_argument("--json", help="write results here (rewritten as each run ends)")
     parser.add_argument("--sequential-from", metavar="JSON",
                         help="take the sequential runs from this JSON of this benchmark (its batch-1 runs), of "
                              "`benchmarks.dngo` or of `benchmarks.compare` (Hartmann6 runs of the same model are "

@@ -36,7 +36,6 @@ Afterwards the scheduler is brought back to its default size when ``--slots`` ch
 """
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
@@ -52,6 +51,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .command_line import benchmark_parser
 from .provenance import write_json
 
 CLUSTER_SCRIPTS = Path(__file__).resolve().parents[2] / "tests" / "cluster"
@@ -376,7 +376,7 @@ def _percent(share: float | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser("busy_cluster", __doc__.split("\n\n")[0], json=True, workdir=True)
     parser.add_argument("--scheduler", choices=("slurm", "sge"), action="append",
                         help="slurm, sge, or both (repeat the flag); default: both")
     parser.add_argument("--jobs", type=int, default=1000)
@@ -389,14 +389,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=60.0,
                         help="seconds after the start and after each restart left out of the steady share")
     parser.add_argument("--awk-loops", type=int, default=100000, help="iterations of each job's computation")
-    parser.add_argument("--workdir", type=Path, default=None, help="kept afterwards (default: a temporary folder)")
-    parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     low, high = (int(part) for part in args.seconds.split(","))
     results = []
     for scheduler in args.scheduler or ["slurm", "sge"]:
         with tempfile.TemporaryDirectory(prefix="busy-cluster-") as temporary:
-            workdir = (args.workdir or Path(temporary)) / scheduler
+            workdir = Path(args.workdir or temporary) / scheduler
             workdir.mkdir(parents=True)
             try:
                 results.append(run(scheduler, args.jobs, args.slots, (low, high), args.restart_daemon_at,
@@ -409,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(results) > 1:
         print(table(results))
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         write_json(args.json, {"results": results})
     return 0 if all(r["ledger"]["ok"] for r in results) else 1
 

@@ -26,13 +26,13 @@ field; the benchmark writes summaries itself and full traces only where ``--trac
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any, Sequence
 
 import numpy as np
 
+from .command_line import benchmark_parser
 from .provenance import dump_json
 from .summary import best_so_far
 
@@ -107,7 +107,7 @@ def _last_up_to(changes: Sequence[Sequence[float]], x: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser("checkpoints", __doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", help="reports of benchmarks.parallel, rewritten in place")
     args = parser.parse_args(argv)
     for path in args.files:

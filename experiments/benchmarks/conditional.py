@@ -37,7 +37,6 @@ included: it has the same size in both model arms) and mean wall seconds per eva
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import math
@@ -54,6 +53,7 @@ import torch
 from spearmint_nn.problem.settings import RANDOM_SEARCH
 from spearmint_nn.search.optimizer import Optimizer
 
+from .command_line import benchmark_parser, invocation
 from .provenance import write_json
 from .runs import earlier_runs, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
@@ -207,18 +207,12 @@ def _parse_evals(entries: list[str]) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m experiments.benchmarks.conditional",
-                                     description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser("conditional", __doc__.split("\n\n")[0], json=True, seeds="10", seed_count=True,
+                              workers=True, reuse=True)
     parser.add_argument("--problems", default=",".join(PROBLEMS), help=f"comma-separated, of {', '.join(PROBLEMS)}")
-    parser.add_argument("--seeds", type=int, default=10, help="runs per problem and arm (seeds 0..N-1)")
     parser.add_argument("--evals", nargs="*", default=[], metavar="PROBLEM:N",
                         help="evaluations per run, per problem (default " + " ".join(f"{p}:{n}" for p, n in DEFAULT_EVALS.items()) + ")")
     parser.add_argument("--model", default="auto", help="surrogate of the conditional and flat arms")
-    parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
-    parser.add_argument("--json", help="also write the results (every run's values) here, rewritten as each run ends")
-    parser.add_argument("--reuse", nargs="*", default=[], metavar="JSON",
-                        help="JSON files of earlier conditional benchmarks: a run found there (same problem, arm "
-                             "and seed, at least as many evaluations) is taken instead of rerun")
     args = parser.parse_args(argv)
     problems = [p for p in args.problems.split(",") if p]
     unknown = sorted(set(problems) - set(PROBLEMS))
@@ -233,8 +227,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     torch.set_num_threads(1)
     started = time.time()
     report: dict[str, Any] = {
-        "command": "python -m experiments.benchmarks.conditional "
-                   + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": invocation("conditional", argv),
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "torch_threads": 1,
                     "torch": torch.__version__, "workers": args.workers},
         "model": args.model, "seeds": args.seeds, "evals": {p: evals[p] for p in problems},
@@ -247,7 +240,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             write_json(args.json, report)
 
     planned = [((problem, arm, seed), evals[problem], (problem, arm, seed, evals[problem], args.model))
-               for problem in problems for arm in ARMS for seed in range(args.seeds)]
+               for problem in problems for arm in ARMS for seed in args.seeds]
     reused, jobs = reused_and_new(planned, earlier_runs(args.reuse, ("problem", "arm", "seed")))
     report["runs"].extend(reused)
     print(f"conditional benchmark: {len(jobs)} runs on {args.workers} worker(s), model {args.model}",
@@ -266,7 +259,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             rows[arm] = summarise(runs, evals[problem])
         report["summary"][problem] = rows
         known = f"; global minimum {SYNTHETIC_BEST:.6f}" if problem == "synthetic" else "; lower is better"
-        print(f"\n{problem}: {args.seeds} seeds x {evals[problem]} evaluations, model {args.model}{known}")
+        print(f"\n{problem}: {len(args.seeds)} seeds x {evals[problem]} evaluations, model {args.model}{known}")
         print(table(problem, rows, evals[problem]), flush=True)
     save()
     return report

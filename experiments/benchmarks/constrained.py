@@ -33,6 +33,7 @@ import torch
 
 from spearmint_nn.search.optimizer import Optimizer
 
+from .command_line import benchmark_parser
 from .provenance import write_json
 from .runs import run_in_processes
 
@@ -82,24 +83,22 @@ def summarise(traces: np.ndarray, budgets: list[int]) -> list[dict[str, float]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=10)
+    parser = benchmark_parser("constrained", __doc__.splitlines()[0], json=True, seeds="10", seed_count=True,
+                              workers=True)
     parser.add_argument("--evaluations", type=int, default=50)
-    parser.add_argument("--workers", type=int, default=1, help="processes running seeds side by side")
-    parser.add_argument("--json", help="write the traces and the table to this file")
     args = parser.parse_args(argv)
 
     budgets = sorted({b for b in (10, 20, 30, 50, 100, args.evaluations) if b <= args.evaluations})
     start = time.perf_counter()
     traces: dict[str, dict[int, list[float]]] = {arm: {} for arm in ARMS}
-    jobs = [(model, seed, args.evaluations) for model in ARMS.values() for seed in range(args.seeds)]
+    jobs = [(model, seed, args.evaluations) for model in ARMS.values() for seed in args.seeds]
     arm_of = {model: arm for arm, model in ARMS.items()}
     for (model, seed, _), trace in run_in_processes(best_feasible_trace, jobs, args.workers):
         traces[arm_of[model]][seed] = trace
         print(f"  {model} seed {seed}: best feasible {trace[-1]:.4f}", file=sys.stderr, flush=True)
         _write(args.json, args, traces, budgets)
     results = _results(traces, budgets)
-    print(f"Gramacy toy (optimum {OPTIMUM}), best feasible value, mean +- s.e. over {args.seeds} seeds"
+    print(f"Gramacy toy (optimum {OPTIMUM}), best feasible value, mean +- s.e. over {len(args.seeds)} seeds"
           f" [seeds with a feasible point]; {time.perf_counter() - start:.0f} s")
     print(f"{'evaluations':>11} | " + " | ".join(f"{arm:>28}" for arm in ARMS))
     for i, budget in enumerate(budgets):

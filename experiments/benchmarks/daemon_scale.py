@@ -39,7 +39,6 @@ by default, removed afterwards):
 """
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -68,6 +67,7 @@ from spearmint_nn.experiment.jobs import FINAL_STATES, JobState
 from spearmint_nn.experiment.store import Store
 from spearmint_nn.files import atomic_write_json
 
+from .command_line import benchmark_parser
 from .provenance import write_json
 
 SLEEPY_WRAPPER = """
@@ -373,7 +373,7 @@ def report(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = benchmark_parser("daemon_scale", __doc__, json=True, workdir=True)
     parser.add_argument("--start-runs", type=int, default=10, help="runs of the job start measurement (0: skip)")
     parser.add_argument("--concurrent", type=int, default=200, help="local jobs at once (0: skip the run)")
     parser.add_argument("--finished", type=int, default=2000, help="jobs to finish in the concurrent run")
@@ -383,8 +383,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slot-use", type=int, default=0, help="jobs of each slot-use run (0: skip)")
     parser.add_argument("--slot-seeds", type=int, default=2, help="seeds of the slot-use runs")
     parser.add_argument("--slot-job-seconds", default="3,5", help="slot-use jobs last between these (MIN,MAX)")
-    parser.add_argument("--workdir", help="where to create the experiments (kept); default a temporary folder")
-    parser.add_argument("--json", help="write the raw results here")
     args = parser.parse_args(argv)
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="spearmint-nn-daemon-scale-"))
     load_before = os.getloadavg()

@@ -41,7 +41,6 @@ nothing new: the tables of a report).
 """
 from __future__ import annotations
 
-import argparse
 import heapq
 import math
 import os
@@ -50,8 +49,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from .command_line import benchmark_parser
 from .learning_curves import PROBLEMS
-from .runs import earlier_runs, run_in_processes, seed_list, write_report
+from .runs import earlier_runs, run_in_processes, write_report
 from .summary import quartiles
 from .stopping_methods import METHODS, OURS, make_method, timed
 
@@ -236,20 +236,16 @@ def tables(summary: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # --seeds "" runs nothing new: the report of --include's runs alone
+    parser = benchmark_parser("early_stopping", __doc__, json=True, seeds="0-9", workers=True, include=True)
     parser.add_argument("--problems", default="hartmann6-curves", help=f"comma-separated, from {', '.join(PROBLEMS)}")
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated, from " + ", ".join(METHODS))
     parser.add_argument("--jobs", type=int, default=60, help="the compute budget, in full jobs")
     parser.add_argument("--epochs", type=int, default=50, help="a full job's epochs")
     parser.add_argument("--epoch-seconds", type=float, default=60.0, help="simulated seconds per epoch")
     parser.add_argument("--workers-in-flight", default="1,20", help="W values, comma-separated")
-    parser.add_argument("--seeds", type=seed_list, default="0-9", help='"A-B", "3,5,8", or "" (none: --include only)')
     parser.add_argument("--max-starts", type=int, default=5,
                         help="at most this many times --jobs jobs started per run (0: no limit)")
-    parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
-    parser.add_argument("--json", help="write results here (rewritten as each run ends)")
-    parser.add_argument("--include", nargs="+", default=[], metavar="JSON",
-                        help="earlier reports whose runs join these (a run made now replaces theirs)")
     args = parser.parse_args(argv)
     problems, methods = args.problems.split(","), args.methods.split(",")
     unknown = [p for p in problems if p not in PROBLEMS] + [m for m in methods if m not in METHODS]

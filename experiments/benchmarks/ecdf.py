@@ -28,7 +28,6 @@ summary (no traces) with its provenance and each report's.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import defaultdict
@@ -38,6 +37,7 @@ import numpy as np
 
 from . import bbob
 from .checkpoints import summarise_run
+from .command_line import benchmark_parser
 from .problems import get_function
 from .provenance import write_json
 
@@ -210,9 +210,8 @@ def table(summary: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser("ecdf", __doc__.split("\n\n")[0], json=True)
     parser.add_argument("reports", nargs="+", help="JSON reports of the suite or of benchmarks.parallel")
-    parser.add_argument("--json", help="write the summary here")
     args = parser.parse_args(argv)
     runs, sources = [], {}
     for path in args.reports:

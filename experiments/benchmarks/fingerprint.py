@@ -23,7 +23,6 @@ alters any of them, or any proposal that follows, shows as a difference.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -35,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from .command_line import benchmark_parser
 from .functions import FUNCTIONS
 from .provenance import write_json
 
@@ -175,8 +175,7 @@ def run_daemon_case() -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", required=True, help="where to write the fingerprint")
+    parser = benchmark_parser("fingerprint", __doc__.splitlines()[0], json_required=True)
     parser.add_argument("--compare", help="an earlier fingerprint: exit 1 unless every proposal is identical")
     parser.add_argument("--cases", default=",".join([*CASES, DAEMON_CASE]), help="comma-separated case names")
     args = parser.parse_args(argv)

@@ -21,12 +21,12 @@ over all the merged runs).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Any, Sequence
 
 from .bbob import parse_name
 from .checkpoints import summarise_run
+from .command_line import benchmark_parser
 from .parallel import check_sizes, report_points, summarise
 from .profiles import suite_report
 from .provenance import write_json
@@ -45,8 +45,7 @@ def check_suite_sizes(runs: Sequence[Run]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", required=True, help="the merged report")
+    parser = benchmark_parser("merge", __doc__.split("\n\n")[0], json_required=True)
     parser.add_argument("--problems", help="keep only these problems' runs (comma-separated names)")
     parser.add_argument("reports", nargs="+", help="reports of benchmarks.parallel, later ones winning")
     args = parser.parse_args(argv)

@@ -32,7 +32,6 @@ time, so include only reports from the same machine and code.
 """
 from __future__ import annotations
 
-import argparse
 import heapq
 import os
 import sys
@@ -44,10 +43,11 @@ import numpy as np
 from spearmint_nn.problem.space import Space
 
 from .checkpoints import best_after, best_at_time, summarise_run
+from .command_line import benchmark_parser
 from .functions import FUNCTIONS
 from .parallel_methods import check_method, make_method, split_methods
 from .problems import get_function, is_function
-from .runs import run_in_processes, seed_list, sourced_runs, write_report
+from .runs import run_in_processes, sourced_runs, write_report
 
 TRACES_SUFFIX = ".traces.json"
 DURATION_SIGMA = 0.5  # of log duration: the slowest of 50 jobs takes about 3x the median
@@ -191,7 +191,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # --json holds each run's summary (see benchmarks.checkpoints); --traces the full runs
+    parser = benchmark_parser("parallel", __doc__, json=True, seeds="0-7", workers=True, include=True)
     parser.add_argument("--mode", choices=("batch", "async"), default="async")
     parser.add_argument("--problems", default="hartmann6",
                         help=f"comma-separated, from {', '.join(FUNCTIONS)} or bbob-f<k>-d<dim>-i<inst>")
@@ -199,15 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers-in-flight", type=int, default=50, help="q of a batch, or W workers")
     parser.add_argument("--evals", type=int, default=500)
     parser.add_argument("--job-seconds", type=float, default=60.0, help="median job duration (async)")
-    parser.add_argument("--seeds", type=seed_list, default="0-7")
-    parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
-    parser.add_argument("--json", help="write the summary and each run's summary here (rewritten as each run "
-                                       "ends; see benchmarks.checkpoints)")
     parser.add_argument("--traces", metavar="NAME.traces.json",
                         help="also write every run's full trace here (values, finish times, each proposal's "
                              "seconds); git ignores *.traces.json")
-    parser.add_argument("--include", nargs="+", default=[], metavar="JSON",
-                        help="earlier reports of the same mode and sizes whose runs join the summary")
     args = parser.parse_args(argv)
     if args.traces and not args.traces.endswith(TRACES_SUFFIX):
         parser.error(f"--traces: name the file *{TRACES_SUFFIX} (megabytes a run; git ignores that name)")

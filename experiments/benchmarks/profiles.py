@@ -20,7 +20,6 @@ the methods in it: merged reports are profiled again over all their runs.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import defaultdict
@@ -29,6 +28,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from .checkpoints import best_after, summarise_run
+from .command_line import benchmark_parser
 from .ecdf import area, ecdf, mean_ranks, reach
 from .ecdf import report as coco_report
 
@@ -100,7 +100,7 @@ def table(summary: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser("profiles", __doc__.split("\n\n")[0])
     parser.add_argument("reports", nargs="+", help="suite reports (JSON) of real hyperparameter tasks")
     args = parser.parse_args(argv)
     runs = [run for path in args.reports for run in json.loads(open(path).read())["runs"]]

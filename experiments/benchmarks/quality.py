@@ -14,7 +14,6 @@ values, so an interrupted benchmark keeps what finished.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import platform
 import sys
@@ -26,10 +25,11 @@ import torch
 
 from spearmint_nn.search.optimizer import Optimizer
 
+from .command_line import benchmark_parser, invocation
 from .functions import FUNCTIONS, TestFunction
 from .reference import REFERENCE_METHODS, run_reference
 from .provenance import write_json
-from .runs import earlier_runs, parse_seeds, reused_and_new, run_in_processes
+from .runs import earlier_runs, reused_and_new, run_in_processes
 from .summary import best_so_far, quartiles
 
 
@@ -137,9 +137,7 @@ def main(
 
     ``thresholds``: problem name -> regret threshold; problems not named use 1e-3.
     """
-    parser = argparse.ArgumentParser(prog=f"python -m experiments.benchmarks.{name}", description=description)
-    parser.add_argument("--seeds", type=parse_seeds, default="10",
-                        help="runs per problem and method: N (seeds 0..N-1), A-B (seeds A..B) or a list 3,5,8")
+    parser = benchmark_parser(name, description, json=True, seeds="10", seed_count=True, workers=True, reuse=True)
     parser.add_argument("--evals", nargs="+", default=default_evals,
                         help=f"problem:budget[,budget...] entries; problems: {', '.join(FUNCTIONS)}")
     parser.add_argument("--methods", default=default_methods,
@@ -150,16 +148,11 @@ def main(
                              "botorch-fixednoise run an established library's loop (pip install -e '.[reference]')")
     parser.add_argument("--timing-sizes", default=default_timing_sizes, help="comma-separated N ('' to skip)")
     parser.add_argument("--timing-methods", default=default_timing_methods, help="models timed against N")
-    parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
-    parser.add_argument("--json", help="also write the results (every run's values) as JSON here, rewritten as each run ends")
-    parser.add_argument("--reuse", nargs="*", default=[], metavar="JSON",
-                        help="JSON files of earlier quality benchmarks: a run found there (same problem, method, "
-                             "seed and budget) is taken instead of rerun; runs are deterministic given the seed")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     started = time.time()
     report: dict[str, Any] = {
-        "command": f"python -m experiments.benchmarks.{name} " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": invocation(name, argv),
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "torch_threads": 1,
                     "torch": torch.__version__, "workers": args.workers},
         "quality": [], "runs": [], "timing": [],

@@ -42,6 +42,7 @@ import numpy as np
 
 from spearmint_nn.problem.space import Space
 
+from .command_line import benchmark_parser
 from .parallel_methods import Ours, make_method
 from .problems import get_function
 from .provenance import write_json
@@ -197,7 +198,7 @@ def growth(results: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = benchmark_parser("scale", __doc__, json=True)
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="N values, comma-separated")
     parser.add_argument("--pending", default=",".join(map(str, DEFAULT_PENDING)), help="J values, comma-separated")
     parser.add_argument("--models", default="dngo,gp", help="models to run (dngo first: the ratios are to it)")
@@ -205,7 +206,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gp-pending", default=",".join(map(str, DEFAULT_PENDING)), help="J values for the GP")
     parser.add_argument("--gp-timeout", type=float, default=300.0, help="seconds per GP point before giving up")
     parser.add_argument("--dngo-timeout", type=float, default=600.0, help="seconds per DNGO point before giving up")
-    parser.add_argument("--json", help="write the raw results here")
     parser.add_argument("--batch", type=int, default=1, help="points the measured call proposes")
     parser.add_argument("--problem", default=DEFAULT_PROBLEM,
                         help="the function observed (a name of benchmarks.functions or a BBOB problem)")

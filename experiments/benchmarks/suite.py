@@ -37,7 +37,6 @@ rewritten as each run ends, so an interrupted suite keeps what finished.
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import math
 import os
@@ -51,10 +50,11 @@ from spearmint_nn.problem.space import Space
 
 from . import bbob, ecdf, hpo, profiles
 from .checkpoints import summarise_run
+from .command_line import benchmark_parser
 from .parallel import DURATION_SIGMA, run_async, run_batches
 from .parallel_methods import check_method, make_method, split_methods
 from .problems import get_function
-from .runs import parse_seeds, run_in_processes, seed_list, write_report
+from .runs import run_in_processes, seed_list, write_report
 
 #: what ``--quick`` runs: the first function of each group, in 2-D, on instance 1 (its budget: :func:`quick_budget`)
 QUICK = {"dims": "2", "functions": [min(members) for members in bbob.GROUPS.values()], "instances": [1]}
@@ -125,20 +125,17 @@ def check_available(methods: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = benchmark_parser("suite", __doc__, json=True, seeds="1", seed_count=True, workers=True)
     parser.add_argument("--dims", default="2,5", help="comma-separated dimensions (COCO's: 2,3,5,10,20,40)")
     parser.add_argument("--functions", type=seed_list, default="1-24", help="BBOB functions: a range A-B or a list")
     parser.add_argument("--instances", type=seed_list, default="1-5", help="a range A-B or a list")
     parser.add_argument("--regime", choices=REGIMES, default="sequential")
     parser.add_argument("--methods", default="ours,sobol", help="comma-separated (see parallel_methods)")
-    parser.add_argument("--seeds", type=parse_seeds, default="1", help="N (seeds 0..N-1), a range A-B or a list")
     parser.add_argument("--budget", type=int, default=20, help="evaluations per dimension")
     parser.add_argument("--job-seconds", type=float, default=60.0, help="median job duration (async regimes)")
-    parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
     parser.add_argument("--tasks", default=None, help="real hyperparameter tasks instead of BBOB: 'all' ("
                         f"{len(hpo.TASKS)}) or a comma-separated list of hpo-<model>-<dataset>-<metric> (--dims, "
                         "--functions and --instances are then not used; the runs differ by --seeds)")
-    parser.add_argument("--json", help="write the report here (rewritten as each run ends)")
     parser.add_argument("--quick", action="store_true", help="a check of the harness, not the quality: " + ", ".join(
         f"{key} {value}" for key, value in QUICK.items()) + ", 5 x d evaluations or the start and two rounds")
     args = parser.parse_args(argv)

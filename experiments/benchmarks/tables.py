@@ -17,7 +17,6 @@ median over seeds of the share of worker-time spent waiting for proposals.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -29,6 +28,7 @@ import numpy as np
 
 from . import arrays, busy_cluster, transfer
 from .checkpoints import best_after, best_at_time
+from .command_line import benchmark_parser
 from .stopping_tables import early_stopping_rows, early_stopping_table, early_stopping_wins
 from .suite_tables import change_table, parallel_overview, rerun_table, suite_blocks, suite_table
 from .table_format import RESULTS, bold_lowest, load, markdown
@@ -566,7 +566,7 @@ def _block_name(line: str) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchmark_parser("tables", __doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block differs")
     args = parser.parse_args(argv)
     stale = []

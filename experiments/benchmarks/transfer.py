@@ -33,7 +33,6 @@ than the budget) and the median best after half and all of the budget.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -44,9 +43,10 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .command_line import benchmark_parser
 from .digits import digits_split
 from .functions import FUNCTIONS
-from .runs import run_in_processes, seed_list, write_report
+from .runs import run_in_processes, write_report
 
 Params = Mapping[str, Any]
 ROWS = ("single", "multi-task", "multi-task-warped", "unrelated")
@@ -227,14 +227,11 @@ def table(rows: list[dict[str, Any]], budget: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = benchmark_parser("transfer", __doc__, json=True, seeds="0-9", workers=True)
     parser.add_argument("--problems", default="hartmann6,digits-mlp", help=f"comma-separated, from {', '.join(PROBLEMS)}")
     parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated, from " + ", ".join(ROWS))
     parser.add_argument("--budget", type=int, default=30, help="evaluations of the current task per run")
     parser.add_argument("--related-budget", type=int, default=30, help="evaluations of the earlier search")
-    parser.add_argument("--seeds", type=seed_list, default="0-9")
-    parser.add_argument("--workers", type=int, default=1, help="runs at once, each in its own process")
-    parser.add_argument("--json", help="write results here (rewritten as each run ends)")
     args = parser.parse_args(argv)
     problems, rows = args.problems.split(","), args.rows.split(",")
     unknown = [r for r in rows if r.partition("@")[0] not in ROWS]
