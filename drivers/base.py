@@ -130,18 +130,19 @@ class Driver(abc.ABC):
     # scheduler then applies its own default).
     default_time_limit: ClassVar[float | None] = None
 
-    def __init__(self, options: Mapping[str, Any], state_dir: Path):
+    def __init__(self, options: Mapping[str, Any], state_dir: Path, warning: float | None = None,
+                 max_concurrent: int | None = None):
         self.validate_options(options)
         self.config = dict(options)
         self.state_dir = Path(state_dir)
         limit = options.get("time-limit", self.default_time_limit)  # an explicit null: no limit
         self.time_limit: float | None = None if limit is None else parse_duration("driver.time-limit", limit)
-        # Seconds before the time limit at which a job is warned (SIGUSR1 to its runner), set from
+        # Seconds before the time limit at which a job is warned (SIGUSR1 to its runner), from
         # the experiment's "resume" key (spearmint_nn.experiment.resume); None: no warning.
-        self.warning: float | None = None
-        # The experiment's max-concurrent, set by the daemon: a job array is told to run no more
-        # tasks at once (None: not told, as for a driver made outside a daemon).
-        self.max_concurrent: int | None = None
+        self.warning = warning
+        # The experiment's max-concurrent: a job array is told to run no more tasks at once
+        # (None: not told, as for a driver made outside a daemon).
+        self.max_concurrent = max_concurrent
 
     # The most jobs the daemon hands to one submit_many call. 1 (the default): one job at a
     # time, asking has_room before each, as a driver with slots of its own needs.

@@ -299,8 +299,9 @@ class BatchDriver(Driver):
     task_in_path: ClassVar[str] = ""
     task_separator: ClassVar[str] = ""
 
-    def __init__(self, options: Mapping[str, Any], state_dir: Path):
-        super().__init__(options, state_dir)
+    def __init__(self, options: Mapping[str, Any], state_dir: Path, warning: float | None = None,
+                 max_concurrent: int | None = None):
+        super().__init__(options, state_dir, warning, max_concurrent)
         self.max_batch = int(options.get("array-size", DEFAULT_ARRAY_SIZE))
         self.setup: list[str] = list(options.get("setup", []))
         self.extra_args: list[str] = list(options.get("extra-args", []))

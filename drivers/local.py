@@ -122,8 +122,9 @@ class LocalDriver(Driver):
     result_grace_s = 0.0  # a local job's result file is complete before its process exits
     default_time_limit = DEFAULT_TIME_LIMIT_S
 
-    def __init__(self, options: Mapping[str, Any], state_dir: Path):
-        super().__init__(options, state_dir)
+    def __init__(self, options: Mapping[str, Any], state_dir: Path, warning: float | None = None,
+                 max_concurrent: int | None = None):
+        super().__init__(options, state_dir, warning, max_concurrent)
         self._children: dict[str, subprocess.Popen] = {}
         self._timed_out: set[str] = set()
         self._warned: set[str] = set()

@@ -22,7 +22,7 @@ from typing import Callable
 
 from .daemon.driving import make_driver
 from .daemon.job_ends import JobEnds
-from .daemon.loop import Daemon
+from .daemon.build import build_daemon
 from .daemon.reporting import Reporter
 from .daemon.summaries import job_table, write_summaries
 from .errors import ConfigError, DaemonError
@@ -45,7 +45,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.experiment, driver_override=args.driver)
     progress = DaemonProgress(config)  # live line on a terminal, plain progress lines elsewhere
     try:
-        return Daemon(config, cancel_on_exit=args.cancel_on_exit, on_start=progress.attach).run()
+        return build_daemon(config, cancel_on_exit=args.cancel_on_exit, on_start=progress.attach).run()
     finally:
         progress.close()
 

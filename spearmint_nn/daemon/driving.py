@@ -12,10 +12,11 @@ from .reporting import Reporter
 
 
 def make_driver(config: ExperimentConfig) -> Driver:
-    driver = driver_class(config.driver_name)(config.driver_options, config.paths.state)
-    driver.warning = config.resume.warning if config.resume is not None else None
-    driver.max_concurrent = config.max_concurrent  # (a job array runs no more tasks at once)
-    return driver
+    """The config's driver, with the warning before the time limit that its ``resume`` key asks
+    for, and its max-concurrent (a job array runs no more tasks at once)."""
+    return driver_class(config.driver_name)(config.driver_options, config.paths.state,
+                                            warning=config.resume.warning if config.resume is not None else None,
+                                            max_concurrent=config.max_concurrent)
 
 
 def cancel_requests(store: Store, reporter: Reporter) -> list[list[int]]:

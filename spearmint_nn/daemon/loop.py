@@ -25,33 +25,28 @@ back or recorded as a wrapper bug by :class:`~spearmint_nn.daemon.before_success
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import threading
 import time
-from typing import Any, Callable, Mapping, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..experiment.config import LIVE_KEYS, ExperimentConfig, load_config
-from ..errors import ConfigError
 from ..drivers.base import PollError
-from .proposer import PROPOSER_JOIN_SECONDS, Proposer, make_optimizer
-from .reporting import Reporter
+from ..errors import ConfigError
+from ..experiment.config import LIVE_KEYS, ExperimentConfig, load_config
 from ..experiment.jobs import AWAITING_RESULT, SCHEDULER_FAILURES, JobState, best_job, counts_text
 from ..experiment.lock import LOST_EXIT, hold_for_daemon, lost_line
 from ..experiment.results import JobResult
 from ..experiment.store import Store
-from .driving import cancel_requests, make_driver
-from .job_ends import JobEnds
-from .stopping import StopSignals
-from .site_limits import SiteLimits
-from .submitter import Submitter
-from .summaries import SummaryWriter
 from . import reattempts
-from .late_results import LateResults
-from .progress_reports import ProgressReports
-from .early_stopping import EarlyStopping
-from .wrapper_check import check_wrapper_before_jobs
+from .driving import cancel_requests
 from .file_events import watch
+from .proposer import PROPOSER_JOIN_SECONDS, Proposer
+from .reporting import Reporter
+from .stopping import StopSignals
+from .wrapper_check import check_wrapper_before_jobs
+
+if TYPE_CHECKING:  # the builder imports this module to make the daemon it builds
+    from .build import DaemonParts
 
 # Points asked of the optimizer at once. The GP proposes them one after another (~1 s each), so
 # 800 free slots asked in one call would start no job for minutes; in chunks the first jobs start
@@ -82,26 +77,20 @@ def _params_problem(config: ExperimentConfig, params: Any) -> str | None:
 class Daemon:
     """``spearmint-nn run``: see the module docstring. Build, then :meth:`run` (returns an exit code)."""
 
-    def __init__(self, config: ExperimentConfig, cancel_on_exit: bool = False, stream: TextIO | None = None,
+    def __init__(self, parts: "DaemonParts", cancel_on_exit: bool = False,
                  on_start: Callable[[Reporter, Store], None] | None = None):
-        self.config, self.paths = config, config.paths
+        self.config, self.paths = parts.config, parts.config.paths
         self.cancel_on_exit = cancel_on_exit
-        self._stream = stream
         self._on_start = on_start  # called with the reporter and the store, e.g. by a live progress line
-        # Built first: an option the optimizer rejects is a config error, before anything is written.
-        self.optimizer = make_optimizer(config)
-        self.driver = make_driver(config)
-        self.store = Store(self.paths)
-        self.summaries = SummaryWriter(self.store, config)
-        self.reporter: Reporter | None = None
+        self.optimizer, self.driver, self.store = parts.optimizer, parts.driver, parts.store
+        self.reporter, self.summaries = parts.reporter, parts.summaries
+        self._submitter, self._site_limits = parts.submitter, parts.site_limits
+        self._curves, self._early, self._late = parts.curves, parts.early_stopping, parts.late_results
+        self._ends = parts.ends
         self._proposer: Proposer | None = None
         self._wake = threading.Event()
         self._stop = StopSignals(self._wake)  # SIGINT/SIGTERM, and SIGUSR1 before a batch job's time limit
         self._ended_seen: dict[int, float] = {}     # job id -> when the driver first said "ended"
-        # Only jobs this run submitted (its submitted_here) count toward a streak: after a fix,
-        # the failures of jobs the stopped run left in flight must not stop the new run again.
-        self._submitter: Submitter | None = None
-        self._late = LateResults(self.store)  # jobs failed without a result file, until it comes
         # Points for the next free slots, (params as in a job file, job-file fields): no job file
         # until a slot takes one, so a killed daemon loses and repeats nothing.
         self._ready: list[tuple[dict[str, list], dict[str, Any]]] = []
@@ -116,6 +105,7 @@ class Daemon:
             return self._run()
         finally:
             self._stop.restore()
+            self.reporter.close()  # (it took over the package's logger when it was built)
 
     def _run(self) -> int:
         warning = check_wrapper_before_jobs(self.config, self.driver)  # before anything is written
@@ -123,11 +113,7 @@ class Daemon:
         lock = self._lock = hold_for_daemon(self.paths, lambda: (self.config.polling_time, self.config[
             "daemon-heartbeat-timeout"]), self._wake.set)  # spearmint_nn.experiment.lock
         self.store.create_dirs()
-        self.reporter = Reporter(self.paths.log, self._stream)
-        self._submitter = Submitter(self.config, self.driver, self.store, self.reporter)
-        self._site_limits = SiteLimits(self.paths, self.reporter, self.driver.name)
-        self._curves = ProgressReports(self.store, self.reporter)  # the running jobs' learning curves
-        self._early = EarlyStopping(self.config, self._curves.curve)
+        self._site_limits.forget_previous()
         for line in (warning, lock.took_over):  # a wrapper to fix; a daemon elsewhere taken for dead
             if line is not None:
                 self.reporter.event("warning", line)
@@ -137,8 +123,7 @@ class Daemon:
         self._proposer = Proposer(self.optimizer, self.reporter, self._wake, noisy=noisy,
                                   warpings_file=self.paths.warpings, picture_file=self.paths.model_picture,
                                   related_file=self.paths.related)
-        self._ends = JobEnds(self.config, self.store, self.driver, self.reporter, self._curves, self.summaries,
-                             self._proposer.observe, self._submitter.submitted_here)
+        self._ends.tell = self._proposer.observe  # the model listens from now on
         observer = None
         try:
             self._load()
@@ -152,7 +137,6 @@ class Daemon:
             if observer is not None:
                 observer.stop()
             self._proposer.close()
-            self.reporter.close()
             lock.release()
 
     def _load(self) -> None:

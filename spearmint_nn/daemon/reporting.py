@@ -44,7 +44,9 @@ class Reporter:
         formatter = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
         self._handlers: list[logging.Handler] = [_ConsoleHandler(self)]
         if log_file is not None:
-            self._handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+            # delay: the file is opened at the first line, so a daemon built but not yet holding
+            # the folder writes nothing to it (spearmint_nn.daemon.build)
+            self._handlers.append(logging.FileHandler(log_file, encoding="utf-8", delay=True))
         for handler in self._handlers:
             handler.setFormatter(formatter)
             self._logger.addHandler(handler)

@@ -85,7 +85,11 @@ class SiteLimits:
         self._retry_at = 0.0           # time.monotonic() before which nothing is submitted
         self._probe_at = 0.0           # time.monotonic() from which one more than the target is tried
         self._said_queued = False      # the line about jobs queued for a limit: once per daemon
-        self.paths.site_limit.unlink(missing_ok=True)  # a stopped daemon's: no longer known to hold
+
+    def forget_previous(self) -> None:
+        """Remove the file a stopped daemon left: its limit is no longer known to hold (called
+        once the daemon holds the folder)."""
+        self.paths.site_limit.unlink(missing_ok=True)
 
     def target(self, max_concurrent: int, in_flight: int, now: float | None = None) -> int:
         """Jobs the daemon aims to have in flight, ``in_flight`` being there now: ``max_concurrent``,

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from spearmint_nn.experiment.config import load_config
+from spearmint_nn.daemon.build import build_daemon
 from spearmint_nn.daemon.loop import Daemon
 from spearmint_nn.drivers.base import JobSpec, JobStatus, PollError, SchedulerState, SubmitError
 from spearmint_nn.drivers.local import LocalDriver
@@ -133,9 +134,7 @@ def run_daemon_keeping(folder: Path, driver: Any = None, timeout_s: float = 120.
                        **daemon_kwargs: Any) -> tuple[int, str, Daemon]:
     """:func:`run_daemon`, giving back the daemon too (a test can ask its optimizer what it was shown)."""
     console = io.StringIO()
-    daemon = Daemon(load_config(folder), stream=console, **daemon_kwargs)
-    if driver is not None:
-        daemon.driver = driver
+    daemon = build_daemon(load_config(folder), driver, stream=console, **daemon_kwargs)
     timer = threading.Timer(timeout_s, os.kill, (os.getpid(), signal.SIGTERM))
     timer.start()
     try:

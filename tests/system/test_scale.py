@@ -18,9 +18,10 @@ import numpy as np
 import torch
 
 from spearmint_nn.search.acquisition import LogExpectedImprovement, condition_on_pending
-from spearmint_nn.benchmarks.daemon_scale import generate_jobs, make_experiment
-from spearmint_nn.benchmarks.functions import FUNCTIONS
+from experiments.benchmarks.daemon_scale import generate_jobs, make_experiment
+from experiments.benchmarks.functions import FUNCTIONS
 from spearmint_nn.experiment.config import load_config
+from spearmint_nn.daemon.build import build_daemon
 from spearmint_nn.daemon.loop import Daemon
 from spearmint_nn.daemon.proposer import Proposer
 from spearmint_nn.daemon.reporting import Reporter
@@ -57,7 +58,7 @@ def test_daemon_events_touch_only_the_changed_jobs_with_10000_finished(tmp_path)
     folder = make_experiment(tmp_path / "exp", (0.4, 0.4), **{
         "max-finished-jobs": N_FINISHED + new_jobs, "max-concurrent": 4, "polling-time": 0.3})
     generate_jobs(folder, N_FINISHED)
-    daemon = Daemon(load_config(folder), stream=io.StringIO())
+    daemon = build_daemon(load_config(folder), stream=io.StringIO())
 
     polls: list[tuple[list[str], set[str]]] = []
     real_poll = daemon.driver.poll

@@ -191,8 +191,7 @@ def test_the_warning_waits_until_the_job_handles_it(tmp_path):
               "time.sleep(2.5)\n")
     spec = JobSpec(job_id=1, command=[sys.executable, "-c", script], workdir=tmp_path, stdout=tmp_path / "o",
                    stderr=tmp_path / "e", script_path=tmp_path / "s", name="w")
-    driver = LocalDriver({"time-limit": 10}, tmp_path)
-    driver.warning = 9.5  # due 0.5 s after the start
+    driver = LocalDriver({"time-limit": 10}, tmp_path, warning=9.5)  # due 0.5 s after the start
     sid = driver.submit(spec)
     while not (status := driver.poll([sid])[sid]).state.finished:
         time.sleep(0.1)

@@ -185,8 +185,7 @@ def test_jobs_submitted_together_are_one_qsub(tmp_path, monkeypatch):
     specs = [spec_for(tmp_path, job_id=i, stdout=state / "output" / f"{i:06d}.out",
                       stderr=state / "output" / f"{i:06d}.err", script_path=state / "scripts" / f"{i:06d}.sh",
                       name=f"e-{i}") for i in (4, 5, 6)]
-    driver = SgeDriver({}, state)
-    driver.max_concurrent = 8
+    driver = SgeDriver({}, state, max_concurrent=8)
     assert driver.submit_many(specs) == ["316.1", "316.2", "316.3"]
     argv = calls.read_text().splitlines()
     assert " ".join(argv).count("-t 1-3 -tc 3") == 1 and argv[argv.index("-N") + 1] == "e-4-array"

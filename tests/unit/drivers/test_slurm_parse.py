@@ -301,8 +301,7 @@ def test_jobs_submitted_together_are_one_sbatch_whose_script_runs_each_tasks_job
     specs = [spec_for(tmp_path, job_id=i, command=["echo", f"job {i}", "it's"], workdir=tmp_path,
                       stdout=state / "output" / f"{i:06d}.out", stderr=state / "output" / f"{i:06d}.err",
                       script_path=state / "scripts" / f"{i:06d}.sh", name=f"e-{i}") for i in (5, 6, 8)]
-    driver = SlurmDriver({"name-prefix": "p-", "setup": ["echo setup"]}, state)
-    driver.max_concurrent = 2
+    driver = SlurmDriver({"name-prefix": "p-", "setup": ["echo setup"]}, state, max_concurrent=2)
     assert driver.submit_many(specs) == ["366_0", "366_1", "366_2"]
     argv = calls.read_text().splitlines()
     assert "--array=0-2%2" in argv and argv[argv.index("--job-name") + 1] == "p-e-5-array"

@@ -95,15 +95,14 @@ def _spec(tmp_path):
 def test_slurm_asks_for_the_warning_on_the_batch_shell(tmp_path):
     driver = SlurmDriver({"time-limit": "00:10:00"}, tmp_path)
     assert "--signal" not in driver.submit_argv(_spec(tmp_path), "x", driver.time_limit)
-    driver.warning = 90.5
+    driver = SlurmDriver({"time-limit": "00:10:00"}, tmp_path, warning=90.5)
     argv = driver.submit_argv(_spec(tmp_path), "x", driver.time_limit)
     assert argv[argv.index("--signal") + 1] == "B:USR1@91"
     assert argv[argv.index("--time") + 1] == "00:10:00"
 
 
 def test_grid_engine_asks_for_a_soft_limit_before_the_hard_one(tmp_path):
-    driver = SgeDriver({"time-limit": "01:00:00"}, tmp_path)
-    driver.warning = 120
+    driver = SgeDriver({"time-limit": "01:00:00"}, tmp_path, warning=120)
     argv = driver.submit_argv(_spec(tmp_path), "x", driver.time_limit)
     limits = [argv[i + 1] for i, word in enumerate(argv) if word == "-l"]
     assert limits == ["h_rt=01:00:00", "s_rt=00:58:00"]

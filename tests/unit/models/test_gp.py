@@ -9,7 +9,7 @@ import scipy.special
 import scipy.stats
 import torch
 
-from spearmint_nn.benchmarks.functions import FUNCTIONS
+from experiments.benchmarks.functions import FUNCTIONS
 from spearmint_nn.models.base import Surrogate
 from spearmint_nn.models.gp import GP, GPCapacityError, _TrainingCorrelation
 from spearmint_nn.models.gp_posterior import robust_cholesky

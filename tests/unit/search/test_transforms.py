@@ -4,7 +4,7 @@ import pytest
 
 from scipy import stats
 
-from spearmint_nn.benchmarks.functions import FUNCTIONS
+from experiments.benchmarks.functions import FUNCTIONS
 from spearmint_nn.search.transforms import (LOG_SHIFT_FRACTION, MIN_DELTA_FRACTION, OUTPUT_TRANSFORMS, LogShift, Standardise,
                                      SymmetryChosen, YeoJohnson)
 

@@ -1,0 +1,81 @@
+"""The daemon's parts, built in one place from the config: the daemon is handed them.
+
+Everything here is built before the daemon holds the experiment folder, so nothing built may
+write to it: the reporter opens ``daemon.log`` at its first line (after the lock is taken), and
+the site limits forget a stopped daemon's file only when told to. Two parts are made by the
+daemon at its start instead, because they act as soon as they exist: the proposal thread
+(:class:`~spearmint_nn.daemon.proposer.Proposer`, which owns the optimizer from then on and
+writes the related experiments' summary) and the heartbeat lock.
+
+A test or a tool hands in its own driver (one that injects faults, or counts calls) with
+``driver``: the daemon uses whatever driver it is handed, with the config's settings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, TextIO
+
+from ..drivers.base import Driver
+from ..experiment.config import ExperimentConfig
+from ..experiment.store import Store
+from .driving import make_driver
+from .early_stopping import EarlyStopping
+from .job_ends import JobEnds
+from .late_results import LateResults
+from .loop import Daemon
+from .progress_reports import ProgressReports
+from .proposer import make_optimizer
+from .reporting import Reporter
+from .site_limits import SiteLimits
+from .submitter import Submitter
+from .summaries import SummaryWriter
+
+if TYPE_CHECKING:  # the optimizer's module loads torch: imported by make_optimizer when one is built
+    from ..search.optimizer import Optimizer
+
+
+@dataclass
+class DaemonParts:
+    """What a :class:`~spearmint_nn.daemon.loop.Daemon` runs with; see the module docstring."""
+
+    config: ExperimentConfig
+    optimizer: "Optimizer"
+    driver: Driver
+    store: Store
+    reporter: Reporter
+    summaries: SummaryWriter
+    submitter: Submitter
+    site_limits: SiteLimits
+    curves: ProgressReports          # the running jobs' learning curves, read at each poll
+    early_stopping: EarlyStopping    # the policy that decides which running jobs to stop
+    late_results: LateResults        # jobs failed without a result file, until it comes
+    ends: JobEnds                    # the one place where a job ends
+
+
+def build_parts(config: ExperimentConfig, driver: Driver | None = None, stream: TextIO | None = None) -> DaemonParts:
+    """The daemon's parts for ``config`` (``driver``: one to use instead of the config's;
+    ``stream``: where console lines go, stderr by default). Raises ConfigError for a setting
+    the optimizer rejects, before anything is written."""
+    # The optimizer first: an option it rejects is a config error before anything else is made.
+    optimizer = make_optimizer(config)
+    driver = make_driver(config) if driver is None else driver
+    store = Store(config.paths)
+    reporter = Reporter(config.paths.log, stream)
+    summaries = SummaryWriter(store, config)
+    submitter = Submitter(config, driver, store, reporter)
+    curves = ProgressReports(store, reporter)
+    return DaemonParts(
+        config=config, optimizer=optimizer, driver=driver, store=store, reporter=reporter, summaries=summaries,
+        submitter=submitter, site_limits=SiteLimits(config.paths, reporter, driver.name), curves=curves,
+        early_stopping=EarlyStopping(config, curves.curve), late_results=LateResults(store),
+        # the model listens once the proposal thread is started (Daemon.run); only jobs this
+        # daemon submitted count toward a streak of identical failures
+        ends=JobEnds(config, store, driver, reporter, curves, summaries, submitted_here=submitter.submitted_here))
+
+
+def build_daemon(config: ExperimentConfig, driver: Driver | None = None, stream: TextIO | None = None,
+                 cancel_on_exit: bool = False,
+                 on_start: Callable[[Reporter, Store], None] | None = None) -> Daemon:
+    """``spearmint-nn run``'s daemon for ``config``: its parts built (:func:`build_parts`), then
+    :meth:`Daemon.run <spearmint_nn.daemon.loop.Daemon.run>` (returns an exit code)."""
+    return Daemon(build_parts(config, driver, stream), cancel_on_exit=cancel_on_exit, on_start=on_start)
