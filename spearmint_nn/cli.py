@@ -5,7 +5,7 @@ Adding a subcommand: write ``cmd_<name>(args) -> int`` and register it with its 
 without locks, driver broken), 2 bad config or bad arguments (nothing written), 3 the daemon
 stopped because another daemon took its folder over or its state folder was deleted or replaced
 (:data:`~spearmint_nn.experiment.lock.LOST_EXIT`), 75 ``run`` stopped by the warning before its
-batch job's time limit, to be run again (:mod:`spearmint_nn.daemon.stopping`), 141 the reader of stdout went away
+batch job's time limit, to be run again (:mod:`spearmint_nn.daemon.signals`), 141 the reader of stdout went away
 (``report DIR | head``), as a shell reports for a Unix tool that SIGPIPE ended.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Callable
 from .daemon.driving import make_driver
 from .daemon.job_ends import JobEnds
 from .daemon.build import build_daemon
-from .daemon.reporting import Reporter
+from .daemon.event_log import EventLog
 from .daemon.summaries import job_table, write_summaries
 from .errors import ConfigError, DaemonError
 from .experiment.config import ExperimentConfig, load_config, read_json_strict
@@ -129,7 +129,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         atomic_write_json(request, {"ids": list(args.jobs) if args.jobs else "all"})
         print(f"asked the daemon to cancel {'jobs ' + ' '.join(map(str, args.jobs)) if args.jobs else 'all jobs'} ({exc})")
         return 0
-    reporter = Reporter(paths.log)
+    reporter = EventLog(paths.log)
     try:
         store = Store(paths).load_all(repair=True)
         ids = args.jobs or [j.id for j in store.jobs((JobState.PENDING, JobState.RUNNING))]

@@ -25,7 +25,7 @@ from .late_results import LateResults
 from .loop import Daemon
 from .progress_reports import ProgressReports
 from .proposer import make_optimizer
-from .reporting import Reporter
+from .event_log import EventLog
 from .site_limits import SiteLimits
 from .submitter import Submitter
 from .summaries import SummaryWriter
@@ -42,7 +42,7 @@ class DaemonParts:
     optimizer: "Optimizer"
     driver: Driver
     store: Store
-    reporter: Reporter
+    reporter: EventLog
     summaries: SummaryWriter
     submitter: Submitter
     site_limits: SiteLimits
@@ -60,7 +60,7 @@ def build_parts(config: ExperimentConfig, driver: Driver | None = None, stream: 
     optimizer = make_optimizer(config)
     driver = make_driver(config) if driver is None else driver
     store = Store(config.paths)
-    reporter = Reporter(config.paths.log, stream)
+    reporter = EventLog(config.paths.log, stream)
     summaries = SummaryWriter(store, config)
     submitter = Submitter(config, driver, store, reporter)
     curves = ProgressReports(store, reporter)
@@ -75,7 +75,7 @@ def build_parts(config: ExperimentConfig, driver: Driver | None = None, stream: 
 
 def build_daemon(config: ExperimentConfig, driver: Driver | None = None, stream: TextIO | None = None,
                  cancel_on_exit: bool = False,
-                 on_start: Callable[[Reporter, Store], None] | None = None) -> Daemon:
+                 on_start: Callable[[EventLog, Store], None] | None = None) -> Daemon:
     """``spearmint-nn run``'s daemon for ``config``: its parts built (:func:`build_parts`), then
     :meth:`Daemon.run <spearmint_nn.daemon.loop.Daemon.run>` (returns an exit code)."""
     return Daemon(build_parts(config, driver, stream), cancel_on_exit=cancel_on_exit, on_start=on_start)

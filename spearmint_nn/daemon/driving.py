@@ -8,7 +8,7 @@ from ..experiment.config import ExperimentConfig
 from ..experiment.jobs import JobState
 from ..experiment.store import Store
 from ..files import read_json
-from .reporting import Reporter
+from .event_log import EventLog
 
 
 def make_driver(config: ExperimentConfig) -> Driver:
@@ -19,7 +19,7 @@ def make_driver(config: ExperimentConfig) -> Driver:
                                             max_concurrent=config.max_concurrent)
 
 
-def cancel_requests(store: Store, reporter: Reporter) -> list[list[int]]:
+def cancel_requests(store: Store, reporter: EventLog) -> list[list[int]]:
     """The jobs that the CLI's files ``requests/cancel-*.json`` name (``{"ids": [...]}`` or
     ``{"ids": "all"}``, all pending and running jobs), one list a file, removing each file once
     read; :meth:`JobEnds.cancel <spearmint_nn.daemon.job_ends.JobEnds.cancel>` cancels them."""

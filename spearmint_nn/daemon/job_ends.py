@@ -53,7 +53,7 @@ from . import reattempts
 from .before_success import FailuresBeforeSuccess
 from .early_stopping import Stop
 from .progress_reports import ProgressReports
-from .reporting import Reporter
+from .event_log import EventLog
 from .summaries import SummaryWriter
 
 # How the model is told a job's outcome: (job id, params of the current variables, the values or
@@ -71,7 +71,7 @@ class JobEnds:
     new one again.
     """
 
-    def __init__(self, config: ExperimentConfig, store: Store, driver: Driver, reporter: Reporter,
+    def __init__(self, config: ExperimentConfig, store: Store, driver: Driver, reporter: EventLog,
                  curves: ProgressReports | None = None, summaries: SummaryWriter | None = None,
                  tell: Tell | None = None, submitted_here: Collection[int] = ()):
         self.config, self.store, self.driver, self.reporter = config, store, driver, reporter

@@ -5,11 +5,11 @@ a file event in ``results/``, ``jobs/pending/`` or ``requests/``
 (:mod:`~spearmint_nn.daemon.file_events`, the fast path on one machine), the periodic driver
 poll every ``polling-time`` seconds (what guarantees progress on NFS, where inotify misses other
 machines' writes), a finished proposal, or a stop signal
-(:mod:`~spearmint_nn.daemon.stopping`). Each wake handles everything that is ready at once, so
+(:mod:`~spearmint_nn.daemon.signals`). Each wake handles everything that is ready at once, so
 ten jobs finishing together are ten records and one refit.
 
 Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Proposer`); every
-event is one plain line through :class:`~spearmint_nn.daemon.reporting.Reporter` (console and
+event is one plain line through :class:`~spearmint_nn.daemon.event_log.EventLog` (console and
 ``daemon.log``); the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`;
 jobs are handed to the driver, and failed submissions retried, by
 :class:`~spearmint_nn.daemon.submitter.Submitter`, as many as the site's limits let in
@@ -41,8 +41,8 @@ from . import reattempts
 from .driving import cancel_requests
 from .file_events import watch
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer
-from .reporting import Reporter
-from .stopping import StopSignals
+from .event_log import EventLog
+from .signals import StopSignals
 from .wrapper_check import check_wrapper_before_jobs
 
 if TYPE_CHECKING:  # the builder imports this module to make the daemon it builds
@@ -78,7 +78,7 @@ class Daemon:
     """``spearmint-nn run``: see the module docstring. Build, then :meth:`run` (returns an exit code)."""
 
     def __init__(self, parts: "DaemonParts", cancel_on_exit: bool = False,
-                 on_start: Callable[[Reporter, Store], None] | None = None):
+                 on_start: Callable[[EventLog, Store], None] | None = None):
         self.config, self.paths = parts.config, parts.config.paths
         self.cancel_on_exit = cancel_on_exit
         self._on_start = on_start  # called with the reporter and the store, e.g. by a live progress line
@@ -393,7 +393,7 @@ class Daemon:
             # a site may take fewer than the array's jobs (SLURM counts each of its tasks against
             # MaxSubmitJobs): one at a time, until the site refuses one
             return any(self._submit(job_id) for job_id in outcome.site_limited.job_ids)
-        return self._site_limits.after_submit(outcome, self.store, self.config.max_concurrent)
+        return self._site_limits.after_submit(outcome, self.store.counts()["running"], self.config.max_concurrent)
 
     # -- results -----------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from typing import Any
 from ..experiment.curves import Report, curve_summary, read_curve, read_since, report_names
 from ..experiment.jobs import JobState
 from ..experiment.store import Store
-from .reporting import Reporter
+from .event_log import EventLog
 
 
 @dataclass
@@ -42,7 +42,7 @@ class _Reading:
 class ProgressReports:
     """The running jobs' curves, read at each poll (see the module docstring)."""
 
-    def __init__(self, store: Store, reporter: Reporter):
+    def __init__(self, store: Store, reporter: EventLog):
         self.store, self.reporter = store, reporter
         self._readings: dict[int, _Reading] = {}
 

@@ -19,7 +19,7 @@ from ..experiment.config import ExperimentConfig, search_settings
 from ..experiment.related import read_related_folders
 from ..errors import DaemonError
 from ..files import atomic_write_bytes
-from .reporting import Reporter
+from .event_log import EventLog
 
 if TYPE_CHECKING:  # the optimizer imports torch: only `run` pays for it, not status/report/cancel
     from ..search.optimizer import Optimizer
@@ -58,7 +58,7 @@ class Proposer:
     (``Optimizer.related_summary``) is written at the start and after each refit, when there are any.
     """
 
-    def __init__(self, optimizer: "Optimizer", reporter: Reporter, wake: threading.Event, noisy: bool = False,
+    def __init__(self, optimizer: "Optimizer", reporter: EventLog, wake: threading.Event, noisy: bool = False,
                  warpings_file: Path | None = None, picture_file: Path | None = None,
                  related_file: Path | None = None):
         self._optimizer, self._reporter, self._wake = optimizer, reporter, wake

@@ -43,9 +43,8 @@ from typing import Any, Iterable, Sequence
 
 from ..drivers.base import JobStatus
 from ..experiment.layout import ExperimentPaths
-from ..experiment.store import Store
 from ..files import atomic_write_json
-from .reporting import Reporter
+from .event_log import EventLog
 from .submitter import SubmitOutcome
 
 RETRY_S = 2.0          # no submission for this long after a refusal, doubling with each in a row
@@ -75,7 +74,7 @@ class Queued:
 class SiteLimits:
     """The in-flight target under the site's limits (see the module docstring)."""
 
-    def __init__(self, paths: ExperimentPaths, reporter: Reporter, driver_name: str):
+    def __init__(self, paths: ExperimentPaths, reporter: EventLog, driver_name: str):
         self.paths, self.reporter, self.driver_name = paths, reporter, driver_name
         self.held: Held | None = None
         self.queued: Queued | None = None
@@ -142,10 +141,10 @@ class SiteLimits:
             self._probe_at = 0.0
         self._write()
 
-    def after_submit(self, outcome: SubmitOutcome, store: Store, max_concurrent: int) -> bool:
+    def after_submit(self, outcome: SubmitOutcome, in_flight: int, max_concurrent: int) -> bool:
         """Take in what :meth:`Submitter.submit <spearmint_nn.daemon.submitter.Submitter.submit>`
-        came to; True when the site refused its jobs for a limit."""
-        in_flight = store.counts()["running"]
+        came to, ``in_flight`` of the experiment's jobs submitted now; True when the site refused
+        its jobs for a limit."""
         if outcome.site_limited is not None:
             limited = outcome.site_limited
             self.refused(limited.job_ids, in_flight, limited.message, max_concurrent)

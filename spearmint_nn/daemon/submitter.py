@@ -24,7 +24,7 @@ from ..experiment.config import ExperimentConfig
 from ..experiment.jobs import JobState
 from ..experiment.store import Store
 from ..runner import command_for
-from .reporting import Reporter
+from .event_log import EventLog
 
 SUBMIT_RETRY_S = 2.0           # wait before the first resubmission after a transient submit error
 SUBMIT_RETRY_MAX_S = 600.0     # the wait doubles per failed attempt up to this
@@ -139,7 +139,7 @@ class Submitter:
     job is submitted again.
     """
 
-    def __init__(self, config: ExperimentConfig, driver: Driver, store: Store, reporter: Reporter):
+    def __init__(self, config: ExperimentConfig, driver: Driver, store: Store, reporter: EventLog):
         self.config, self.driver, self.store, self.reporter = config, driver, store, reporter
         self.retries = SubmitRetries(driver.name)
         self.submitted_here: set[int] = set()  # jobs this daemon submitted (a streak counts only those)

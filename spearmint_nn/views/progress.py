@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
-from ..daemon.reporting import Reporter
+from ..daemon.event_log import EventLog
 from ..daemon.summaries import SUMMARY_TIME_SHARE, TimeShare
 from ..experiment.config import ExperimentConfig
 from ..experiment.store import Store
@@ -131,7 +131,7 @@ def _is_terminal(stream: TextIO) -> bool:
 
 
 class DaemonProgress:
-    """The progress display of ``spearmint-nn run``, hooked into the daemon's :class:`Reporter`.
+    """The progress display of ``spearmint-nn run``, hooked into the daemon's :class:`EventLog`.
 
     Build it with the config, hand :meth:`attach` to the daemon (called with its reporter and
     its in-memory store once they exist), and :meth:`close` it when the daemon returns.
@@ -150,7 +150,7 @@ class DaemonProgress:
         self._stream = stream if stream is not None else sys.stdout
         self.interactive = _is_terminal(self._stream) if interactive is None else interactive
         self.live = LiveLine(self._stream) if self.interactive else None
-        self._reporter: Reporter | None = None
+        self._reporter: EventLog | None = None
         self._store: Store | None = None
         self._owner: int | None = None
         self._refit_s: float | None = None
@@ -159,7 +159,7 @@ class DaemonProgress:
         # the event itself. Limited to a share of the time, one update then covers several events.
         self._limit = TimeShare(time_share)
 
-    def attach(self, reporter: Reporter, store: Store) -> None:
+    def attach(self, reporter: EventLog, store: Store) -> None:
         self._reporter, self._store, self._owner = reporter, store, threading.get_ident()
         if self.live is not None:
             reporter.console = self.live.above

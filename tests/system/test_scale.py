@@ -24,7 +24,7 @@ from spearmint_nn.experiment.config import load_config
 from spearmint_nn.daemon.build import build_daemon
 from spearmint_nn.daemon.loop import Daemon
 from spearmint_nn.daemon.proposer import Proposer
-from spearmint_nn.daemon.reporting import Reporter
+from spearmint_nn.daemon.event_log import EventLog
 from spearmint_nn.daemon import summaries as summaries_module
 from spearmint_nn.daemon.summaries import SummaryWriter
 from spearmint_nn.models.dngo import DNGO
@@ -177,7 +177,7 @@ def test_completions_are_recorded_while_the_proposer_is_busy():
 
     optimizer = SlowOptimizer()
     wake = threading.Event()
-    proposer = Proposer(optimizer, Reporter(None, io.StringIO()), wake)
+    proposer = Proposer(optimizer, EventLog(None, io.StringIO()), wake)
     try:
         proposer.request(2, [])
         assert entered.wait(5) and proposer.busy

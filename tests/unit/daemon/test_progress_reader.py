@@ -10,7 +10,7 @@ import io
 import pytest
 
 from spearmint_nn.daemon.progress_reports import ProgressReports
-from spearmint_nn.daemon.reporting import Reporter
+from spearmint_nn.daemon.event_log import EventLog
 from spearmint_nn.experiment.curves import Report
 from spearmint_nn.experiment.jobs import JobState
 from spearmint_nn.experiment.layout import ExperimentPaths
@@ -28,7 +28,7 @@ def store(tmp_path) -> Store:
 @pytest.fixture
 def console():
     stream = io.StringIO()
-    reporter = Reporter(None, stream)
+    reporter = EventLog(None, stream)
     yield reporter, stream
     reporter.close()
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from spearmint_nn.daemon import site_limits
-from spearmint_nn.daemon.reporting import Reporter
+from spearmint_nn.daemon.event_log import EventLog
 from spearmint_nn.daemon.site_limits import LOWER_AFTER, PROBE_FIRST_S, RETRY_S, SiteLimits
 from spearmint_nn.drivers.base import JobStatus, SchedulerState
 from spearmint_nn.experiment.layout import ExperimentPaths
@@ -21,7 +21,7 @@ def limits(tmp_path):
     paths = ExperimentPaths(tmp_path)
     paths.state.mkdir()
     console = io.StringIO()
-    reporter = Reporter(None, console)
+    reporter = EventLog(None, console)
     limits = SiteLimits(paths, reporter, "slurm")
     limits.console = console  # what the daemon printed, for the tests
     yield limits
@@ -119,7 +119,7 @@ def test_jobs_queued_for_a_limit_are_said_once_and_shown_while_they_wait(limits)
 def test_a_new_daemon_removes_the_file_a_stopped_one_left(limits):
     limits.refused([4], 3, MESSAGE, 6)
     assert limits.paths.site_limit.exists()
-    reporter = Reporter(None, io.StringIO())
+    reporter = EventLog(None, io.StringIO())
     new = SiteLimits(limits.paths, reporter, "slurm")
     assert limits.paths.site_limit.exists()  # built before the daemon holds the folder: nothing written
     new.forget_previous()  # once it holds it

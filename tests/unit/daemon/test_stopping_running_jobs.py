@@ -18,7 +18,7 @@ from helpers.experiments import quick_config, write_experiment
 from spearmint_nn.daemon.early_stopping import EarlyStopping
 from spearmint_nn.daemon.job_ends import JobEnds
 from spearmint_nn.daemon.progress_reports import ProgressReports
-from spearmint_nn.daemon.reporting import Reporter
+from spearmint_nn.daemon.event_log import EventLog
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.experiment.jobs import JobState
 from spearmint_nn.experiment.store import Store
@@ -49,7 +49,7 @@ def _setup(tmp_path, early_stopping):
         _write_curve(store, job.id, points)
         store.move(job.id, JobState.RUNNING, driver="local", scheduler_id="1:1")
         store.move(job.id, JobState.COMPLETE, values={"main": points[-1][1]}, value=points[-1][1])
-    reporter = Reporter(None, io.StringIO())
+    reporter = EventLog(None, io.StringIO())
     curves = ProgressReports(store, reporter)
     driver = LocalDriver({}, config.paths.state)
     shown: list[int] = []  # the ids of the jobs shown to the model

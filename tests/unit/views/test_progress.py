@@ -20,7 +20,7 @@ import pytest
 
 from helpers.experiments import cli
 from spearmint_nn.experiment.config import load_config
-from spearmint_nn.daemon.reporting import Reporter
+from spearmint_nn.daemon.event_log import EventLog
 from spearmint_nn.daemon.summaries import write_summaries
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.experiment.jobs import JobState, best_job
@@ -102,10 +102,10 @@ def test_live_line_is_cut_to_the_terminal_width(monkeypatch):
     assert out.getvalue() == "\r" + "x" * 29 + "\x1b[K"
 
 
-def _daemon_like(exp: Path, stream: io.StringIO, interactive: bool | None) -> tuple[Reporter, DaemonProgress, Store]:
-    """A Reporter and a loaded Store as the daemon builds them, with the progress display attached."""
+def _daemon_like(exp: Path, stream: io.StringIO, interactive: bool | None) -> tuple[EventLog, DaemonProgress, Store]:
+    """A EventLog and a loaded Store as the daemon builds them, with the progress display attached."""
     config = load_config(exp, check_driver=False)
-    reporter = Reporter(config.paths.log, stream)
+    reporter = EventLog(config.paths.log, stream)
     # Every event is due: these tests are about which events show progress, not the rate limit
     # (on a loaded machine a slow first snapshot postponed the next one past the test's events).
     progress = DaemonProgress(config, stream=stream, interactive=interactive, time_share=1.0)

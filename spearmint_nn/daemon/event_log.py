@@ -12,7 +12,7 @@ from ..text import plain
 class _ConsoleHandler(logging.Handler):
     """Hands each formatted line to ``reporter.console`` (replaceable, e.g. by a live line)."""
 
-    def __init__(self, reporter: "Reporter"):
+    def __init__(self, reporter: "EventLog"):
         super().__init__()
         self._reporter = reporter
 
@@ -23,7 +23,7 @@ class _ConsoleHandler(logging.Handler):
             self.handleError(record)
 
 
-class Reporter:
+class EventLog:
     """Every line the daemon says: one plain line per event, to the console and ``daemon.log``.
 
     The ``spearmint_nn`` logger goes through the same handlers, so warnings of the optimizer and
