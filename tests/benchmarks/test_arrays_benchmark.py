@@ -5,12 +5,13 @@ import shutil
 import pytest
 
 from experiments.benchmarks.arrays import main
+from helpers.batch_scenarios import require_scheduler
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
 
-@pytest.mark.skipif(shutil.which("sbatch") is None, reason="no sbatch on PATH (tests/cluster/slurm-up.sh)")
 def test_arrays_against_one_submission_per_job(tmp_path, capsys):
+    require_scheduler("slurm", "SLURM", None if shutil.which("sbatch") else "no sbatch on PATH")
     out = tmp_path / "arrays.json"
     assert main(["--jobs", "6", "--array-size", "4", "--workdir", str(tmp_path), "--json", str(out)]) == 0
     arrays, single = json.loads(out.read_text())["runs"]

@@ -280,7 +280,8 @@ def daemon_killed_and_restarted(tmp_path: Path, cluster: Cluster) -> None:
 
 def controller_restarted(tmp_path: Path, cluster: Cluster) -> None:
     if not (cluster.state_dir / cluster.controller_pid).exists() or os.geteuid() != 0:
-        pytest.skip(f"needs root and the cluster of tests/cluster/{cluster.up_script.name} in {cluster.state_dir}")
+        require_scheduler(cluster.driver, cluster.title, f"restarting its controller needs root and the cluster of "
+                                                         f"tests/cluster/{cluster.up_script.name} in {cluster.state_dir}")
     budget = 9
     exp, daemon = three_running(tmp_path, cluster, sleep=3, budget=budget)
     console = exp / "console.txt"
