@@ -8,8 +8,8 @@ Each function ``k`` (1-24) has instances (``inst``: a random shift of the optimu
 an offset of the value, drawn from the instance number) in any dimension, on the box [-5, 5]^d,
 with a known optimum f_opt.
 
-The functions come from IOHprofiler's ``ioh`` package (Python wheels, ``pip install
-'spearmint-nn[suite]'``), not from ``coco-experiment``: both ship COCO's own definitions, but
+The functions come from IOHprofiler's ``ioh`` package (Python wheels, in the harness's
+``requirements.txt``), not from ``coco-experiment``: both ship COCO's own definitions, but
 ``ioh`` hands out one problem object with its optimum (``problem.optimum.y`` and ``.x``) and
 evaluates it with no observer, no output folder and no fixed budget, which is what a harness that
 runs several methods on the same instance needs; ``cocoex`` exposes f_opt only through its
@@ -68,12 +68,12 @@ def group_of(function: int) -> str:
 
 def make_problem(name: str) -> TestFunction:
     """The BBOB problem called ``name`` as a :class:`TestFunction` on [-5, 5]^d, with its known
-    optimum (ImportError naming the extra when ``ioh`` is not installed)."""
+    optimum (ImportError naming the requirements when ``ioh`` is not installed)."""
     function, dim, instance = parse_name(name)
     try:
         import ioh
     except ImportError as error:
-        raise ImportError("the BBOB problems need ioh: pip install -e '.[suite]'") from error
+        raise ImportError("the BBOB problems need ioh: pip install -r experiments/benchmarks/requirements.txt") from error
     bbob = ioh.get_problem(function, instance=instance, dimension=dim, problem_class=ioh.ProblemClass.BBOB)
 
     def evaluate(x: np.ndarray) -> float:

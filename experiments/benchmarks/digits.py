@@ -17,6 +17,6 @@ def digits_split() -> tuple[np.ndarray, ...]:
         from sklearn.datasets import load_digits
         from sklearn.model_selection import train_test_split
     except ImportError:
-        raise ImportError("the digits problems need scikit-learn: pip install -e '.[reference]'") from None
+        raise ImportError("the digits problems need scikit-learn: pip install -r experiments/benchmarks/requirements.txt") from None
     X, y = load_digits(return_X_y=True)
     return tuple(train_test_split(X / 16.0, y, test_size=0.3, random_state=0))

@@ -20,8 +20,8 @@ what a user would pick instead, each in the loop its documentation teaches:
 - ``smac-bb``: SMAC3's ``BlackBoxFacade`` through ask and tell
   (:mod:`experiments.benchmarks.smac_method`).
 
-The references are optional (``pip install -e '.[reference]'``); a missing one raises
-ImportError naming the extra. The versions of their libraries are in every report's provenance
+The references are optional (the harness's ``requirements.txt``); a missing one raises
+ImportError naming the requirements. The versions of their libraries are in every report's provenance
 (:mod:`experiments.benchmarks.provenance`).
 """
 from __future__ import annotations
@@ -94,7 +94,7 @@ class BoTorchMethod:
 
     def __init__(self, space: Space, seed: int, kind: str):
         if importlib.util.find_spec("botorch") is None:
-            raise ImportError("the botorch methods need BoTorch: pip install -e '.[reference]'")
+            raise ImportError("the botorch methods need BoTorch: pip install -r experiments/benchmarks/requirements.txt")
         import torch
 
         self.space, self.kind = space, kind
@@ -151,7 +151,7 @@ class OptunaMethod:
         try:
             import optuna
         except ImportError as error:
-            raise ImportError("the optuna methods need Optuna: pip install -e '.[reference]'") from error
+            raise ImportError("the optuna methods need Optuna: pip install -r experiments/benchmarks/requirements.txt") from error
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         with warnings.catch_warnings():  # both options are marked experimental, and recommended
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

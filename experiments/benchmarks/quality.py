@@ -145,7 +145,7 @@ def main(
                              "'+', e.g. gp-nowarp+squared-exponential, any of ours its output transform after a '/', e.g. "
                              "gp-nowarp+squared-exponential/standardise, and any model an initial design of N "
                              "Sobol points after an '@', e.g. dngo@14 (default: parameters + 1); botorch and "
-                             "botorch-fixednoise run an established library's loop (pip install -e '.[reference]')")
+                             "botorch-fixednoise run an established library's loop (pip install -r experiments/benchmarks/requirements.txt)")
     parser.add_argument("--timing-sizes", default=default_timing_sizes, help="comma-separated N ('' to skip)")
     parser.add_argument("--timing-methods", default=default_timing_methods, help="models timed against N")
     args = parser.parse_args(argv)

@@ -13,8 +13,8 @@ raw samples, inputs in the unit cube. Two method names:
   function would pick; the library raises it to 1e-6 of the standardised variance, quietly here).
 
 An ``@N`` suffix sets the initial design as for our methods (``quality.method_options`` parses
-the name). Optional dependency: ``pip install -e '.[reference]'``; nothing else in the project
-imports BoTorch.
+the name). Optional dependency: BoTorch, in the harness's ``requirements.txt``; nothing else in the
+project imports it.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def run_reference(problem_name: str, model: str, seed: int, n_evals: int,
         from gpytorch.mlls import ExactMarginalLogLikelihood
         from gpytorch.utils.warnings import NumericalWarning
     except ImportError as error:
-        raise ImportError(f"method {model!r} needs BoTorch: pip install -e '.[reference]'") from error
+        raise ImportError(f"method {model!r} needs BoTorch: pip install -r experiments/benchmarks/requirements.txt") from error
     fixed_noise = REFERENCE_METHODS[model]
     problem = FUNCTIONS[problem_name]
     space = Space.from_config(problem.variables)  # the unit cube <-> the problem's box

@@ -12,7 +12,7 @@ on the results since the cold fit plus the acquisition with the J pending outcom
 B > 1 a synchronous round, which refits after B new results.
 
 The GP baseline, and the reference methods ``optuna-gp`` and ``botorch-qlognei`` of the parallel
-benchmark (the `reference` extra; the same steps through their own loops, the J jobs running as
+benchmark (the harness's requirements; the same steps through their own loops, the J jobs running as
 Optuna RUNNING trials or BoTorch's X_pending), run the same points where they finish within
 ``--gp-timeout`` seconds (a larger N is skipped once a smaller one timed out); their time and
 memory are shown as ratios to the first model's (DNGO's by default). A synchronous batch of 50
@@ -50,7 +50,7 @@ from .provenance import write_json
 DEFAULT_SIZES = (500, 2000, 5000, 10000)
 DEFAULT_PENDING = (0, 100, 800)
 DEFAULT_PROBLEM = "hartmann6"
-# Reference methods a point can be measured for (from the `reference` extra), like the GP.
+# Reference methods a point can be measured for (from the harness's requirements), like the GP.
 REFERENCES = ("optuna-gp", "botorch-qlognei")
 
 

@@ -17,8 +17,8 @@ interface (its documentation's example "Ask-and-Tell") with the facade's own set
 
 SMAC's surrogate knows nothing of running trials: several asks in a row, before their results are
 told, answer from the same model and are often nearly the same point. That is how SMAC behaves
-on parallel workers too, so the harness leaves it as it is. Optional dependency: ``pip install
--e '.[reference]'`` (``smac``); nothing else in the project imports it.
+on parallel workers too, so the harness leaves it as it is. Optional dependency: ``smac``, in the
+harness's ``requirements.txt``; nothing else in the project imports it.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class SmacBlackBox:
             from ConfigSpace import ConfigurationSpace, Float
             from smac import BlackBoxFacade, Scenario
         except ImportError as error:
-            raise ImportError("the smac-bb method needs SMAC3: pip install -e '.[reference]'") from error
+            raise ImportError("the smac-bb method needs SMAC3: pip install -r experiments/benchmarks/requirements.txt") from error
         self.space = space
         self._names = [f"u{i}" for i in range(space.dim)]
         self._configspace = ConfigurationSpace(seed=seed)

@@ -92,7 +92,7 @@ class Turbo:
 
     def __init__(self, space: Space, seed: int, batch_size: int, shared: int):
         if importlib.util.find_spec("botorch") is None:
-            raise ImportError("the turbo method needs BoTorch: pip install -e '.[reference]'")
+            raise ImportError("the turbo method needs BoTorch: pip install -r experiments/benchmarks/requirements.txt")
         import torch
 
         self.space, self.seed, self.batch_size = space, seed, max(1, batch_size)

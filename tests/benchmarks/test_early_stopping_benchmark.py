@@ -28,7 +28,7 @@ def test_a_hartmann_curve_ends_at_hartmann6_and_is_the_same_for_the_same_point_a
 
 
 def test_an_mlp_curve_is_the_same_however_its_epochs_interleave_with_another_job():
-    pytest.importorskip("sklearn", reason="the digits data: pip install -e '.[reference]'")
+    pytest.importorskip("sklearn", reason="the digits data: pip install -r experiments/benchmarks/requirements.txt")
     small = {"learning_rate": 1e-2, "width": 16, "depth": 1, "dropout": 0.3, "weight_decay": 1e-4, "batch_size": 128}
     other = {**small, "width": 32, "dropout": 0.1}
     alone = [v for _, v in zip(range(3), DIGITS_MLP.train(small, seed=0))]

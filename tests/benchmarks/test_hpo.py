@@ -37,7 +37,7 @@ def test_the_box_is_the_warped_range_and_maps_back_to_bayesmarks_values():
 
 
 def test_a_task_is_a_deterministic_loss_that_tells_good_settings_from_bad():
-    pytest.importorskip("sklearn", reason="the tasks' models: pip install -e '.[reference]'")
+    pytest.importorskip("sklearn", reason="the tasks' models: pip install -r experiments/benchmarks/requirements.txt")
     task = get_function("hpo-linear-wine-nll")  # (log10 C, log10 intercept_scaling): log loss
     good = np.array([0.0, 0.0])
     assert task.function(good) == task.function(good)  # the same CV split and seed every time
@@ -51,7 +51,7 @@ def test_a_task_is_a_deterministic_loss_that_tells_good_settings_from_bad():
 
 @pytest.mark.slow  # about 5 s: every task once
 def test_every_task_evaluates_to_a_finite_loss_at_its_box_centre():
-    pytest.importorskip("sklearn", reason="the tasks' models: pip install -e '.[reference]'")
+    pytest.importorskip("sklearn", reason="the tasks' models: pip install -r experiments/benchmarks/requirements.txt")
     for name in hpo.TASKS:
         task = get_function(name)
         value = task.function(np.array([(low + high) / 2 for low, high in task.bounds]))

@@ -134,7 +134,7 @@ def test_a_method_list_keeps_our_settings_together():
 
 
 @pytest.mark.skipif(importlib.util.find_spec("optuna") is None,
-                    reason="needs the optional reference extra: pip install -e '.[reference]'")
+                    reason="needs the harness's references: pip install -r experiments/benchmarks/requirements.txt")
 def test_optuna_sees_the_jobs_it_did_not_propose_as_running_until_they_finish():
     import optuna
 

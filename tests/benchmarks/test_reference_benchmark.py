@@ -24,7 +24,7 @@ def test_missing_library_names_the_install_line():
         run_once("branin", "botorch", 0, 4)
 
 
-@pytest.mark.skipif(not HAVE_BOTORCH, reason="needs the optional reference extra: pip install -e '.[reference]'")
+@pytest.mark.skipif(not HAVE_BOTORCH, reason="needs the harness's references: pip install -r experiments/benchmarks/requirements.txt")
 def test_reference_run_starts_from_sobol_and_improves():
     problem = FUNCTIONS["branin"]
     run = run_once("branin", "botorch-fixednoise@4", 3, 12)

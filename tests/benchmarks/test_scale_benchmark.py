@@ -45,7 +45,7 @@ def test_a_batch_as_large_as_the_history_follows_half_of_it():
     assert measured["new_results"] == 3 and measured["pending"] == 0 and measured["own_pending"] == 0
 
 
-@pytest.mark.skipif(not HAVE_OPTUNA, reason="needs the optional reference extra: pip install -e '.[reference]'")
+@pytest.mark.skipif(not HAVE_OPTUNA, reason="needs the harness's references: pip install -r experiments/benchmarks/requirements.txt")
 def test_a_reference_point_runs_the_same_steps_with_its_jobs_running():
     measured = measure_point("optuna-gp", 20, 4)
     assert measured["model"] == "optuna-gp" and measured["n"] == 20 and measured["pending"] == 4

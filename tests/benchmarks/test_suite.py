@@ -11,7 +11,7 @@ from experiments.benchmarks import suite
 
 @pytest.mark.slow  # about 40 s: three methods' runs in their own processes
 def test_the_quick_suite_runs_every_method_and_reports_coco_ecdfs(tmp_path, capsys):
-    pytest.importorskip("ioh", reason="the BBOB problems need ioh: pip install -e '.[suite]'")
+    pytest.importorskip("ioh", reason="the BBOB problems need ioh: pip install -r experiments/benchmarks/requirements.txt")
     has_reference = importlib.util.find_spec("botorch") is not None
     methods = ["ours", "sobol"] + (["turbo"] if has_reference else [])
     out = tmp_path / "suite.json"
@@ -38,12 +38,12 @@ def test_the_quick_suite_runs_every_method_and_reports_coco_ecdfs(tmp_path, caps
     printed = capsys.readouterr().out
     assert "2-D, budget 10 evaluations" in printed and "mean rank over 5 problems" in printed
     if not has_reference:
-        pytest.skip("ran ours and sobol only: the reference (turbo) needs BoTorch, pip install -e '.[reference]'")
+        pytest.skip("ran ours and sobol only: the reference (turbo) needs BoTorch, pip install -r experiments/benchmarks/requirements.txt")
 
 
 @pytest.mark.slow  # about 30 s
 def test_the_quick_suite_in_batches_of_ten_runs_the_start_and_two_rounds(tmp_path):
-    pytest.importorskip("ioh", reason="the BBOB problems need ioh: pip install -e '.[suite]'")
+    pytest.importorskip("ioh", reason="the BBOB problems need ioh: pip install -r experiments/benchmarks/requirements.txt")
     out = tmp_path / "suite.json"
     assert suite.main(["--quick", "--regime", "batch10", "--methods", "ours,sobol", "--json", str(out)]) == 0
     runs = json.loads(out.read_text())["runs"]
@@ -64,7 +64,7 @@ def test_an_unknown_method_or_function_stops_the_suite_before_any_run(capsys):
 
 @pytest.mark.slow  # about 20 s
 def test_real_hyperparameter_tasks_run_in_the_suite_and_are_profiled_against_the_best_found(tmp_path, capsys):
-    pytest.importorskip("sklearn", reason="the tasks' models: pip install -e '.[reference]'")
+    pytest.importorskip("sklearn", reason="the tasks' models: pip install -r experiments/benchmarks/requirements.txt")
     out = tmp_path / "hpo.json"
     tasks = ["hpo-linear-wine-nll", "hpo-knn-diabetes-mse"]
     assert suite.main(["--tasks", ",".join(tasks), "--methods", "ours,sobol", "--seeds", "2", "--budget", "4",
