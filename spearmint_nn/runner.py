@@ -89,7 +89,7 @@ from .errors import ConfigError
 from .experiment.layout import ExperimentPaths
 from .experiment.jobs import BadValues, check_values
 from .experiment.results import JobResult, ResultStatus
-from .experiment.resume import read_checkpointed, write_checkpointed
+from .experiment.resume import CheckpointedAttempt
 from .files import read_json
 from .time_limit import WarningWatch
 
@@ -372,7 +372,8 @@ def _run_attempt(paths: ExperimentPaths, job_id: int, attempt: int | None, watch
         outcome: dict[str, Any] = {"status": ResultStatus.OK, "values": values}
     except Checkpointed as exc:
         # No result: the job is not finished. The record tells the daemon to run it again.
-        write_checkpointed(paths, job_id, attempt_record(claim.holder, time.time(), "checkpointed"), job.warned_at())
+        CheckpointedAttempt.of_claim(attempt_record(claim.holder, time.time(), "checkpointed"),
+                                     job.warned_at()).write(paths, job_id)
         print(f"spearmint-nn runner: job {job_id}, attempt {claim.attempt}: the wrapper saved its checkpoint and "
               f"asked to be resumed ({exc})", file=sys.stderr, flush=True)
         return 0
@@ -386,8 +387,10 @@ def _run_attempt(paths: ExperimentPaths, job_id: int, attempt: int | None, watch
     ended = time.time()
     # The earlier attempts ended to be resumed (their own records say when), or were stopped by
     # the scheduler, which says nothing of when.
-    attempts = [read_checkpointed(paths, job_id, earlier.get("attempt", i + 1))
-                or attempt_record(earlier, None, "requeued") for i, earlier in enumerate(claim.earlier)]
+    checkpointed = [CheckpointedAttempt.read(paths, job_id, earlier.get("attempt", i + 1))
+                    for i, earlier in enumerate(claim.earlier)]
+    attempts = [record.entry() if record is not None else attempt_record(earlier, None, "requeued")
+                for record, earlier in zip(checkpointed, claim.earlier)]
     attempts.append(attempt_record(claim.holder, ended, outcome["status"].value))
     result = JobResult(id=job_id, host=host, process_started=process_start, started=started, ended=ended,
                        attempts=attempts, **outcome)

@@ -33,11 +33,10 @@ from ..drivers.base import JobStatus, SchedulerState
 from ..experiment.claims import attempt_record, read_claim
 from ..experiment.jobs import Job
 from ..experiment.layout import ExperimentPaths
-from ..files import read_json
+from ..experiment.resume import CHECKPOINTED, CheckpointedAttempt
 
 # Scheduler states of a job dropped for reasons of the cluster's own, and their outcome word.
 DROPPED = {SchedulerState.PREEMPTED: "preempted", SchedulerState.NODE_FAIL: "node_fail"}
-CHECKPOINTED = "checkpointed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,14 +51,11 @@ class Reattempt:
     attempts: list[dict[str, Any]]
 
 
-def ended_record(paths: ExperimentPaths, job_id: int) -> dict[str, Any] | None:
+def ended_record(paths: ExperimentPaths, job_id: int) -> CheckpointedAttempt | None:
     """The record the runner left of the job's latest attempt when that attempt ended without a
-    result and asked to be run again (outcome "checkpointed"), else None."""
+    result and asked to be run again, else None."""
     claim = read_claim(paths, job_id)
-    if claim is None:
-        return None
-    record = read_json(paths.attempt_file(job_id, int(claim.get("attempt", 1))))
-    return record if isinstance(record, dict) and record.get("outcome") == CHECKPOINTED else None
+    return None if claim is None else CheckpointedAttempt.read(paths, job_id, int(claim.get("attempt", 1)))
 
 
 def interruption(paths: ExperimentPaths, job_id: int, status: JobStatus) -> str | None:
@@ -80,7 +76,7 @@ def plan(paths: ExperimentPaths, job: Job, outcome: str, why: str, max_attempts:
     attempts = list(job.fields.get("attempts") or [])
     if claimed >= submitted_for:
         record = ended_record(paths, job.id) if outcome == CHECKPOINTED else None
-        attempts.append(record or attempt_record(claim, time.time(), outcome))
+        attempts.append(record.entry() if record is not None else attempt_record(claim, time.time(), outcome))
         attempts[-1]["scheduler_id"] = job.scheduler_id
         following = claimed + 1
     else:

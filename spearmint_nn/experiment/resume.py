@@ -9,10 +9,13 @@ of all attempts of one job together (default 10 times the time limit). Without t
 warning is asked for and a wrapper that asks to be resumed fails, because a wrapper that
 cannot resume must not be restarted from scratch in a loop.
 
-An attempt that asked to be resumed leaves ``attempts/<id>-<n>.json`` (:func:`write_checkpointed`),
-an entry of the ``attempts`` of the result file (:func:`spearmint_nn.experiment.claims.attempt_record`)
-with outcome "checkpointed" and ``warned``: the unix time the warning came, or null. The runner
-of a later attempt lists those entries in the job's result file. Torch-free.
+An attempt that asked to be resumed leaves ``attempts/<id>-<n>.json``, a
+:class:`CheckpointedAttempt`: an entry of the ``attempts`` of the result file
+(:func:`spearmint_nn.experiment.claims.attempt_record`) with outcome "checkpointed" and
+``warned``: the unix time the warning came, or null. The runner writes it and the runner of a
+later attempt lists it in the job's result file; the daemon reads it to submit the next attempt
+(as the result file is one typed record, :class:`~spearmint_nn.experiment.results.JobResult`,
+the runner and the daemon share). Torch-free.
 """
 from __future__ import annotations
 
@@ -72,14 +75,42 @@ def with_time_limit(path: str, resume: ResumeSettings, time_limit: float | None)
     return ResumeSettings(resume.warning, total)
 
 
-def write_checkpointed(paths: ExperimentPaths, job_id: int, record: Mapping[str, Any], warned: float | None) -> None:
-    """Record attempt ``record["attempt"]`` of the job as ended to be resumed (atomically)."""
-    paths.attempts.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(paths.attempt_file(job_id, int(record["attempt"])),
-                      {**record, "outcome": CHECKPOINTED, "warned": warned})
+@dataclass(frozen=True)
+class CheckpointedAttempt:
+    """An attempt of a job that ended at its checkpoint to be resumed (see the module docstring):
+    its number, where and when it ran (``started`` when its runner claimed the job, ``ended``),
+    the scheduler ids and restarts its claim saw, and when the warning came (None: the wrapper
+    asked without one)."""
 
+    attempt: int
+    host: str | None
+    started: float | None
+    ended: float | None
+    scheduler_ids: Mapping[str, Any]
+    restarts: Mapping[str, Any]
+    warned: float | None
 
-def read_checkpointed(paths: ExperimentPaths, job_id: int, attempt: int) -> dict[str, Any] | None:
-    """The record of attempt ``attempt`` if it ended to be resumed, else None."""
-    record = read_json(paths.attempt_file(job_id, attempt))
-    return record if isinstance(record, dict) and record.get("outcome") == CHECKPOINTED else None
+    @classmethod
+    def of_claim(cls, entry: Mapping[str, Any], warned: float | None) -> "CheckpointedAttempt":
+        """From the attempt's entry as :func:`~spearmint_nn.experiment.claims.attempt_record` makes it."""
+        return cls(int(entry.get("attempt") or 1), entry.get("host"), entry.get("started"), entry.get("ended"),
+                   dict(entry.get("scheduler_ids") or {}), dict(entry.get("restarts") or {}), warned)
+
+    def entry(self) -> dict[str, Any]:
+        """The attempt as an entry of a job's ``attempts`` (schema in spearmint_nn.experiment.layout)."""
+        return {"attempt": self.attempt, "host": self.host, "started": self.started, "ended": self.ended,
+                "outcome": CHECKPOINTED, "scheduler_ids": dict(self.scheduler_ids), "restarts": dict(self.restarts),
+                "warned": self.warned}
+
+    def write(self, paths: ExperimentPaths, job_id: int) -> None:
+        """Write ``attempts/<id>-<n>.json`` (atomically)."""
+        paths.attempts.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(paths.attempt_file(job_id, self.attempt), self.entry())
+
+    @classmethod
+    def read(cls, paths: ExperimentPaths, job_id: int, attempt: int) -> "CheckpointedAttempt | None":
+        """The record of the job's attempt ``attempt`` if it ended to be resumed, else None."""
+        record = read_json(paths.attempt_file(job_id, attempt))
+        if not isinstance(record, dict) or record.get("outcome") != CHECKPOINTED:
+            return None
+        return cls.of_claim(record, record.get("warned"))
