@@ -60,7 +60,7 @@ import numpy as np
 
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.daemon import loop
-from spearmint_nn.daemon.loop import Daemon
+from spearmint_nn.daemon.build import build_daemon
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.runner import command_for
 from spearmint_nn.experiment.jobs import FINAL_STATES, JobState
@@ -144,7 +144,7 @@ def _timed(function: Callable, wall: dict[str, float], cpu: dict[str, float], na
 def concurrent_run(workdir: Path, concurrent: int, finished: int, job_seconds: tuple[float, float]) -> dict[str, Any]:
     folder = make_experiment(workdir / "concurrent", job_seconds,
                              **{"max-concurrent": concurrent, "max-finished-jobs": finished})
-    daemon = Daemon(load_config(folder), stream=io.StringIO())
+    daemon = build_daemon(load_config(folder), stream=io.StringIO())
     wall: dict[str, float] = defaultdict(float)
     cpu: dict[str, float] = defaultdict(float)
     for name in LOOP_STEPS:
@@ -303,7 +303,7 @@ def slot_use_run(workdir: Path, jobs: int, job_seconds: tuple[float, float], see
     folder = make_experiment(workdir / f"slots-{ready_points}-{seed}", job_seconds,
                              **{"max-concurrent": SLOTS, "max-finished-jobs": jobs, "model": "gp", "seed": seed})
     with mock.patch.object(loop, "READY_POINTS", ready_points):
-        code = Daemon(load_config(folder), stream=io.StringIO()).run()
+        code = build_daemon(load_config(folder), stream=io.StringIO()).run()
     if code != 0:
         raise RuntimeError(f"daemon exited with {code}")
     done = sorted(Store(load_config(folder).paths).load_all().jobs(FINAL_STATES), key=lambda j: j.fields["submitted"])
