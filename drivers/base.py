@@ -95,7 +95,7 @@ class SiteLimitError(SubmitError):
     or QOS cap on the jobs one may have submitted (SLURM's ``MaxSubmitJobs``, Grid Engine's
     ``max_u_jobs``). Neither a failure of the job nor of the scheduler: the same submission is
     accepted once some of the user's jobs have ended. The daemon holds its jobs in flight at what
-    the site accepted (spearmint_nn.daemon.site_limits) and never fails a job for it. Transient,
+    the site accepted (spearmint_nn.daemon.policies.site_limits) and never fails a job for it. Transient,
     so that code that does not know this kind retries rather than failing the job at once."""
 
     def __init__(self, message: str):
@@ -121,7 +121,7 @@ class Driver(abc.ABC):
     # it records the job failed: on a shared filesystem the job's last write can reach the
     # daemon's node late. 30 s is NFS's acdirmin, the shortest time a client trusts its cached
     # view of a folder (lookups of names it did not find included); a file that shows later
-    # still replaces the failure (spearmint_nn.daemon.late_results explains the caches).
+    # still replaces the failure (spearmint_nn.daemon.events.late_results explains the caches).
     result_grace_s: ClassVar[float] = 30.0
     options: ClassVar[Mapping[str, str]] = {
         "time-limit": "wall time per job: seconds, or [D-]HH:MM:SS; null: none",

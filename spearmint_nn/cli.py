@@ -5,7 +5,7 @@ Adding a subcommand: write ``cmd_<name>(args) -> int`` and register it with its 
 without locks, driver broken), 2 bad config or bad arguments (nothing written), 3 the daemon
 stopped because another daemon took its folder over or its state folder was deleted or replaced
 (:data:`~spearmint_nn.experiment.lock.LOST_EXIT`), 75 ``run`` stopped by the warning before its
-batch job's time limit, to be run again (:mod:`spearmint_nn.daemon.signals`), 141 the reader of stdout went away
+batch job's time limit, to be run again (:mod:`spearmint_nn.daemon.events.signals`), 141 the reader of stdout went away
 (``report DIR | head``), as a shell reports for a Unix tool that SIGPIPE ended.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .daemon.driving import make_driver
+from .daemon.build import make_driver
 from .daemon.job_ends import JobEnds
 from .daemon.build import build_daemon
 from .daemon.event_log import EventLog

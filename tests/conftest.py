@@ -30,7 +30,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _package_logger_restored():
-    """A daemon Reporter made in-process takes over the ``spearmint_nn`` logger; a test that
+    """A daemon EventLog made in-process takes over the ``spearmint_nn`` logger; a test that
     does not close it must not hide later tests' log records from ``caplog``."""
     import logging
 

@@ -59,7 +59,7 @@ from unittest import mock
 import numpy as np
 
 from spearmint_nn.experiment.config import load_config
-from spearmint_nn.daemon import loop
+from spearmint_nn.daemon.policies import capacity
 from spearmint_nn.daemon.build import build_daemon
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.runner import command_for
@@ -302,7 +302,7 @@ def slot_use_run(workdir: Path, jobs: int, job_seconds: tuple[float, float], see
     """Share of two local slots' time holding a job, with ``ready_points`` kept ready."""
     folder = make_experiment(workdir / f"slots-{ready_points}-{seed}", job_seconds,
                              **{"max-concurrent": SLOTS, "max-finished-jobs": jobs, "model": "gp", "seed": seed})
-    with mock.patch.object(loop, "READY_POINTS", ready_points):
+    with mock.patch.object(capacity, "READY_POINTS", ready_points):
         code = build_daemon(load_config(folder), stream=io.StringIO()).run()
     if code != 0:
         raise RuntimeError(f"daemon exited with {code}")
@@ -319,7 +319,7 @@ def slot_use_run(workdir: Path, jobs: int, job_seconds: tuple[float, float], see
 
 def slot_use(workdir: Path, jobs: int, job_seconds: tuple[float, float], seeds: int) -> list[dict[str, Any]]:
     return [slot_use_run(workdir, jobs, job_seconds, seed, ready)
-            for seed in range(seeds) for ready in (0, loop.READY_POINTS)]
+            for seed in range(seeds) for ready in (0, capacity.READY_POINTS)]
 
 
 # ---- report -----------------------------------------------------------------------------------

@@ -15,23 +15,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, TextIO
 
-from ..drivers.base import Driver
+from ..drivers.base import Driver, driver_class
 from ..experiment.config import ExperimentConfig
 from ..experiment.store import Store
-from .driving import make_driver
-from .early_stopping import EarlyStopping
-from .job_ends import JobEnds
-from .late_results import LateResults
-from .loop import Daemon
-from .progress_reports import ProgressReports
-from .proposer import make_optimizer
 from .event_log import EventLog
-from .site_limits import SiteLimits
+from .events.curves import CurveReader
+from .events.late_results import LateResults
+from .job_ends import JobEnds
+from .loop import Daemon
+from .policies.early_stopping import EarlyStopping
+from .policies.site_limits import SiteLimits
+from .proposer import make_optimizer
 from .submitter import Submitter
 from .summaries import SummaryWriter
 
 if TYPE_CHECKING:  # the optimizer's module loads torch: imported by make_optimizer when one is built
     from ..search.optimizer import Optimizer
+
+
+def make_driver(config: ExperimentConfig) -> Driver:
+    """The config's driver, with the warning before the time limit that its ``resume`` key asks
+    for, and its max-concurrent (a job array runs no more tasks at once)."""
+    return driver_class(config.driver_name)(config.driver_options, config.paths.state,
+                                            warning=config.resume.warning if config.resume is not None else None,
+                                            max_concurrent=config.max_concurrent)
 
 
 @dataclass
@@ -46,7 +53,7 @@ class DaemonParts:
     summaries: SummaryWriter
     submitter: Submitter
     site_limits: SiteLimits
-    curves: ProgressReports          # the running jobs' learning curves, read at each poll
+    curves: CurveReader          # the running jobs' learning curves, read at each poll
     early_stopping: EarlyStopping    # the policy that decides which running jobs to stop
     late_results: LateResults        # jobs failed without a result file, until it comes
     ends: JobEnds                    # the one place where a job ends
@@ -63,7 +70,7 @@ def build_parts(config: ExperimentConfig, driver: Driver | None = None, stream: 
     reporter = EventLog(config.paths.log, stream)
     summaries = SummaryWriter(store, config)
     submitter = Submitter(config, driver, store, reporter)
-    curves = ProgressReports(store, reporter)
+    curves = CurveReader(store, reporter)
     return DaemonParts(
         config=config, optimizer=optimizer, driver=driver, store=store, reporter=reporter, summaries=summaries,
         submitter=submitter, site_limits=SiteLimits(config.paths, reporter, driver.name), curves=curves,

@@ -10,8 +10,8 @@ A job ends in one of these ways, each a method of :class:`JobEnds`:
                             bad params, the scheduler's state)
 :meth:`~JobEnds.interrupt`  its attempt was cut short by the cluster (preempted, node failure) or
                             stopped at its own checkpoint: back to pending as its next attempt, or
-                            failed when no attempt is left (``spearmint_nn.daemon.reattempts``)
-:meth:`~JobEnds.stop`       stopped early by the rule's decision (``spearmint_nn.daemon.early_stopping``)
+                            failed when no attempt is left (``spearmint_nn.daemon.policies.reattempts``)
+:meth:`~JobEnds.stop`       stopped early by the rule's decision (``spearmint_nn.daemon.policies.early_stopping``)
 :meth:`~JobEnds.cancel`     cancelled by the user or at the daemon's exit
 :meth:`~JobEnds.arrived`    taken in already ended: a known point the user added, or a finished job
                             left by an earlier daemon (:meth:`~JobEnds.replay`)
@@ -23,7 +23,7 @@ way to end is one more method here and nothing else:
 1. the job file moves to its new state (:meth:`~spearmint_nn.experiment.store.Store.move`, the
    only call that does so for an end);
 2. one line says so (``finished``, ``failed``, ``pruned``, ``interrupted``, ``cancelled``);
-3. the account of failures before the first success (``spearmint_nn.daemon.before_success``):
+3. the account of failures before the first success (``spearmint_nn.daemon.policies.before_success``):
    a completion makes the failures held back until then count, a failure may be held back, or
    recorded as the wrapper bug it repeats;
 4. the model is told (:meth:`tell`), unless the job does not count now;
@@ -49,11 +49,11 @@ from ..experiment.results import JobResult
 from ..experiment.store import Store
 from ..problem.space_edits import EarlierJobs, fit_to_space
 from ..text import params_text, plain
-from . import reattempts
-from .before_success import FailuresBeforeSuccess
-from .early_stopping import Stop
-from .progress_reports import ProgressReports
 from .event_log import EventLog
+from .events.curves import CurveReader
+from .policies import reattempts
+from .policies.before_success import FailuresBeforeSuccess
+from .policies.early_stopping import Stop
 from .summaries import SummaryWriter
 
 # How the model is told a job's outcome: (job id, params of the current variables, the values or
@@ -72,7 +72,7 @@ class JobEnds:
     """
 
     def __init__(self, config: ExperimentConfig, store: Store, driver: Driver, reporter: EventLog,
-                 curves: ProgressReports | None = None, summaries: SummaryWriter | None = None,
+                 curves: CurveReader | None = None, summaries: SummaryWriter | None = None,
                  tell: Tell | None = None, submitted_here: Collection[int] = ()):
         self.config, self.store, self.driver, self.reporter = config, store, driver, reporter
         self.curves, self.summaries, self.tell = curves, summaries, tell
@@ -111,7 +111,7 @@ class JobEnds:
 
     def late(self, job: Job, line: str, result: JobResult) -> Job:
         """A result that came after the job was recorded failed without one: it decides the job
-        now, in place of the failure (spearmint_nn.daemon.late_results)."""
+        now, in place of the failure (spearmint_nn.daemon.events.late_results)."""
         self.reporter.event("late", line, job=job.id)
         self.before_success.held_back.discard(job.id)  # its result decides it now
         return self.result(job.id, result)
@@ -131,7 +131,7 @@ class JobEnds:
     def interrupt(self, job_id: int, outcome: str, why: str) -> Job:
         """The job's attempt ended without a result by ``outcome`` (preempted, node_fail,
         checkpointed; ``why``: the scheduler's words): submit it again as its next attempt,
-        before any new proposal, or fail it when no attempt is left (spearmint_nn.daemon.reattempts)."""
+        before any new proposal, or fail it when no attempt is left (spearmint_nn.daemon.policies.reattempts)."""
         resume = self.config.resume
         plan = reattempts.plan(self.config.paths, self.store.get(job_id), outcome, why, self.config.max_attempts,
                                resume.max_total_time if resume else None)

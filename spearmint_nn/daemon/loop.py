@@ -1,30 +1,31 @@
-"""The experiment daemon: proposes jobs, hands them to a driver, records what they return.
+"""The experiment daemon: one cycle, over and over, of events in, decisions out.
 
 One main thread owns the store (it alone writes ``jobs/``). It sleeps until something happens:
-a file event in ``results/``, ``jobs/pending/`` or ``requests/``
-(:mod:`~spearmint_nn.daemon.file_events`, the fast path on one machine), the periodic driver
-poll every ``polling-time`` seconds (what guarantees progress on NFS, where inotify misses other
-machines' writes), a finished proposal, or a stop signal
-(:mod:`~spearmint_nn.daemon.signals`). Each wake handles everything that is ready at once, so
-ten jobs finishing together are ten records and one refit.
+a file event in ``results/``, ``jobs/pending/`` or ``requests/`` (:mod:`~.events.files`, the fast
+path on one machine), the periodic poll every ``polling-time`` seconds (what guarantees progress
+on NFS, where inotify misses other machines' writes), a finished proposal, or a stop signal
+(:mod:`~.events.signals`). Each wake runs one cycle, which handles everything that is ready at
+once, so ten jobs finishing together are ten records and one refit:
 
-Proposals run in a background thread (:class:`~spearmint_nn.daemon.proposer.Proposer`); every
-event is one plain line through :class:`~spearmint_nn.daemon.event_log.EventLog` (console and
-``daemon.log``); the summaries are rewritten by :class:`~spearmint_nn.daemon.summaries.SummaryWriter`;
-jobs are handed to the driver, and failed submissions retried, by
-:class:`~spearmint_nn.daemon.submitter.Submitter`, as many as the site's limits let in
-(:class:`~spearmint_nn.daemon.site_limits.SiteLimits`); interrupted jobs are submitted again as
-their next attempt (:mod:`~spearmint_nn.daemon.reattempts`); running jobs' curves are read by
-:class:`~spearmint_nn.daemon.progress_reports.ProgressReports` and judged by
-:class:`~spearmint_nn.daemon.early_stopping.EarlyStopping`; result files are read as
-:class:`~spearmint_nn.experiment.results.JobResult`; failures that repeat are counted by
-:class:`~spearmint_nn.experiment.failures.FailureStreak`, and failures before any success are held
-back or recorded as a wrapper bug by :class:`~spearmint_nn.daemon.before_success.FailuresBeforeSuccess`
-(the budget's count: :meth:`~spearmint_nn.experiment.store.Store.finished_count`).
+1. **events**: files dropped into ``jobs/pending``, result files, and at each poll the late
+   results (:mod:`~.events.late_results`), the scheduler's states (:mod:`~.events.scheduler`),
+   the learning curves (:mod:`~.events.curves`) and config.json's edits; the CLI's requests
+   (:mod:`~.events.requests`);
+2. **decisions**: the policies (:mod:`~.policies`) are handed what they need and return what to
+   do: stop these jobs early, submit that one again as its next attempt, take up this edit;
+3. **ends**: every end of a job goes through :class:`~.job_ends.JobEnds`, which applies its
+   consequences once and in one order (the model told, the failure streak, the log line, the
+   summaries);
+4. **submit** the pending jobs that the capacity (:mod:`~.policies.capacity`) lets start, and
+   **ask** the proposal thread (:class:`~.proposer.Proposer`) for the points of the slots that
+   will free up.
+
+The daemon is handed its parts (:func:`~.build.build_daemon`); it makes only what acts as soon
+as it exists, once it holds the folder: the heartbeat lock and the proposal thread. Why each part
+is where it is: ``spearmint_nn/daemon/DESIGN.md``.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
@@ -32,17 +33,19 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..drivers.base import PollError
 from ..errors import ConfigError
-from ..experiment.config import LIVE_KEYS, ExperimentConfig, load_config
+from ..experiment.config import ExperimentConfig
 from ..experiment.jobs import AWAITING_RESULT, SCHEDULER_FAILURES, JobState, best_job, counts_text
 from ..experiment.lock import LOST_EXIT, hold_for_daemon, lost_line
 from ..experiment.results import JobResult
 from ..experiment.store import Store
-from . import reattempts
-from .driving import cancel_requests
-from .file_events import watch
-from .proposer import PROPOSER_JOIN_SECONDS, Proposer
 from .event_log import EventLog
-from .signals import StopSignals
+from .events.files import watch
+from .events.requests import cancel_requests
+from .events.scheduler import SchedulerWatch
+from .events.signals import StopSignals
+from .policies.capacity import Capacity
+from .policies.live_config import LiveConfig
+from .proposer import PROPOSER_JOIN_SECONDS, Proposer
 from .wrapper_check import check_wrapper_before_jobs
 
 if TYPE_CHECKING:  # the builder imports this module to make the daemon it builds
@@ -56,11 +59,6 @@ if TYPE_CHECKING:  # the builder imports this module to make the daemon it build
 # PROPOSAL_SECONDS, and at least PROPOSAL_CHUNK.
 PROPOSAL_CHUNK = 10
 PROPOSAL_SECONDS = 5.0
-# Points proposed ahead, kept in memory for the next free slot, which then gets a job at once
-# instead of after a refit and a proposal (2 local slots, 3-5 s jobs, the GP: 87-90% busy without,
-# 95-97% with; RESULTS.md). One covers the completion that frees a slot while the model works;
-# each more would miss one more result and add to the jobs in flight the optimizer counts.
-READY_POINTS = 1
 
 
 def _params_problem(config: ExperimentConfig, params: Any) -> str | None:
@@ -90,11 +88,11 @@ class Daemon:
         self._proposer: Proposer | None = None
         self._wake = threading.Event()
         self._stop = StopSignals(self._wake)  # SIGINT/SIGTERM, and SIGUSR1 before a batch job's time limit
-        self._ended_seen: dict[int, float] = {}     # job id -> when the driver first said "ended"
-        # Points for the next free slots, (params as in a job file, job-file fields): no job file
-        # until a slot takes one, so a killed daemon loses and repeats nothing.
+        self._scheduler = SchedulerWatch(self.driver, self.paths)
+        self._live_config = LiveConfig(self.paths)
+        # Points proposed for the next free slots, (params as in a job file, job-file fields):
+        # never a job file until a slot takes one, so a killed daemon loses and repeats nothing.
         self._ready: list[tuple[dict[str, list], dict[str, Any]]] = []
-        self._config_mtime = self._read_config_mtime()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -193,9 +191,9 @@ class Daemon:
             changed |= self._collect_results()
             if time.monotonic() >= next_poll:
                 changed |= self._take_late_results()  # first: its listing of results/ refreshes NFS's view
-                changed |= self._poll_driver()
+                changed |= self._poll_scheduler()
                 changed |= self._curves.poll() and bool(self._stop_early())  # (stopped jobs: results.csv)
-                self._reload_config()
+                self._take_config_edit()
                 next_poll = time.monotonic() + self.config.polling_time
             changed |= self._handle_requests()
             self._take_proposal()
@@ -206,7 +204,7 @@ class Daemon:
                 return self._shutdown(self._stop.why(), exit_code=self._stop.exit_code())
             if self._ends.failing_the_same_way is not None:
                 return self._shutdown(self._ends.stop_message(self._ends.failing_the_same_way), exit_code=1)
-            if self.config.max_finished_jobs is not None and self._finished() >= self.config.max_finished_jobs:
+            if self._capacity().budget_reached:
                 self._take_model_best(self._proposer.final_model_best(PROPOSER_JOIN_SECONDS))
                 return self._shutdown("budget reached")
             self._submit_pending()
@@ -230,85 +228,35 @@ class Daemon:
         if counts["running"] or counts["pending"]:
             left = (f"; {counts['running']} running and {counts['pending']} pending job(s) left as they are "
                     f"(run again to collect them)")
-        self.reporter.event("stopped", f"{why}: {self._finished()} finished, {best_text}{left}")
+        finished = self.store.finished_count(self.config.ignored_failures)
+        self.reporter.event("stopped", f"{why}: {finished} finished, {best_text}{left}")
         return exit_code
 
-    # -- config.json edited while running -----------------------------------------------------
+    # -- config.json edited while running, and how many jobs may start -----------------------
 
-    def _read_config_mtime(self) -> float | None:
-        try:
-            return self.paths.config.stat().st_mtime
-        except OSError:
-            return None
-
-    def _reload_config(self) -> None:
-        """Take up a changed config.json: :data:`LIVE_KEYS` now, any other change is reported
-        as needing a restart (a new space or model cannot be swapped under a running search)."""
-        mtime = self._read_config_mtime()
-        if mtime == self._config_mtime:
+    def _take_config_edit(self) -> None:
+        """Take up the live keys of an edited config.json (spearmint_nn.daemon.policies.live_config)."""
+        edit = self._live_config.edit(self.config)
+        if edit is None:
             return
-        self._config_mtime = mtime
-        try:
-            new = load_config(self.paths.experiment, driver_override=self.config.driver_name, check_driver=False)
-        except ConfigError as exc:
-            self.reporter.event("warning", f"config.json changed but does not validate ({exc}); "
-                                f"going on with the settings read before")
-            return
-        changed = [key for key in new.values if new.values[key] != self.config.values[key]]
-        live = [key for key in changed if key in LIVE_KEYS]
-        later = [key for key in changed if key not in LIVE_KEYS]
-        if live:
-            values = {**self.config.values, **{key: new.values[key] for key in live}}
-            self.config = dataclasses.replace(self.config, values=values)
-            self.reporter.event("config", "config.json changed: now " + ", ".join(
-                f"{key} {values[key]}" for key in live))
-            if "max-finished-jobs" in live:
-                self._proposer.set_budget(self.config.max_finished_jobs)
-            if "stop-after-identical-failures" in live:
-                self._ends.streak.limit = self.config.stop_after_identical_failures
-        if later:
-            self.reporter.event("warning", f"config.json changed {', '.join(later)}: noticed but not applied "
-                                f"while running; stop the daemon and run again for that")
+        for kind, line in edit.lines():
+            self.reporter.event(kind, line)
+        self.config = edit.config
+        if "max-finished-jobs" in edit.live:
+            self._proposer.set_budget(self.config.max_finished_jobs)
+        if "stop-after-identical-failures" in edit.live:
+            self._ends.streak.limit = self.config.stop_after_identical_failures
 
-    # -- budget ------------------------------------------------------------------------------
-
-    def _budget_left(self) -> int | None:
-        """Evaluations still to start: max-finished-jobs - finished - in flight - held back (None: no limit)."""
-        if self.config.max_finished_jobs is None:
-            return None
+    def _capacity(self) -> Capacity:
+        """The experiment now, as the capacity policy reads it."""
         counts = self.store.counts()
-        in_flight = counts["pending"] + counts["running"]
-        # Failures held back count once a job succeeds, so jobs start as if they counted already;
-        # but one at a time past that, or a small budget would hide a wrapper bug forever.
-        held = len(self._ends.before_success.held_back)
-        finished = self._finished()
-        left = self.config.max_finished_jobs - finished - in_flight - held
-        if left <= 0 and held and not in_flight and finished < self.config.max_finished_jobs:
-            return 1
-        return left
-
-    def _finished(self) -> int:
-        """Finished jobs that count against max-finished-jobs (held-back failures do not, yet)."""
-        return self.store.finished_count(self.config.ignored_failures)
-
-    def _free_slots(self) -> int:
-        counts = self.store.counts()
-        running = counts["running"]
-        slots = self._site_limits.target(self.config.max_concurrent, running) - counts["pending"] - running
-        budget = self._budget_left()
-        return slots if budget is None else min(slots, budget)
+        return Capacity(max_concurrent=self.config.max_concurrent, max_finished_jobs=self.config.max_finished_jobs,
+                        target=self._site_limits.target(self.config.max_concurrent, counts["running"]),
+                        finished=self.store.finished_count(self.config.ignored_failures),
+                        pending=counts["pending"], running=counts["running"],
+                        held_back=len(self._ends.before_success.held_back))
 
     # -- proposing ---------------------------------------------------------------------------
-
-    def _ready_to_keep(self) -> int:
-        """How many proposed points may wait beyond the free slots: READY_POINTS, less where the
-        budget has no room for them, none in a sequential search (max-concurrent 1: its point
-        would be chosen without the result of the one job running, a batch of two in effect)."""
-        if self.config.max_concurrent < 2:
-            return 0
-        budget = self._budget_left()
-        room = READY_POINTS if budget is None else budget - max(0, self._free_slots())
-        return max(0, min(READY_POINTS, room))
 
     def _ask(self) -> None:
         proposer = self._proposer
@@ -316,8 +264,10 @@ class Daemon:
             return
         pace = proposer.seconds_per_point
         chunk = PROPOSAL_CHUNK if pace is None else max(PROPOSAL_CHUNK, int(PROPOSAL_SECONDS / max(pace, 1e-3)))
-        # Free slots took the ready points first (_take_proposal): those left are beyond them.
-        n = min(max(0, self._free_slots()) + self._ready_to_keep() - len(self._ready), chunk)
+        # Every free slot and the ready points beyond; those held already count (_take_proposal
+        # gave free slots theirs first).
+        capacity = self._capacity()
+        n = min(max(0, capacity.free_slots) + capacity.ready_to_keep - len(self._ready), chunk)
         if n > 0:
             # The ready points are pending too: the next points spread away from them.
             in_flight = [job.params for job in self.store.jobs((JobState.PENDING, JobState.RUNNING))]
@@ -329,8 +279,9 @@ class Daemon:
 
     def _take_proposal(self) -> None:
         """Add a finished proposal to the ready points, give each free slot one as a pending job
-        (user points in jobs/pending hold theirs already), and drop those beyond _ready_to_keep:
-        never run, and never held by the optimizer (see Proposer)."""
+        (user points in jobs/pending were taken in before and hold their slots already), and
+        drop those beyond what may wait (Capacity.ready_to_keep): never run, and the optimizer
+        never held them (see Proposer)."""
         proposal = self._proposer.take()
         if proposal is not None:
             self._take_model_best(self._proposer.model_best)
@@ -339,10 +290,10 @@ class Daemon:
                             for i, params in enumerate(proposal)]
         if self._stop.stopping:
             return
-        for _ in range(min(max(0, self._free_slots()), len(self._ready))):
+        for _ in range(min(max(0, self._capacity().free_slots), len(self._ready))):
             params, fields = self._ready.pop(0)
             self._ends.arrived(self.store.new_job(params, "optimizer", **fields))
-        del self._ready[self._ready_to_keep():]
+        del self._ready[self._capacity().ready_to_keep:]
 
     def _take_model_best(self, model_best: Mapping[str, Any] | None) -> None:
         """Hand the model's best (best.json's ``model_best``) with its job's params to the summaries."""
@@ -409,50 +360,40 @@ class Daemon:
         result = JobResult.read(self.paths.result_file(job_id), job_id)
         if result is None:
             return False
-        self._ended_seen.pop(job_id, None)
+        self._scheduler.forget(job_id)
         self._ends.result(job_id, result)
         return True
 
-    def _poll_driver(self) -> bool:
-        """One driver poll for all running jobs; fail those that ended without a result."""
-        by_sid = {job.scheduler_id: job.id for job in self.store.jobs(JobState.RUNNING)
-                  if job.driver == self.driver.name and job.scheduler_id is not None}
-        if not by_sid:
-            self._site_limits.polled(())  # none of its jobs waits in the queue any more
-            return False
+    def _poll_scheduler(self) -> bool:
+        """One driver poll for all running jobs; end those that ended without a result."""
         try:
-            statuses = self.driver.poll(list(by_sid))
+            statuses = self._scheduler.poll(self.store.jobs(JobState.RUNNING))
         except PollError as exc:
             self.reporter.event("warning", f"poll of the {self.driver.name} driver failed ({exc}); trying again later")
             return False
-        self._site_limits.polled(statuses.values())
+        self._site_limits.polled(statuses.values())  # (none: none of its jobs waits in the queue any more)
         changed = False
-        for sid, status in statuses.items():
-            job_id = by_sid.get(sid)
-            if job_id is None or not status.state.finished:
+        for job_id, status in statuses.items():
+            if not status.state.finished:
                 continue
             if self._record_result(job_id):
                 changed = True
                 continue
-            outcome = reattempts.interruption(self.paths, job_id, status)
-            first_seen = self._ended_seen.setdefault(job_id, time.monotonic())
-            if outcome != reattempts.CHECKPOINTED and time.monotonic() - first_seen < self.driver.result_grace_s:
-                continue
-            reason = status.reason or status.state.value
-            self._ended_seen.pop(job_id, None)
-            if outcome is not None:
-                self._ends.interrupt(job_id, outcome, reason)
+            ended = self._scheduler.without_result(job_id, status)
+            if ended is None:
+                continue  # its result may still come within the grace
+            if ended.outcome is not None:
+                self._ends.interrupt(job_id, ended.outcome, ended.reason)
             elif self.paths.result_file(job_id).exists():
-                self._ends.fail(job_id, "bad_result", f"unreadable result file; {reason}")
-            else:  # its result file may still show up: spearmint_nn.daemon.late_results
-                self._ends.fail(job_id, SCHEDULER_FAILURES[status.state], reason,
-                                **{AWAITING_RESULT: time.time() - (time.monotonic() - first_seen)})
+                self._ends.fail(job_id, "bad_result", f"unreadable result file; {ended.reason}")
+            else:  # its result file may still show up: spearmint_nn.daemon.events.late_results
+                self._ends.fail(job_id, SCHEDULER_FAILURES[status.state], ended.reason, **{AWAITING_RESULT: ended.ended})
             changed = True
         return changed
 
     def _take_late_results(self) -> bool:
         """Record the result files that appeared for jobs failed without one, in place of the failure."""
-        found = self._late.arrived(refresh=bool(self._ended_seen))
+        found = self._late.arrived(refresh=self._scheduler.awaiting_results)
         for job, line in found:
             result = JobResult.read(self.paths.result_file(job.id), job.id)
             if result is not None:

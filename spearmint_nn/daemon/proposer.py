@@ -96,7 +96,7 @@ class Proposer:
     def observe(self, job_id: int, params: Mapping[str, Any], value: Any, duration: float | None) -> None:
         """Queue a job's outcome for the optimizer. A job shown before gets its new outcome in
         place of the earlier one (:meth:`Optimizer.revise`): a job recorded as failed whose
-        result file a shared filesystem showed late (see spearmint_nn.daemon.late_results)."""
+        result file a shared filesystem showed late (see spearmint_nn.daemon.events.late_results)."""
         with self._cond:
             self._observations.append((job_id, dict(params), value, duration))
 

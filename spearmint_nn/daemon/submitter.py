@@ -8,7 +8,7 @@ pending and tries again after 2, 4, 8 ... s, up to 10 min apart, about 17 minute
 the job at once, and :data:`MAX_SUBMIT_REJECTS` of them in a row stop the daemon, since the
 driver would reject every job the same way. A refusal for a limit of the site (a per-user cap,
 :class:`~spearmint_nn.drivers.base.SiteLimitError`) is neither: the job goes back to pending
-and the daemon holds back (spearmint_nn.daemon.site_limits).
+and the daemon holds back (spearmint_nn.daemon.policies.site_limits).
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ MAX_SUBMIT_REJECTS = 3         # consecutive permanent rejections before the dae
 
 def job_spec(config: ExperimentConfig, driver: Driver, job_id: int, attempt: int = 1) -> JobSpec:
     """What the driver runs for one job (submitted for its attempt ``attempt``: see
-    spearmint_nn.daemon.reattempts): the runner, with the job's output files and a
+    spearmint_nn.daemon.policies.reattempts): the runner, with the job's output files and a
     scheduler-safe name."""
     paths = config.paths
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{config.name}-{job_id}")[:64]

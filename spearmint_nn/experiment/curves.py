@@ -143,7 +143,7 @@ def curve_summary(reports: list[Report]) -> dict[str, int | float]:
 
 def report_names(folder: Path) -> set[int]:
     """The job ids that have a report file in ``folder``: one listing (which also makes an NFS
-    client ask the server afresh; see spearmint_nn.daemon.late_results)."""
+    client ask the server afresh; see spearmint_nn.daemon.events.late_results)."""
     try:
         names = os.listdir(folder)
     except OSError:

@@ -91,7 +91,7 @@ SCHEDULER_FAILURES = {
 # The field of a job the daemon failed because the scheduler said it had ended while its result
 # file was not to be seen (one of SCHEDULER_FAILURES): the unix time the scheduler first said so.
 # A shared filesystem may show that file minutes later; when it appears, the result decides the
-# job after all (see Job.awaits_result and spearmint_nn.daemon.late_results).
+# job after all (see Job.awaits_result and spearmint_nn.daemon.events.late_results).
 AWAITING_RESULT = "ended_without_result"
 # What such a job keeps of the failure its late result replaced: {"failure", "reason", "ended"}.
 LATE_RESULT = "late_result"
@@ -185,7 +185,7 @@ class Job:
     @property
     def predicted_values(self) -> dict[str, float]:
         """{objective: predicted final value} of a stopped job shown to the model ({} otherwise:
-        see spearmint_nn.daemon.early_stopping)."""
+        see spearmint_nn.daemon.policies.early_stopping)."""
         return dict(self.fields.get("predicted_values") or {})
 
     @property

@@ -26,7 +26,7 @@
                                          (array-000040, task 2), which the scheduler opens
             results/000042.json          written by the job itself (the runner); the daemon lists
                                          this folder at every poll for results that a shared
-                                         filesystem shows late (spearmint_nn.daemon.late_results)
+                                         filesystem shows late (spearmint_nn.daemon.events.late_results)
             claims/000042.json           the runner's claim on job 42 (host, pid, start time),
                                          created once with an atomic link: one evaluation per id
             claims/000042-2.json         the claim on its second attempt (the scheduler ran
@@ -61,7 +61,7 @@
                                          correlation: [mean, sd] | null}], "written"}
             results.csv, best.json       summaries, rewritten atomically
             site_limit.json              while a limit of the site holds the daemon back
-                                         (spearmint_nn.daemon.site_limits): {"held": {"in_flight"
+                                         (spearmint_nn.daemon.policies.site_limits): {"held": {"in_flight"
                                          (jobs the site accepted), "since" (unix time), "message"
                                          (the scheduler's refusal)} | null, "queued": {"jobs",
                                          "reason"} (jobs the scheduler queues for a limit, e.g.
@@ -116,7 +116,7 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
     report_warning  one line saying the job's report file has lines that are not reports
                   (garbage, NaN, inf), which are skipped; set once, the first time one is read
     attempt       the attempt the job is submitted for, when the daemon submitted it again
-                  (spearmint_nn.daemon.reattempts); its runner runs with ``--attempt <n>``
+                  (spearmint_nn.daemon.policies.reattempts); its runner runs with ``--attempt <n>``
     predicted_duration  seconds the duration model predicted when EI per second proposed the job
     chosen_by     what proposed the job (source "optimizer"): "sobol", "exploration", "gp", "dngo"
     search_start  the first evaluation (0-based, completion order) the objective model saw then;
@@ -142,7 +142,7 @@ Job file (``jobs/<state>/<id>.json``), JSON object:
                   or failed as the runner recorded it
     reclassified_from  the kind the job failed with ("exception", ...) when the daemon later
                   recorded it as "bad_wrapper": the same failure at the same place in 3 jobs in
-                  a row before any job succeeded (spearmint_nn.daemon.before_success)
+                  a row before any job succeeded (spearmint_nn.daemon.policies.before_success)
 
 best.json: the best observed feasible job (id, value, values, params, duration, finished): the
 lowest value, the highest with ``"direction": "maximize"``; for a GAUSSIAN (noisy) objective,

@@ -3,7 +3,7 @@
 ``"early-stopping": {"rule": "model", "min-steps": 5}`` opts an experiment in (absent: no job
 is ever stopped). At each poll the daemon asks :func:`decide` about every running job whose
 learning curve (:mod:`spearmint_nn.experiment.curves`) has new reports, and stops the job when
-the rule says so (:mod:`spearmint_nn.daemon.early_stopping`). The rules are pure functions of
+the rule says so (:mod:`spearmint_nn.daemon.policies.early_stopping`). The rules are pure functions of
 the job's curve, the other jobs' curves and final values, and the direction; they are the same
 for a daemon that was restarted, because they keep nothing between calls except the step up to
 which a job was already judged (``since``), which a restarted daemon does not know.

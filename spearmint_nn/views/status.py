@@ -311,7 +311,7 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
 def read_site_limit(paths: ExperimentPaths) -> dict[str, Any] | None:
     """The site's limits as the daemon last wrote them (layout: site_limit.json):
     ``{"held": {"in_flight", "since", "message"} | None, "queued": {"jobs", "reason"} | None}``;
-    None when neither holds (spearmint_nn.daemon.site_limits)."""
+    None when neither holds (spearmint_nn.daemon.policies.site_limits)."""
     data = read_json(paths.site_limit)
     if not isinstance(data, dict):
         return None

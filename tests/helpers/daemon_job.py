@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from spearmint_nn.daemon.signals import TIME_LIMIT_EXIT
+from spearmint_nn.daemon.events.signals import TIME_LIMIT_EXIT
 
 from . import batch_scenarios as scenarios
 from .experiments import all_jobs

@@ -330,7 +330,7 @@ def _kill_at_write(n: int) -> None:
 def _killed_after_array(folder: Path) -> Any:
     """The config's own driver (a real scheduler's), SIGKILLing its daemon as soon as it has
     submitted a job array: the scheduler has the tasks, the job files have no ids."""
-    from spearmint_nn.daemon.driving import make_driver
+    from spearmint_nn.daemon.build import make_driver
 
     driver = make_driver(load_config(folder))
     submit_many = driver.submit_many

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from helpers.batch_scenarios import Cluster, run_to_end, wait_for
 from helpers.experiments import BRANIN_VARIABLES, write_experiment
-from spearmint_nn.daemon.driving import make_driver
+from spearmint_nn.daemon.build import make_driver
 from spearmint_nn.daemon.submitter import job_spec
 from spearmint_nn.drivers.base import SchedulerState
 from spearmint_nn.experiment.config import load_config

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from helpers.experiments import cli, quick_config, write_experiment
-from spearmint_nn.daemon.driving import make_driver
+from spearmint_nn.daemon.build import make_driver
 from spearmint_nn.daemon.submitter import job_spec
 from spearmint_nn.drivers.base import SchedulerState
 from spearmint_nn.experiment.config import load_config

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from helpers.experiments import quick_config, write_experiment
 from helpers.fake_scheduler import jobs_by_id, run_daemon
 from helpers.invariant_checks import assert_folder_ok, counting_wrapper
-from spearmint_nn.daemon import site_limits
+from spearmint_nn.daemon.policies import site_limits
 from spearmint_nn.drivers.base import JobSpec, SiteLimitError
 from spearmint_nn.drivers.local import LocalDriver
 from spearmint_nn.experiment.layout import ExperimentPaths

@@ -7,7 +7,7 @@ import signal
 
 from helpers.experiments import all_jobs, cli, quick_config, start_daemon, wait_for
 from helpers.invariant_checks import assert_folder_ok, counting_wrapper, logged_runs
-from spearmint_nn.daemon.signals import TIME_LIMIT_EXIT
+from spearmint_nn.daemon.events.signals import TIME_LIMIT_EXIT
 
 
 def test_time_limit_warning_stops_with_75_leaves_jobs_and_the_next_run_adopts_them(make_experiment):

@@ -13,7 +13,7 @@ Lines that are not reports (garbage, NaN, inf) are skipped; the first one found 
 is said once, as a warning line and the job's ``report_warning`` field, and never again for that
 job, also by a later daemon (which finds the field set).
 
-The curves themselves stay in memory (:meth:`ProgressReports.curve`), for whatever decides from
+The curves themselves stay in memory (:meth:`CurveReader.curve`), for whatever decides from
 them, and in the files, which are durable: a daemon killed and started again reads each running
 job's file from its start at its first poll and so loses no report, and a finished job's curve
 is read from its file the first time it is asked for.
@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..experiment.curves import Report, curve_summary, read_curve, read_since, report_names
-from ..experiment.jobs import JobState
-from ..experiment.store import Store
-from .event_log import EventLog
+from ...experiment.curves import Report, curve_summary, read_curve, read_since, report_names
+from ...experiment.jobs import JobState
+from ...experiment.store import Store
+from ..event_log import EventLog
 
 
 @dataclass
@@ -39,7 +39,7 @@ class _Reading:
     warned: bool = False
 
 
-class ProgressReports:
+class CurveReader:
     """The running jobs' curves, read at each poll (see the module docstring)."""
 
     def __init__(self, store: Store, reporter: EventLog):

@@ -42,10 +42,10 @@ import os
 import re
 import time
 
-from ..experiment.jobs import AWAITING_RESULT, Job, JobState
-from ..experiment.layout import ExperimentPaths
-from ..experiment.results import JobResult
-from ..experiment.store import Store
+from ...experiment.jobs import AWAITING_RESULT, Job, JobState
+from ...experiment.layout import ExperimentPaths
+from ...experiment.results import JobResult
+from ...experiment.store import Store
 
 _RESULT_NAME = re.compile(r"^(\d{6,})\.json$")
 

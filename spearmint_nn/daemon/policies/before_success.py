@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..experiment.config import ExperimentConfig
-from ..experiment.failures import FailureGroup, signature_as_run
-from ..experiment.jobs import Job, JobState
+from ...experiment.config import ExperimentConfig
+from ...experiment.failures import FailureGroup, signature_as_run
+from ...experiment.jobs import Job, JobState
 
 
 class FailuresBeforeSuccess:

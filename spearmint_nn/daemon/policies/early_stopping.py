@@ -1,6 +1,6 @@
 """The daemon's early stopping: running jobs judged on their curves; a policy that decides.
 
-After each poll's reading of the curves (:class:`~spearmint_nn.daemon.progress_reports.ProgressReports`),
+After each poll's reading of the curves (:class:`~spearmint_nn.daemon.events.curves.CurveReader`),
 :meth:`EarlyStopping.decide` asks the config's rule
 (:func:`spearmint_nn.problem.stopping_rules.decide`) about every running job whose curve has
 grown since it was last judged, with the other jobs' curves (from memory, or read once from
@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..experiment.config import ExperimentConfig
-from ..experiment.curves import Report, curve_summary
-from ..experiment.jobs import Job, JobState
-from ..problem.stopping_rules import Other, Prediction, decide, predict_final
+from ...experiment.config import ExperimentConfig
+from ...experiment.curves import Report, curve_summary
+from ...experiment.jobs import Job, JobState
+from ...problem.stopping_rules import Other, Prediction, decide, predict_final
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,8 @@ class Stop:
 
 class EarlyStopping:
     """See the module docstring; ``decide`` decides nothing when the config has no ``early-stopping``.
-    ``curve_of`` gives a job's curve so far (:meth:`ProgressReports.curve
-    <spearmint_nn.daemon.progress_reports.ProgressReports.curve>`)."""
+    ``curve_of`` gives a job's curve so far (:meth:`CurveReader.curve
+    <spearmint_nn.daemon.events.curves.CurveReader.curve>`)."""
 
     def __init__(self, config: ExperimentConfig, curve_of: Callable[[int], list[Report]]):
         self.settings = config.early_stopping

@@ -28,12 +28,12 @@ import dataclasses
 import time
 from typing import Any, Mapping, Sequence
 
-from ..drivers.base import JobStatus, SchedulerState
+from ...drivers.base import JobStatus, SchedulerState
 
-from ..experiment.claims import attempt_record, read_claim
-from ..experiment.jobs import Job
-from ..experiment.layout import ExperimentPaths
-from ..experiment.resume import CHECKPOINTED, CheckpointedAttempt
+from ...experiment.claims import attempt_record, read_claim
+from ...experiment.jobs import Job
+from ...experiment.layout import ExperimentPaths
+from ...experiment.resume import CHECKPOINTED, CheckpointedAttempt
 
 # Scheduler states of a job dropped for reasons of the cluster's own, and their outcome word.
 DROPPED = {SchedulerState.PREEMPTED: "preempted", SchedulerState.NODE_FAIL: "node_fail"}

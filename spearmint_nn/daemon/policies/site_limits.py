@@ -41,11 +41,11 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Sequence
 
-from ..drivers.base import JobStatus
-from ..experiment.layout import ExperimentPaths
-from ..files import atomic_write_json
-from .event_log import EventLog
-from .submitter import SubmitOutcome
+from ...drivers.base import JobStatus
+from ...experiment.layout import ExperimentPaths
+from ...files import atomic_write_json
+from ..event_log import EventLog
+from ..submitter import SubmitOutcome
 
 RETRY_S = 2.0          # no submission for this long after a refusal, doubling with each in a row
 PROBE_FIRST_S = 30.0   # a submission beyond the held target this long after a refusal at it

@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = (ROOT / "spearmint_nn", ROOT / "drivers")
 OWNER = ROOT / "spearmint_nn" / "daemon" / "job_ends.py"
 END_STATES = {"COMPLETE", "FAILED", "STOPPED"}
-# The policies of the daemon: each is handed what it needs and returns decisions.
-POLICIES = ("early_stopping", "before_success", "reattempts", "site_limits")
+# The policies of the daemon (spearmint_nn/daemon/policies/): each is handed what it needs and
+# returns decisions.
+POLICIES = ROOT / "spearmint_nn" / "daemon" / "policies"
 # What writes job files (the store) or files at all (the writers of spearmint_nn.files).
 WRITERS = {"Store", "atomic_write_json", "atomic_write_bytes", "create_json_once"}
 # site_limits writes its own status file for `spearmint-nn status` (site_limit.json), no job file.
@@ -56,11 +57,13 @@ def test_only_the_owner_moves_a_job_to_an_end_state():
 
 
 def test_the_policies_import_nothing_that_writes_job_files():
-    for name in POLICIES:
-        imported = _imported((ROOT / "spearmint_nn" / "daemon" / f"{name}.py").read_text(encoding="utf-8"))
+    policies = sorted(POLICIES.glob("*.py"))
+    assert len(policies) >= 6  # (__init__, early stopping, re-attempts, before success, site limits, ...)
+    for path in policies:
+        imported = _imported(path.read_text(encoding="utf-8"))
         wrong = sorted(n for n in imported if (n in WRITERS or n.endswith("experiment.store"))
-                       and n not in OWN_FILES.get(name, ()))
-        assert not wrong, f"daemon/{name}.py imports a writer: {wrong}"
+                       and n not in OWN_FILES.get(path.stem, ()))
+        assert not wrong, f"daemon/policies/{path.name} imports a writer: {wrong}"
 
 
 def test_the_readers_see_what_the_rules_are_about():

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from spearmint_nn.daemon.late_results import LateResults, arrival_line
+from spearmint_nn.daemon.events.late_results import LateResults, arrival_line
 from spearmint_nn.experiment.jobs import JobState
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.experiment.results import JobResult, ResultStatus

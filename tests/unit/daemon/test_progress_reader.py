@@ -1,4 +1,4 @@
-"""The daemon's reading of running jobs' report files (spearmint_nn.daemon.progress_reports), on
+"""The daemon's reading of running jobs' report files (spearmint_nn.daemon.events.curves), on
 a real store and real files: only the bytes appended since the last poll are read, garbage is
 said once per job, a job's record keeps the summary, and a new reader (a restarted daemon)
 rebuilds every curve from the files (the daemon end to end: tests/system/test_progress_reports.py)."""
@@ -9,7 +9,7 @@ import io
 
 import pytest
 
-from spearmint_nn.daemon.progress_reports import ProgressReports
+from spearmint_nn.daemon.events.curves import CurveReader
 from spearmint_nn.daemon.event_log import EventLog
 from spearmint_nn.experiment.curves import Report
 from spearmint_nn.experiment.jobs import JobState
@@ -81,7 +81,7 @@ def reads(monkeypatch) -> list[tuple[str, int]]:
 def test_each_poll_reads_only_what_was_appended_and_records_the_summary(store, console, reads):
     reporter, _ = console
     job_id, quiet = _running(store), _running(store)
-    curves = ProgressReports(store, reporter)
+    curves = CurveReader(store, reporter)
     _append(store, job_id, "1 0.9\n2 0.7\n")
     assert curves.poll() is True
     assert {k: store.get(job_id).fields.get(k) for k in ("reports", "last_step", "last_value")} == {
@@ -103,7 +103,7 @@ def test_each_poll_reads_only_what_was_appended_and_records_the_summary(store, c
 def test_garbage_is_skipped_and_said_once_per_job_in_its_record(store, console):
     reporter, stream = console
     job_id = _running(store)
-    curves = ProgressReports(store, reporter)
+    curves = CurveReader(store, reporter)
     _append(store, job_id, "1 0.9\nepoch 2 done\n2 nan\n")
     curves.poll()
     _append(store, job_id, "oops\n3 0.4\n")
@@ -113,7 +113,7 @@ def test_garbage_is_skipped_and_said_once_per_job_in_its_record(store, console):
     assert "'epoch 2 done'" in job.fields["report_warning"] and "000001.txt" in job.fields["report_warning"]
     assert stream.getvalue().count("warning") == 1
     # a restarted daemon reads the file again from its start and says nothing new
-    again = ProgressReports(store, reporter)
+    again = CurveReader(store, reporter)
     again.poll()
     assert stream.getvalue().count("warning") == 1 and store.get(job_id).fields["report_warning"] == job.fields["report_warning"]
     assert again.curve(job_id) == curves.curve(job_id)
@@ -122,11 +122,11 @@ def test_garbage_is_skipped_and_said_once_per_job_in_its_record(store, console):
 def test_a_new_reader_rebuilds_every_report_and_an_ending_job_gets_its_last_ones(store, console):
     reporter, _ = console
     job_id = _running(store)
-    first = ProgressReports(store, reporter)
+    first = CurveReader(store, reporter)
     _append(store, job_id, "".join(f"{i} {1 / (i + 1)!r}\n" for i in range(5)))
     first.poll()
     _append(store, job_id, "5 0.1\n")  # written after the first daemon's last poll (it was killed)
-    second = ProgressReports(store, reporter)
+    second = CurveReader(store, reporter)
     second.poll()
     _append(store, job_id, "# attempt 2\n6 0.05\n")  # the job's last report, just before it ends
     fields = second.final(job_id)
@@ -134,7 +134,7 @@ def test_a_new_reader_rebuilds_every_report_and_an_ending_job_gets_its_last_ones
     store.move(job_id, JobState.COMPLETE, values={"main": 0.05}, value=0.05, **fields)
     assert [(r.step, r.attempt) for r in second.curve(job_id)] == [(i, 1) for i in range(6)] + [(6, 2)]
     # a finished job is never polled again; its curve is read from the file once when asked for
-    third = ProgressReports(store, reporter)
+    third = CurveReader(store, reporter)
     assert third.poll() is False
     assert third.curve(job_id) == second.curve(job_id)
     assert third.final(_running(store)) == {}  # a job that never reported ends with no curve fields

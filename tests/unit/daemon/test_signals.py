@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from spearmint_nn.daemon.signals import STOP_SIGNALS, TIME_LIMIT_EXIT, StopSignals
+from spearmint_nn.daemon.events.signals import STOP_SIGNALS, TIME_LIMIT_EXIT, StopSignals
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The in-flight target under a site's limits (spearmint_nn.daemon.site_limits), without a daemon."""
+"""The in-flight target under a site's limits (spearmint_nn.daemon.policies.site_limits), without a daemon."""
 from __future__ import annotations
 
 import io
@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from spearmint_nn.daemon import site_limits
+from spearmint_nn.daemon.policies import site_limits
 from spearmint_nn.daemon.event_log import EventLog
-from spearmint_nn.daemon.site_limits import LOWER_AFTER, PROBE_FIRST_S, RETRY_S, SiteLimits
+from spearmint_nn.daemon.policies.site_limits import LOWER_AFTER, PROBE_FIRST_S, RETRY_S, SiteLimits
 from spearmint_nn.drivers.base import JobStatus, SchedulerState
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.views.status import read_site_limit, site_limit_lines

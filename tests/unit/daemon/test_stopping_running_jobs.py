@@ -1,5 +1,5 @@
 """The daemon's early stopping on a real store, real report files and the real local driver
-cancelling real processes: the policy (spearmint_nn.daemon.early_stopping) decides and the owner
+cancelling real processes: the policy (spearmint_nn.daemon.policies.early_stopping) decides and the owner
 of job ends (spearmint_nn.daemon.job_ends) applies its decisions. A job the rule stops is
 cancelled and recorded ``stopped`` with its curve and why; a job whose result file is already
 there is left to be recorded; a job is judged again only once its curve grew; without the key
@@ -15,9 +15,9 @@ import pytest
 
 from drivers.local import LocalDriver, _proc_stat
 from helpers.experiments import quick_config, write_experiment
-from spearmint_nn.daemon.early_stopping import EarlyStopping
+from spearmint_nn.daemon.policies.early_stopping import EarlyStopping
 from spearmint_nn.daemon.job_ends import JobEnds
-from spearmint_nn.daemon.progress_reports import ProgressReports
+from spearmint_nn.daemon.events.curves import CurveReader
 from spearmint_nn.daemon.event_log import EventLog
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.experiment.jobs import JobState
@@ -50,7 +50,7 @@ def _setup(tmp_path, early_stopping):
         store.move(job.id, JobState.RUNNING, driver="local", scheduler_id="1:1")
         store.move(job.id, JobState.COMPLETE, values={"main": points[-1][1]}, value=points[-1][1])
     reporter = EventLog(None, io.StringIO())
-    curves = ProgressReports(store, reporter)
+    curves = CurveReader(store, reporter)
     driver = LocalDriver({}, config.paths.state)
     shown: list[int] = []  # the ids of the jobs shown to the model
 

@@ -19,7 +19,7 @@ from helpers.experiments import BRANIN_VARIABLES, all_jobs, cli, quick_config
 from spearmint_nn.search.acquisition import Acquisition
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.daemon.proposer import Proposer
-from spearmint_nn.daemon.reporting import Reporter
+from spearmint_nn.daemon.event_log import EventLog
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.models.dngo import DNGO
 from spearmint_nn.models.gp import GP
@@ -108,7 +108,7 @@ def test_the_proposer_hands_predicted_durations_to_the_daemon_as_job_fields():
     opt = Optimizer(LINE, model="gp-nowarp", seed=0, initial_design=3, acquisition="ei-per-second",
                     model_options=QUICK_GP)
     wake = threading.Event()
-    proposer = Proposer(opt, Reporter(None, io.StringIO()), wake)
+    proposer = Proposer(opt, EventLog(None, io.StringIO()), wake)
     try:
         for x in (0.1, 0.5, 0.9):
             proposer.observe(round(x * 10), {"x": [x]}, x, 10.0 * (1 + x))
@@ -127,7 +127,7 @@ def test_the_proposer_hands_predicted_durations_to_the_daemon_as_job_fields():
 def test_the_proposer_reports_a_restart_as_an_event():
     opt = Optimizer(LINE, model="gp-nowarp", seed=0, initial_design=2, model_options=QUICK_GP)
     log, wake = io.StringIO(), threading.Event()
-    proposer = Proposer(opt, Reporter(None, log), wake)
+    proposer = Proposer(opt, EventLog(None, log), wake)
     try:
         for i in range(20):  # nothing improves on the first value: a restart at 20 (10 x the design)
             proposer.observe(i, {"x": [i / 20]}, 0.0 if i == 0 else 1.0 + i / 100, None)
@@ -203,7 +203,7 @@ def test_the_proposer_writes_the_gps_warpings_where_the_report_reads_them(tmp_pa
     opt = Optimizer(BRANIN_VARIABLES, model="gp", seed=0, initial_design=3, model_options=QUICK_GP)
     assert opt.warpings is None  # no fit yet
     wake = threading.Event()
-    proposer = Proposer(opt, Reporter(None, io.StringIO()), wake, warpings_file=paths.warpings)
+    proposer = Proposer(opt, EventLog(None, io.StringIO()), wake, warpings_file=paths.warpings)
     try:
         for i, (x, y) in enumerate([(-3, 2), (0, 10), (5, 5), (9, 1)]):
             proposer.observe(i, {"x": [x], "y": [y]}, float(x * x + y), None)
@@ -352,7 +352,7 @@ def test_the_proposer_leaves_what_is_in_flight_to_the_daemons_job_files():
     # a point the optimizer remembered on its own would stay pending in every later proposal.
     opt = Optimizer(LINE, model="sobol", seed=0)
     wake = threading.Event()
-    proposer = Proposer(opt, Reporter(None, io.StringIO()), wake)
+    proposer = Proposer(opt, EventLog(None, io.StringIO()), wake)
     try:
         proposer.request(3, [])
         assert wake.wait(60)

@@ -1,0 +1,70 @@
+"""The scheduler's view of the running jobs: one driver poll for all of them, and what to make
+of a job that the scheduler says has ended while its result file is not (yet) to be seen.
+
+A job whose result file is there is recorded from it, whatever the scheduler says. Without one,
+an attempt that stopped at its checkpoint, or that the cluster dropped (preempted, its node
+lost), asks for another attempt (:func:`~spearmint_nn.daemon.policies.reattempts.interruption`);
+any other end waits ``result-grace`` seconds for the file (a shared filesystem can show it late:
+:mod:`~spearmint_nn.daemon.events.late_results`), then fails the job for what the scheduler
+said. :class:`SchedulerWatch` keeps when it first saw each such job ended.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from ...drivers.base import Driver, JobStatus
+from ...experiment.jobs import Job
+from ...experiment.layout import ExperimentPaths
+from ..policies import reattempts
+
+
+@dataclass(frozen=True)
+class EndedWithoutResult:
+    """A job the scheduler said ended, with no result file after the grace: ``outcome`` the way
+    its attempt was interrupted ("checkpointed", "preempted", "node_fail"), or None for an end
+    that fails it; ``reason`` in the scheduler's words; ``ended`` the unix time it was first
+    seen ended."""
+
+    outcome: str | None
+    reason: str
+    ended: float
+
+
+class SchedulerWatch:
+    """See the module docstring. :meth:`poll` raises the driver's
+    :class:`~spearmint_nn.drivers.base.PollError`; the loop then tries again at its next poll."""
+
+    def __init__(self, driver: Driver, paths: ExperimentPaths):
+        self.driver, self.paths = driver, paths
+        self._ended_seen: dict[int, float] = {}  # job id -> when the driver first said "ended" (monotonic)
+
+    def poll(self, running: Sequence[Job]) -> dict[int, JobStatus]:
+        """The driver's status of each of ``running`` that this daemon's driver submitted, by job id."""
+        by_sid = {job.scheduler_id: job.id for job in running
+                  if job.driver == self.driver.name and job.scheduler_id is not None}
+        if not by_sid:
+            return {}
+        statuses = self.driver.poll(list(by_sid))
+        return {by_sid[sid]: status for sid, status in statuses.items() if sid in by_sid}
+
+    def without_result(self, job_id: int, status: JobStatus) -> EndedWithoutResult | None:
+        """What to make of a job that ``status`` says ended while it has no readable result:
+        None while its result may still come within the driver's grace."""
+        outcome = reattempts.interruption(self.paths, job_id, status)
+        first_seen = self._ended_seen.setdefault(job_id, time.monotonic())
+        if outcome != reattempts.CHECKPOINTED and time.monotonic() - first_seen < self.driver.result_grace_s:
+            return None
+        self._ended_seen.pop(job_id, None)
+        return EndedWithoutResult(outcome, status.reason or status.state.value,
+                                  time.time() - (time.monotonic() - first_seen))
+
+    def forget(self, job_id: int) -> None:
+        """The job's result was recorded."""
+        self._ended_seen.pop(job_id, None)
+
+    @property
+    def awaiting_results(self) -> bool:
+        """Whether some job has ended and its result is awaited within the grace."""
+        return bool(self._ended_seen)
