@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from spearmint_nn.errors import ConfigError
+from spearmint_nn.processes import process_stat
 
 from .base import Driver, JobSpec, JobStatus, PollError, SchedulerState, SubmitError
 
@@ -43,17 +44,6 @@ DEFAULT_TIME_LIMIT_S = 24 * 3600.0
 # may still be exiting (interpreter teardown, the CUDA context's release): a GPU slot is waited
 # for this long before the daemon keeps its pending jobs for a later wake (has_room).
 SLOT_WAIT_S = 5.0
-
-
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """(state letter, start time in clock ticks since boot) of a live pid, or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read().decode("ascii", errors="replace")
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()  # the command name may contain spaces and ')'
-    return fields[0], int(fields[19])
 
 
 def _boot_time() -> float:
@@ -156,7 +146,7 @@ class LocalDriver(Driver):
                                         stdout=out, stderr=err, env=env, start_new_session=True)
         except OSError as exc:
             raise SubmitError(f"cannot start {spec.command[0]!r}: {exc.strerror}", transient=False) from None
-        stat = _proc_stat(proc.pid)
+        stat = process_stat(proc.pid)
         # A job that exits before we read /proc is still ours: Popen keeps its exit status.
         scheduler_id = f"{proc.pid}:{stat[1] if stat else 0}" + (f":{devices}" if devices is not None else "")
         self._children[scheduler_id] = proc
@@ -202,7 +192,7 @@ class LocalDriver(Driver):
 
     def _alive(self, scheduler_id: str) -> bool:
         pid, start = _parse_id(scheduler_id)
-        stat = _proc_stat(pid)
+        stat = process_stat(pid)
         return stat is not None and stat[1] == start and stat[0] not in ("Z", "X")
 
     def _age(self, scheduler_id: str) -> float:

@@ -39,7 +39,7 @@ import sys
 import time
 from typing import Any, Mapping
 
-from ..drivers.local import _proc_stat
+from ..processes import process_stat
 from .layout import ExperimentPaths
 from ..files import create_json_once, read_json
 
@@ -56,7 +56,7 @@ HOLDER_POLL_S = 0.5
 
 def my_claim(attempt: int) -> dict[str, Any]:
     """The claim record of this process on attempt ``attempt``."""
-    stat = _proc_stat(os.getpid())
+    stat = process_stat(os.getpid())
     return {"attempt": attempt, "host": socket.gethostname(), "pid": os.getpid(),
             "start_ticks": stat[1] if stat else None, "claimed": time.time(),
             "scheduler_ids": {k: v for k, v in os.environ.items() if SCHEDULER_ID_VARIABLE.search(k)},
@@ -141,7 +141,7 @@ def holder_alive(claim: dict[str, Any]) -> bool | None:
     """Whether the claim's process still runs: True/False on its own host, None elsewhere."""
     if claim.get("host") != socket.gethostname() or not isinstance(claim.get("pid"), int):
         return None
-    stat = _proc_stat(claim["pid"])
+    stat = process_stat(claim["pid"])
     return stat is not None and stat[1] == claim.get("start_ticks") and stat[0] not in ("Z", "X")
 
 

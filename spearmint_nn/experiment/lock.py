@@ -43,7 +43,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..drivers.local import _proc_stat
+from ..processes import process_stat
 from ..errors import DaemonError
 from ..files import atomic_write_json, read_json
 from .layout import ExperimentPaths
@@ -140,7 +140,7 @@ class FolderLock:
         self.paths, self._fd = paths, fd
         st = os.fstat(fd)
         self._inode = (st.st_dev, st.st_ino)
-        stat = _proc_stat(os.getpid())
+        stat = process_stat(os.getpid())
         now = time.time()
         self.record: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid(),
                                        "start_ticks": stat[1] if stat else None, "started": now,
@@ -239,7 +239,7 @@ def _same_process(info: dict[str, Any]) -> bool | None:
     """Whether the record's process still runs: True/False on its own host (pid and start), None elsewhere."""
     if info.get("host") != socket.gethostname() or not isinstance(info.get("pid"), int):
         return None
-    stat = _proc_stat(info["pid"])
+    stat = process_stat(info["pid"])
     if stat is None or stat[0] in ("Z", "X"):
         return False
     return info.get("start_ticks") is None or stat[1] == info["start_ticks"]

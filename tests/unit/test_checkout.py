@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("path", ["experiments/branin/.spearmint/best.json",
                                   "experiments/conditional_mlp/.spearmint/jobs/complete/000001.json",
                                   "my-tuning/.spearmint/daemon.log", ".venv/bin/python",
-                                  "spearmint_nn/benchmarks/results/parallel-async50.traces.json"])
+                                  "experiments/benchmarks/results/parallel-async50.traces.json"])
 def test_the_quick_start_and_an_experiment_run_inside_the_checkout_leave_git_status_clean(tmp_path, path):
     # a fresh clone of the .gitignore alone: this checkout's own excludes (info/exclude) do not count
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)

@@ -21,9 +21,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "spearmint_nn"
 # The packages each torch-free package may not import, at any depth (a lazy import counts too).
 FORBIDDEN = {
     "problem": ("torch", "spearmint_nn.search", "spearmint_nn.models", "spearmint_nn.daemon",
-                "spearmint_nn.experiment", "spearmint_nn.views", "spearmint_nn.benchmarks", "spearmint_nn.runner"),
+                "spearmint_nn.experiment", "spearmint_nn.views", "experiments", "spearmint_nn.runner"),
     "experiment": ("torch", "spearmint_nn.search", "spearmint_nn.models", "spearmint_nn.daemon",
-                   "spearmint_nn.views", "spearmint_nn.benchmarks"),
+                   "spearmint_nn.views", "experiments"),
 }
 
 
@@ -109,3 +109,12 @@ def test_the_import_reader_sees_relative_and_lazy_imports():
     found = imported_modules(path)
     assert "spearmint_nn.errors" in found  # from ..errors import ...
     assert "scipy.stats" in found  # imported inside a method, to keep job start-up light
+
+
+def test_the_product_imports_nothing_of_the_benchmark_harness():
+    """The harness (experiments/benchmarks) stands outside the installed package and on it: a
+    product module that imported it would fail on every user's machine."""
+    modules = sorted(PACKAGE.rglob("*.py")) + sorted((PACKAGE.parent / "drivers").rglob("*.py"))
+    wrong = [(str(path.relative_to(PACKAGE.parent)), name) for path in modules
+             for name in sorted(imported_modules(path)) if name == "experiments" or name.startswith("experiments.")]
+    assert not wrong, f"the product imports the harness: {wrong}"

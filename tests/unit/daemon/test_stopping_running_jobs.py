@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from drivers.local import LocalDriver, _proc_stat
+from drivers.local import LocalDriver
+from spearmint_nn.processes import process_stat
 from helpers.experiments import quick_config, write_experiment
 from spearmint_nn.daemon.policies.early_stopping import EarlyStopping
 from spearmint_nn.daemon.job_ends import JobEnds
@@ -87,7 +88,7 @@ def _running(store: Store, processes: list, points) -> tuple[int, subprocess.Pop
     proc = subprocess.Popen(["sleep", "120"], start_new_session=True)
     processes.append(proc)
     job = store.new_job({"x": [0.5], "y": [0.0]}, "optimizer")
-    store.move(job.id, JobState.RUNNING, driver="local", scheduler_id=f"{proc.pid}:{_proc_stat(proc.pid)[1]}")
+    store.move(job.id, JobState.RUNNING, driver="local", scheduler_id=f"{proc.pid}:{process_stat(proc.pid)[1]}")
     _write_curve(store, job.id, points)
     return job.id, proc
 
