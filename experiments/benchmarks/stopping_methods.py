@@ -7,7 +7,7 @@ epoch (:meth:`finish`) or was stopped (:meth:`stopped`). Names:
 
 * ``ours``: :class:`spearmint_nn.Optimizer` (ask/tell, default settings), no stopping;
 * ``ours-median``, ``ours-asha``, ``ours-model``: the same with the rule of
-  :mod:`spearmint_nn.problem.stopping_rules` of that name at its defaults (ASHA's ``max-steps``
+  :mod:`spearmint_nn.stopping` of that name at its defaults (ASHA's ``max-steps``
   the problem's epochs), through the Optimizer's ``report``, ``should_stop`` and
   ``tell_stopped`` after every epoch, as the daemon judges at each poll (a stopped job is seen
   at its predicted final value, as the daemon shows its stopped jobs);

@@ -27,7 +27,7 @@ from ..errors import ConfigError, closest, did_you_mean, unknown_keys
 from .jobs import DEFAULT_IGNORED_FAILURES, FAILURE_KINDS
 from .layout import ExperimentPaths
 from .resume import ResumeSettings, parse_resume, with_time_limit
-from ..problem.stopping_rules import StoppingSettings, parse_early_stopping
+from ..stopping.settings import StoppingSettings, parse_early_stopping
 from ..problem.parsers import Parser, choice, count
 from ..problem.settings import SearchSettings, config_fields
 from ..problem.space import Space, unknown_variable_keys
@@ -246,7 +246,7 @@ class ExperimentConfig:
 
     @property
     def early_stopping(self) -> StoppingSettings | None:
-        """The ``early-stopping`` key (spearmint_nn.problem.stopping_rules); None: off."""
+        """The ``early-stopping`` key (spearmint_nn.stopping); None: off."""
         return self.values["early-stopping"]
 
     @property

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..problem.stopping_rules import Report
+from ..stopping.curve import CurvePoint
 
 # A step or a value: a plain decimal number. (float() would also take "nan", "inf", "1_000"
 # and surrounding white space, none of which a report should be.)
@@ -54,7 +54,7 @@ class Chunk:
     the number of garbage lines; first_garbage : the first one, quoted, or None.
     """
 
-    reports: list[Report] = field(default_factory=list)
+    reports: list[CurvePoint] = field(default_factory=list)
     consumed: int = 0
     attempt: int = 1
     garbage: int = 0
@@ -107,7 +107,7 @@ def parse(data: bytes, attempt: int = 1) -> Chunk:
                 shown = shown if len(shown) <= QUOTED_CHARS else shown[: QUOTED_CHARS - 3] + "..."
                 chunk.first_garbage = repr(shown)
             continue
-        chunk.reports.append(Report(parsed[0], parsed[1], chunk.attempt))
+        chunk.reports.append(CurvePoint(parsed[0], parsed[1], chunk.attempt))
     chunk.consumed = end
     return chunk
 
@@ -127,12 +127,12 @@ def read_since(path: Path, offset: int = 0, attempt: int = 1) -> Chunk:
     return parse(data, attempt)
 
 
-def read_curve(path: Path) -> list[Report]:
+def read_curve(path: Path) -> list[CurvePoint]:
     """Every report of a job's file, in file order (an absent file: none)."""
     return read_since(path).reports
 
 
-def curve_summary(reports: list[Report]) -> dict[str, int | float]:
+def curve_summary(reports: list[CurvePoint]) -> dict[str, int | float]:
     """The fields a job record keeps of its curve: ``reports`` (how many), ``last_step`` and
     ``last_value`` (the last one written, which is the latest whether or not steps grew)."""
     if not reports:

@@ -7,7 +7,7 @@ without its values.
 
 The learning curves of points still running are told too (ask/tell early stopping,
 :class:`EarlyStoppingCalls`), and judged by the daemon's rules with the daemon's options
-(:mod:`spearmint_nn.problem.stopping_rules`). What a rule sees, for the point judged: its curve
+(:mod:`spearmint_nn.stopping`). What a rule sees, for the point judged: its curve
 (the reports told for it, in the order told), and every other point that has a curve or an
 observation, with its curve and its final value: the objective observed there when that
 observation is feasible (the last one, for a point observed more than once), None for a point
@@ -15,7 +15,7 @@ running, stopped, failed or infeasible. As the daemon judges a job only when its
 point asked about again without a new report gets the same answer (and the ASHA rule judges
 only the rungs that new reports crossed). A stopped point is told to the model as the daemon
 tells its stopped jobs: observed at its predicted final value
-(:func:`~spearmint_nn.problem.stopping_rules.predict_final`: where the complete points' curves
+(:func:`~spearmint_nn.stopping.predict_final`: where the complete points' curves
 say it was heading, never better than the incumbent) with its constraints unknown, so the model
 learns that its region is poor without a value it never reached or a failure it never had; a
 point stopped before 3 complete points reached its step, with nothing to extrapolate from, is a
@@ -31,7 +31,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..problem.stopping_rules import Decision, Other, Prediction, Report, decide, parse_early_stopping, predict_final
+from ..stopping.curve import CurvePoint, Other
+from ..stopping.decision import Decision
+from ..stopping.prediction import Prediction, predict_final
+from ..stopping.rules import decide
+from ..stopping.settings import parse_early_stopping
 from ..problem.tasks import Tasks
 from .candidates import point_key, point_keys
 from ..problem.space import Space
@@ -144,18 +148,18 @@ class Observations:
             # as the daemon skips such a report line: a diverged training is no crash of the caller
             warnings.warn(f"report: the value {reported} at step {number:g} is not finite; skipped", stacklevel=3)
             return
-        self._curves.setdefault(key, _Curve()).reports.append(Report(number, reported))
+        self._curves.setdefault(key, _Curve()).reports.append(CurvePoint(number, reported))
 
     def stop_decision(self, params: Mapping[str, Any]) -> Decision:
         """The rule's answer for ``params``: see :meth:`EarlyStoppingCalls.stop_decision`."""
         key = point_key(self.space.encode([params])[0])
         curve = self._curves.get(key)
         if curve is not None and curve.stopped:
-            return Decision(True, "told stopped before")
+            return Decision.stop_it("told stopped before")
         if key in self._observed_keys:
-            return Decision(False, "observed: it has finished")
+            return Decision.go_on("observed: it has finished")
         if curve is None or not curve.reports:
-            return Decision(False, "no report yet")
+            return Decision.go_on("no report yet")
         if curve.judged is None or curve.judged[0] != len(curve.reports):
             decision = decide(self.stopping, curve.reports, self._others(key), self._direction, curve.since)
             curve.judged = (len(curve.reports), decision)
@@ -213,7 +217,7 @@ class Observations:
 class _Curve:
     """One point's reports, and what the rule said on them."""
 
-    reports: list[Report] = field(default_factory=list)
+    reports: list[CurvePoint] = field(default_factory=list)
     judged: tuple[int, Decision] | None = None  # (reports judged, the answer), given again until one more comes
     since: float | None = None                  # the last step judged: the ASHA rule's rungs above it are new
     stopped: bool = False                       # told stopped: never judged again

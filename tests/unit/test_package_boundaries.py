@@ -1,8 +1,9 @@
 """The packages' boundaries, as rules on their imports.
 
-``problem/`` (the space, the tasks, the settings) and ``experiment/`` (config.json, the job
-files, the store) are read by every job process and every read-only command, so they import no
-torch and stand below the engine: nothing from ``search/``, ``models/``, ``daemon/`` or above.
+``problem/`` (the space, the tasks, the settings), ``stopping/`` (early stopping's rules, on
+``problem`` alone) and ``experiment/`` (config.json, the job files, the store) are read by every
+job process and every read-only command, so they import no torch and stand below the engine:
+nothing from ``search/``, ``models/``, ``daemon/`` or above.
 
 ``search/`` is a few modules in the order data flows through them, and none imports from a later
 stage than its own: the history and the model bank do not reach into the maximiser.
@@ -21,7 +22,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "spearmint_nn"
 # The packages each torch-free package may not import, at any depth (a lazy import counts too).
 FORBIDDEN = {
     "problem": ("torch", "spearmint_nn.search", "spearmint_nn.models", "spearmint_nn.daemon",
-                "spearmint_nn.experiment", "spearmint_nn.views", "experiments", "spearmint_nn.runner"),
+                "spearmint_nn.experiment", "spearmint_nn.views", "experiments", "spearmint_nn.runner",
+                "spearmint_nn.stopping"),
+    # early stopping's rules stand on problem alone: the config, the daemon and ask/tell use them
+    "stopping": ("torch", "spearmint_nn.search", "spearmint_nn.models", "spearmint_nn.daemon",
+                 "spearmint_nn.experiment", "spearmint_nn.views", "experiments", "spearmint_nn.runner"),
     "experiment": ("torch", "spearmint_nn.search", "spearmint_nn.models", "spearmint_nn.daemon",
                    "spearmint_nn.views", "experiments"),
 }

@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...experiment.curves import Report, curve_summary, read_curve, read_since, report_names
+from ...experiment.curves import curve_summary, read_curve, read_since, report_names
+from ...stopping.curve import CurvePoint
 from ...experiment.jobs import JobState
 from ...experiment.store import Store
 from ..event_log import EventLog
@@ -35,7 +36,7 @@ class _Reading:
 
     offset: int = 0    # bytes of whole lines read
     attempt: int = 1   # the attempt in force at the offset
-    reports: list[Report] = field(default_factory=list)
+    reports: list[CurvePoint] = field(default_factory=list)
     warned: bool = False
 
 
@@ -68,7 +69,7 @@ class CurveReader:
         reading = self._readings.get(job_id)
         return {**(curve_summary(reading.reports) if reading else {}), **fields}
 
-    def curve(self, job_id: int) -> list[Report]:
+    def curve(self, job_id: int) -> list[CurvePoint]:
         """Every report of the job so far, in file order, as of the last poll (read from its file
         the first time for a job that this daemon has not read)."""
         reading = self._readings.get(job_id)

@@ -2,7 +2,7 @@
 
 After each poll's reading of the curves (:class:`~spearmint_nn.daemon.events.curves.CurveReader`),
 :meth:`EarlyStopping.decide` asks the config's rule
-(:func:`spearmint_nn.problem.stopping_rules.decide`) about every running job whose curve has
+(:func:`spearmint_nn.stopping.decide`) about every running job whose curve has
 grown since it was last judged, with the other jobs' curves (from memory, or read once from
 their files) and the feasible complete jobs' final values. It returns a :class:`Stop` for each
 job to stop, with the step it reached, its curve's summary and its predicted final value; it
@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ...experiment.config import ExperimentConfig
-from ...experiment.curves import Report, curve_summary
+from ...experiment.curves import curve_summary
 from ...experiment.jobs import Job, JobState
-from ...problem.stopping_rules import Other, Prediction, decide, predict_final
+from ...stopping.curve import CurvePoint, Other
+from ...stopping.prediction import Prediction, predict_final
+from ...stopping.rules import decide
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class EarlyStopping:
     ``curve_of`` gives a job's curve so far (:meth:`CurveReader.curve
     <spearmint_nn.daemon.events.curves.CurveReader.curve>`)."""
 
-    def __init__(self, config: ExperimentConfig, curve_of: Callable[[int], list[Report]]):
+    def __init__(self, config: ExperimentConfig, curve_of: Callable[[int], list[CurvePoint]]):
         self.settings = config.early_stopping
         self.objective, self.constraints, self.direction = config.objective, config.constraints, config.direction
         self.curve_of = curve_of

@@ -11,7 +11,7 @@ import pytest
 
 from spearmint_nn.daemon.events.curves import CurveReader
 from spearmint_nn.daemon.event_log import EventLog
-from spearmint_nn.experiment.curves import Report
+from spearmint_nn.stopping.curve import CurvePoint
 from spearmint_nn.experiment.jobs import JobState
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.experiment.store import Store
@@ -92,7 +92,7 @@ def test_each_poll_reads_only_what_was_appended_and_records_the_summary(store, c
     assert curves.poll() is False  # nothing whole appended: the record is not rewritten
     _append(store, job_id, "45\n")
     assert curves.poll() is True
-    assert curves.curve(job_id) == [Report(1, 0.9), Report(2, 0.7), Report(3, 0.5), Report(4, 0.45)]
+    assert curves.curve(job_id) == [CurvePoint(1, 0.9), CurvePoint(2, 0.7), CurvePoint(3, 0.5), CurvePoint(4, 0.45)]
     # the job without a report file is never opened; each poll read the other's bytes from the
     # last whole line on (the half line again at each poll until it was whole)
     assert [name for name, _ in reads] == ["000001.txt"] * 4

@@ -1,4 +1,4 @@
-"""Report files: the parser the daemon and views share (spearmint_nn.experiment.curves), the job
+"""CurvePoint files: the parser the daemon and views share (spearmint_nn.experiment.curves), the job
 side's writer (spearmint_nn.job.report) and the runner's attempt marks, on real files."""
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 
 from helpers.experiments import quick_config, write_experiment
 from spearmint_nn import job
-from spearmint_nn.experiment.curves import (MAX_LINE_BYTES, Report, curve_summary, parse, parse_line, read_curve,
+from spearmint_nn.stopping.curve import CurvePoint
+from spearmint_nn.experiment.curves import (MAX_LINE_BYTES, curve_summary, parse, parse_line, read_curve,
                                             read_since, report_names)
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.files import atomic_write_json
@@ -21,7 +22,7 @@ from spearmint_nn.runner import run_job
 
 def test_good_lines_are_reports_with_int_steps_kept_as_ints():
     chunk = parse(b"1 0.5\n2\t0.25\n  3   1e-3  \n4.5 -2\n.5 +7.\r\n")
-    assert chunk.reports == [Report(1, 0.5), Report(2, 0.25), Report(3, 1e-3), Report(4.5, -2.0), Report(0.5, 7.0)]
+    assert chunk.reports == [CurvePoint(1, 0.5), CurvePoint(2, 0.25), CurvePoint(3, 1e-3), CurvePoint(4.5, -2.0), CurvePoint(0.5, 7.0)]
     assert isinstance(chunk.reports[0].step, int) and isinstance(chunk.reports[3].value, float)
     assert chunk.garbage == 0 and chunk.first_garbage is None
     assert chunk.consumed == len(b"1 0.5\n2\t0.25\n  3   1e-3  \n4.5 -2\n.5 +7.\r\n")
@@ -35,7 +36,7 @@ def test_a_line_that_is_not_two_finite_numbers_is_no_report(line):
 
 def test_garbage_comments_and_blank_lines_are_skipped_and_the_first_garbage_is_quoted():
     chunk = parse(b"1 0.5\nloss=0.3\n\n# a comment\n2 nan\n\xff\xfe 1\n3 0.1\n")
-    assert chunk.reports == [Report(1, 0.5), Report(3, 0.1)]
+    assert chunk.reports == [CurvePoint(1, 0.5), CurvePoint(3, 0.1)]
     assert chunk.garbage == 3 and chunk.first_garbage == "'loss=0.3'"
 
 
@@ -43,11 +44,11 @@ def test_a_half_last_line_is_left_unread_until_its_newline_comes(tmp_path):
     path = tmp_path / "000001.txt"
     path.write_bytes(b"1 0.5\n2 0.2")  # the writer is in the middle of its second line
     first = read_since(path)
-    assert first.reports == [Report(1, 0.5)] and first.consumed == len(b"1 0.5\n") and first.garbage == 0
+    assert first.reports == [CurvePoint(1, 0.5)] and first.consumed == len(b"1 0.5\n") and first.garbage == 0
     with open(path, "ab") as handle:
         handle.write(b"5\n3 0.1\n")
     second = read_since(path, first.consumed, first.attempt)
-    assert second.reports == [Report(2, 0.25), Report(3, 0.1)]  # "2 0.2" + "5": read whole, once
+    assert second.reports == [CurvePoint(2, 0.25), CurvePoint(3, 0.1)]  # "2 0.2" + "5": read whole, once
     assert first.consumed + second.consumed == path.stat().st_size
     assert read_since(path, path.stat().st_size).consumed == 0  # nothing new: nothing read
 
@@ -79,7 +80,7 @@ def test_absent_files_and_folders_read_as_nothing(tmp_path):
 
 def test_summary_is_the_count_and_the_last_report_written():
     assert curve_summary([]) == {}
-    assert curve_summary([Report(5, 0.1), Report(3, 0.4)]) == {"reports": 2, "last_step": 3, "last_value": 0.4}
+    assert curve_summary([CurvePoint(5, 0.1), CurvePoint(3, 0.4)]) == {"reports": 2, "last_step": 3, "last_value": 0.4}
 
 
 # ---- the job side ------------------------------------------------------------------------------
@@ -93,7 +94,7 @@ def test_report_appends_lines_that_read_back_exactly(tmp_path, monkeypatch):
     job.report(3, math.nan)  # a diverged training: written, and skipped by readers
     assert path.read_text().splitlines()[:3] == ["1 0.1", f"2 {1 / 3!r}", "2.5 7.25"]
     chunk = read_since(path)
-    assert chunk.reports == [Report(1, 0.1), Report(2, 1 / 3), Report(2.5, 7.25)] and chunk.garbage == 1
+    assert chunk.reports == [CurvePoint(1, 0.1), CurvePoint(2, 1 / 3), CurvePoint(2.5, 7.25)] and chunk.garbage == 1
 
 
 def test_report_rejects_what_is_not_a_number_and_does_nothing_outside_a_job(tmp_path, monkeypatch):

@@ -6,14 +6,16 @@ import pytest
 from helpers.experiments import quick_config, write_experiment
 from spearmint_nn.errors import ConfigError
 from spearmint_nn.experiment.config import load_config
-from spearmint_nn.experiment.curves import Report
-from spearmint_nn.problem.stopping_rules import (ASHA, MEDIAN, MODEL, Other, Prediction, StoppingSettings, decide,
-                                                 parse_early_stopping, percentile, predict_final, rungs, running_best,
-                                                 value_at_rung)
+from spearmint_nn.stopping.curve import CurvePoint
+from spearmint_nn.stopping.asha import rungs
+from spearmint_nn.stopping.curve import Other, percentile, running_best, value_at_rung
+from spearmint_nn.stopping.prediction import Prediction, predict_final
+from spearmint_nn.stopping.rules import decide
+from spearmint_nn.stopping.settings import ASHA, MEDIAN, MODEL, StoppingSettings, parse_early_stopping
 
 
-def curve(*points: tuple[float, float]) -> list[Report]:
-    return [Report(step, value) for step, value in points]
+def curve(*points: tuple[float, float]) -> list[CurvePoint]:
+    return [CurvePoint(step, value) for step, value in points]
 
 
 # Three complete jobs whose running bests at step 2 are 0.8, 0.7 and 0.6: the median is 0.7.
