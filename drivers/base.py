@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from spearmint_nn.errors import ConfigError, did_you_mean
+from spearmint_nn.problem.parsers import duration
 
 ENTRY_POINT_GROUP = "spearmint_nn.drivers"
 
@@ -136,7 +137,7 @@ class Driver(abc.ABC):
         self.config = dict(options)
         self.state_dir = Path(state_dir)
         limit = options.get("time-limit", self.default_time_limit)  # an explicit null: no limit
-        self.time_limit: float | None = None if limit is None else parse_duration("driver.time-limit", limit)
+        self.time_limit: float | None = None if limit is None else duration("driver.time-limit", limit)
         # Seconds before the time limit at which a job is warned (SIGUSR1 to its runner), from
         # the experiment's "resume" key (spearmint_nn.experiment.resume); None: no warning.
         self.warning = warning
@@ -163,7 +164,7 @@ class Driver(abc.ABC):
         Subclasses that check values extend this and call ``super().validate_options``.
         """
         if options.get("time-limit") is not None:
-            parse_duration("driver.time-limit", options["time-limit"])
+            duration("driver.time-limit", options["time-limit"])
         for key in options:
             if key == "name":
                 continue
@@ -226,31 +227,6 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def cancel(self, scheduler_ids: Sequence[str]) -> None:
         """Ask the scheduler to stop these jobs (no error for jobs already gone)."""
-
-
-def parse_duration(path: str, value: Any) -> float:
-    """Seconds from a number of seconds or a ``[D-]HH:MM:SS`` / ``MM:SS`` string; > 0."""
-    if isinstance(value, bool):
-        raise ConfigError(path, f"must be seconds or [D-]HH:MM:SS (got {value!r})")
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str):
-        days, _, clock = value.rpartition("-")
-        parts = clock.split(":")
-        try:
-            if not 1 <= len(parts) <= 3 or (days and not days.isdigit()):
-                raise ValueError
-            seconds = 0.0
-            for part in parts:
-                seconds = seconds * 60 + float(part)
-            seconds += 86400 * int(days or 0)
-        except ValueError:
-            raise ConfigError(path, f"must be seconds or [D-]HH:MM:SS (got {value!r})") from None
-    else:
-        raise ConfigError(path, f"must be seconds or [D-]HH:MM:SS (got {value!r})")
-    if not seconds > 0 or seconds != seconds or seconds == float("inf"):
-        raise ConfigError(path, f"must be > 0 (got {value!r})")
-    return seconds
 
 
 def available_drivers() -> dict[str, Any]:

@@ -73,7 +73,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             return "\n".join([status_text(summary), pace_text(snap, chars=blocks), progress_text(snap)])
         watch(args.experiment, render, interval_s=args.interval)
         return 0
-    summary = status_summary(Snapshot(config.experiment_dir, store, config))
+    summary = status_summary(Snapshot(config.paths.experiment, store, config))
     print(json.dumps(summary, indent=1) if args.json else status_text(summary))
     return 0
 

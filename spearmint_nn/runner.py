@@ -210,7 +210,7 @@ def run_python(config: ExperimentConfig, job_id: int, params_json: dict[str, Any
 
     Failures that say nothing about the point are kind "bad_wrapper" (see the module docstring).
     """
-    wrapper, experiment = config.main_file, config.experiment_dir
+    wrapper, experiment = config.main_file, config.paths.experiment
     sys.path.insert(0, str(wrapper.parent))
     main = _load_main(wrapper, experiment)
     try:
@@ -255,7 +255,7 @@ def run_command(config: ExperimentConfig, job_id: int, params_file: Path, result
            "SPEARMINT_RESULT_FILE": str(scratch)}
     last_line = ""
     try:
-        proc = subprocess.Popen([*config.command, str(params_file)], cwd=config.experiment_dir, env=env,
+        proc = subprocess.Popen([*config.command, str(params_file)], cwd=config.paths.experiment, env=env,
                                 stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     except OSError as exc:
         raise JobFailure("exception", _one_line(f"cannot start {config.command[0]!r}: {exc.strerror}")) from None
@@ -418,7 +418,7 @@ def check_wrapper(experiment_dir: str | Path) -> dict[str, Any]:
             raise JobFailure("bad_config", str(exc)) from None
         if config.language == "PYTHON":
             sys.path.insert(0, str(config.main_file.parent))
-            _load_main(config.main_file, config.experiment_dir)
+            _load_main(config.main_file, config.paths.experiment)
     except JobFailure as exc:
         return {"status": "error", "failure": exc.failure, "error": _one_line(str(exc)), "traceback": exc.tb,
                 "location": exc.location, "depends_on_environment": exc.depends_on_environment}

@@ -108,8 +108,8 @@ class Daemon:
     def _run(self) -> int:
         warning = check_wrapper_before_jobs(self.config, self.driver)  # before anything is written
         self.paths.state.mkdir(parents=True, exist_ok=True)  # for the lock; the rest once it is ours
-        lock = self._lock = hold_for_daemon(self.paths, lambda: (self.config.polling_time, self.config[
-            "daemon-heartbeat-timeout"]), self._wake.set)  # spearmint_nn.experiment.lock
+        lock = self._lock = hold_for_daemon(self.paths, lambda: (self.config.polling_time,
+                                                                  self.config.daemon_heartbeat_timeout), self._wake.set)  # spearmint_nn.experiment.lock
         self.store.create_dirs()
         self._site_limits.forget_previous()
         for line in (warning, lock.took_over):  # a wrapper to fix; a daemon elsewhere taken for dead
@@ -140,13 +140,11 @@ class Daemon:
     def _load(self) -> None:
         config, store = self.config, self.store
         self.reporter.event("started", f"experiment {config.name} in {self.paths.experiment}: "
-                            f"driver {self.driver.describe()}, model {config['model']}, "
+                            f"driver {self.driver.describe()}, model {config.model}, "
                             f"max-concurrent {config.max_concurrent}, max-finished-jobs {config.max_finished_jobs}, "
                             f"pid {os.getpid()}")
-        asked = config.raw.get("max-concurrent")
-        if isinstance(asked, int) and asked > config.max_concurrent:
-            self.reporter.event("warning", f"max-concurrent {asked} is more than the {config.max_concurrent} GPU slots "
-                                           f"of driver.gpus: {config.max_concurrent} jobs run at once")
+        for note in config.notes:  # what loading changed, such as max-concurrent capped by the GPU slots
+            self.reporter.event("warning", note)
         for task in self.optimizer.related:
             self.reporter.event("related", f"learning from related experiment {task.name}: "
                                            f"{len(task)} successful jobs, read as of now")

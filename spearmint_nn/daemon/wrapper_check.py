@@ -37,7 +37,7 @@ def check_wrapper_before_jobs(config: ExperimentConfig, driver: Driver) -> str |
     if config.language != "PYTHON":
         return None
     try:
-        done = subprocess.run(check_command(config.experiment_dir), cwd=config.experiment_dir,
+        done = subprocess.run(check_command(config.paths.experiment), cwd=config.paths.experiment,
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=CHECK_SECONDS)
     except subprocess.TimeoutExpired:
         return f"the check of {config.main_file.name} did not end in {CHECK_SECONDS:g} s; going on unchecked"

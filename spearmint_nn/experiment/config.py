@@ -18,8 +18,7 @@ tasks, variables, resources) are reported by one error.
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, make_dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -27,8 +26,9 @@ from ..errors import ConfigError, closest, did_you_mean, unknown_keys
 from .jobs import DEFAULT_IGNORED_FAILURES, FAILURE_KINDS
 from .layout import ExperimentPaths
 from .resume import ResumeSettings, parse_resume, with_time_limit
-from ..stopping.settings import StoppingSettings, parse_early_stopping
-from ..problem.parsers import Parser, choice, count
+from ..stopping.settings import parse_early_stopping
+from ..problem.parsers import (Parser, argument_list, as_given, choice, count, duration, folder_list, names_from,
+                               optional, seconds, text)
 from ..problem.settings import SearchSettings, config_fields
 from ..problem.space import Space, unknown_variable_keys
 from ..problem.tasks import TASK_KEYS, Tasks, likelihood_name, parse_tasks
@@ -43,63 +43,6 @@ _SPEARMINT_RESOURCE_OPTIONS = {
     "environment-file": "write driver.setup: [\"source <file>\"] instead",
     "output-subdir": "not needed: each job's output is kept in .spearmint/output/",
 }
-
-
-# ---- value parsers: (key path, raw JSON value) -> parsed value ------------------------------
-
-def _positive_number(path: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(path, f"must be a finite number of seconds (got {value!r})")
-    if value <= 0:
-        raise ConfigError(path, f"must be > 0 (got {value!r})")
-    return float(value)
-
-
-def _optional_positive_number(path: str, value: Any) -> float | None:
-    return None if value is None else _positive_number(path, value)
-
-
-def _string(path: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(path, f"must be a non-empty string (got {value!r})")
-    return value
-
-
-def _optional_string(path: str, value: Any) -> str | None:
-    return None if value is None else _string(path, value)
-
-
-def _command(path: str, value: Any) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        raise ConfigError(path, "must be a list of arguments such as [\"bash\", \"run.sh\"], not one string")
-    if not isinstance(value, list) or not value:
-        raise ConfigError(path, f"must be a non-empty list of strings (got {value!r})")
-    for i, arg in enumerate(value):
-        if not isinstance(arg, str) or not arg:
-            raise ConfigError(f"{path}[{i}]", f"must be a non-empty string (got {arg!r})")
-    return list(value)
-
-
-def _folders(path: str, value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ConfigError(path, f"must be a list of experiment folders such as [\"../digits-small\"] (got {value!r})")
-    return tuple(value)
-
-
-def _failure_kinds(path: str, value: Any) -> frozenset[str]:
-    if not isinstance(value, list):
-        raise ConfigError(path, f"must be a list of failure kinds (got {value!r})")
-    for i, kind in enumerate(value):
-        if kind not in FAILURE_KINDS:
-            raise ConfigError(f"{path}[{i}]", f"unknown failure kind {kind!r}{did_you_mean(str(kind), FAILURE_KINDS)}; "
-                              f"known: {', '.join(FAILURE_KINDS)}")
-    return frozenset(value)
-
-
-def _object(path: str, value: Any) -> Any:
-    return value  # parsed by a dedicated function below (variables, tasks, driver)
 
 
 @dataclass(frozen=True)
@@ -121,30 +64,30 @@ def _setting_keys() -> dict[str, Key]:
 KEYS: dict[str, Key] = {
     # Spearmint's own keys
     "language": Key("PYTHON", choice(*LANGUAGES), "PYTHON (a main(job_id, params) wrapper) or SHELL (runs `command`)"),
-    "main-file": Key(None, _optional_string, "the wrapper module in the experiment folder, with or without .py (PYTHON)"),
-    "experiment-name": Key(None, _optional_string, "a name for logs and reports (default: the folder name)"),
+    "main-file": Key(None, optional(text), "the wrapper module in the experiment folder, with or without .py (PYTHON)"),
+    "experiment-name": Key(None, optional(text), "a name for logs and reports (default: the folder name)"),
     "likelihood": Key("GAUSSIAN", likelihood_name, "noise model of every task without its own: NOISELESS or GAUSSIAN"),
-    "variables": Key(None, _object, "the search space: name -> {type FLOAT|INT|ENUM, size, min, max, options, scale, when, "
+    "variables": Key(None, as_given, "the search space: name -> {type FLOAT|INT|ENUM, size, min, max, options, scale, when, "
                  "default}"),
-    "tasks": Key(None, _object, "name -> {type OBJECTIVE|CONSTRAINT, likelihood} or name -> type; default one "
+    "tasks": Key(None, as_given, "name -> {type OBJECTIVE|CONSTRAINT, likelihood} or name -> type; default one "
                  "objective named 'main' (Spearmint's main-file, language and resources of a task are read too)"),
-    "resources": Key(None, _object, "one {scheduler local|SGE|SLURM, max-concurrent, max-finished-jobs}, as "
+    "resources": Key(None, as_given, "one {scheduler local|SGE|SLURM, max-concurrent, max-finished-jobs}, as "
                      "Spearmint wrote it: becomes driver.name, max-concurrent and max-finished-jobs"),
     "max-concurrent": Key(1, count(1), "jobs in flight at once"),
-    "polling-time": Key(3.0, _positive_number, "seconds between two polls of the driver"),
+    "polling-time": Key(3.0, seconds, "seconds between two polls of the driver"),
     # Spearmint's settings of things that do not exist here: accepted so a folder moves as it
     # is, and not used (the experiment folder is the database; the model is chosen by "model").
-    "database": Key(None, _object, "Spearmint's MongoDB settings: not used (the experiment folder holds the jobs)"),
-    "chooser": Key(None, _object, "Spearmint's chooser module: not used (see \"model\" and \"acquisition\")"),
+    "database": Key(None, as_given, "Spearmint's MongoDB settings: not used (the experiment folder holds the jobs)"),
+    "chooser": Key(None, as_given, "Spearmint's chooser module: not used (see \"model\" and \"acquisition\")"),
     # our keys
-    "driver": Key({"name": "local"}, _object, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
-    "command": Key(None, _command, "argument list run for a SHELL wrapper; the params file path is appended"),
-    "related-experiments": Key((), _folders, "experiment folders of related searches (paths, relative to this "
+    "driver": Key({"name": "local"}, as_given, "{\"name\": local|slurm|sge|<plugin>, ...driver options}"),
+    "command": Key(None, argument_list, "argument list run for a SHELL wrapper; the params file path is appended"),
+    "related-experiments": Key((), folder_list, "experiment folders of related searches (paths, relative to this "
                                "one), read and never written: their finished jobs teach the multi-task GP"),
     "stop-after-identical-failures": Key(20, count(1),
                                          "stop the daemon when this many jobs in a row fail the same way (3 for a "
                                          "broken wrapper, 5 times this for NaN results)"),
-    "daemon-heartbeat-timeout": Key(None, _optional_positive_number,
+    "daemon-heartbeat-timeout": Key(None, optional(seconds),
                                     "seconds without a heartbeat in .spearmint/daemon.json after which a daemon on "
                                     "another host is taken for dead (null: max(90, 5 * polling-time))"),
     "max-attempts": Key(5, count(1), "times the cluster may interrupt one job (preempted, its node failed, "
@@ -155,7 +98,7 @@ KEYS: dict[str, Key] = {
                   "and let it stop to be resumed from its checkpoint, within max-total-time for all its attempts"),
     "early-stopping": Key(None, parse_early_stopping, "{\"rule\": median|asha|model, \"min-steps\", \"max-steps\", and the "
                           "rule's options}: stop running jobs whose learning curves fall behind (null: never)"),
-    "ignore-failures": Key(list(DEFAULT_IGNORED_FAILURES), _failure_kinds,
+    "ignore-failures": Key(frozenset(DEFAULT_IGNORED_FAILURES), names_from(FAILURE_KINDS, "failure kind"),
                            "failure kinds that say nothing about the point: not shown to the model, not counted"),
     # the search's keys, max-finished-jobs (its budget) among them
     **_setting_keys(),
@@ -166,44 +109,25 @@ KEYS: dict[str, Key] = {
 LIVE_KEYS = ("max-finished-jobs", "max-concurrent", "polling-time", "stop-after-identical-failures")
 
 
-@dataclass(frozen=True)
-class ExperimentConfig:
-    """A validated config.json.
+def field_name(key: str) -> str:
+    """The attribute of :class:`ExperimentConfig` that holds ``key``'s value: ``max-concurrent``
+    is ``max_concurrent``."""
+    return key.replace("-", "_")
 
-    ``values`` holds every key of :data:`KEYS` after parsing (defaults filled in), by its JSON
-    name; the attributes below are the ones the daemon and runner use by name.
-    """
+
+class _Derived:
+    """What :class:`ExperimentConfig` derives from several of its keys (its fields are the keys)."""
 
     paths: ExperimentPaths
-    values: Mapping[str, Any]
-    space: Space
+    experiment_name: str | None
     tasks: Tasks
-    main_file: Path | None
-    driver_name: str
-    driver_options: dict[str, Any]
-    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
-    # The "resume" key checked against the driver's time limit (max_total_time filled in; None
-    # there only when read without the driver, as the runner reads it); None: not opted in.
-    resume: ResumeSettings | None = None
-
-    def __getitem__(self, key: str) -> Any:
-        return self.values[key]
-
-    @property
-    def experiment_dir(self) -> Path:
-        return self.paths.experiment
+    ignore_failures: frozenset[str]
+    driver: Mapping[str, Any]
 
     @property
     def name(self) -> str:
-        return self.values["experiment-name"] or self.paths.experiment.name
-
-    @property
-    def language(self) -> str:
-        return self.values["language"]
-
-    @property
-    def variables(self) -> Mapping[str, Any]:
-        return self.values["variables"]
+        """The experiment's name: ``experiment-name``, else the folder's name."""
+        return self.experiment_name or self.paths.experiment.name
 
     @property
     def objective(self) -> str:
@@ -211,51 +135,45 @@ class ExperimentConfig:
         return self.tasks.objective
 
     @property
-    def direction(self) -> str:
-        """"minimize" or "maximize": which objective values are better."""
-        return self.values["direction"]
-
-    @property
     def constraints(self) -> list[str]:
         return list(self.tasks.constraints)
 
     @property
     def ignored_failures(self) -> frozenset[str]:
-        """Failure kinds not shown to the model and not counted against the budget."""
-        return frozenset(self.values["ignore-failures"])
+        """Failure kinds not shown to the model and not counted against the budget (``ignore-failures``)."""
+        return frozenset(self.ignore_failures)
 
     @property
-    def max_concurrent(self) -> int:
-        return self.values["max-concurrent"]
+    def driver_name(self) -> str:
+        return self.driver["name"]
 
     @property
-    def max_finished_jobs(self) -> int | None:
-        return self.values["max-finished-jobs"]
+    def driver_options(self) -> dict[str, Any]:
+        """The ``driver`` key's options, its name left out."""
+        return {key: value for key, value in self.driver.items() if key != "name"}
 
-    @property
-    def stop_after_identical_failures(self) -> int:
-        return self.values["stop-after-identical-failures"]
 
-    @property
-    def max_attempts(self) -> int:
-        return self.values["max-attempts"]
+# A validated config.json: one frozen record generated from KEYS, so that a key added to the table
+# is a field at once, and every value is read one way, as an attribute (``config.max_concurrent``).
+# Each field holds its key's parsed value (defaults filled in), the parsed form of the objects
+# read by parsers of their own: ``tasks`` a Tasks, ``resume`` checked against the driver's time
+# limit (max_total_time filled in; None there only when read without the driver, as the runner
+# reads it), ``driver`` the driver's name and options, ``main_file`` the wrapper's resolved path
+# (None for SHELL). Beside the keys: ``paths``, ``space`` (the variables, parsed) and ``notes``,
+# what loading changed that the user is told once by the daemon at its start.
+ExperimentConfig = make_dataclass(
+    "ExperimentConfig",
+    [("paths", ExperimentPaths), *((field_name(key), Any) for key in KEYS), ("space", Space),
+     ("notes", "tuple[str, ...]")],
+    bases=(_Derived,), frozen=True)
+ExperimentConfig.__module__ = __name__  # (make_dataclass takes module= only from Python 3.12)
+ExperimentConfig.__doc__ = """A validated config.json: a field for every key of :data:`KEYS` (by
+:func:`field_name`), ``paths``, ``space`` and ``notes``; see the comment above it."""
 
-    @property
-    def related_experiments(self) -> tuple[str, ...]:
-        return self.values["related-experiments"]
 
-    @property
-    def early_stopping(self) -> StoppingSettings | None:
-        """The ``early-stopping`` key (spearmint_nn.stopping); None: off."""
-        return self.values["early-stopping"]
-
-    @property
-    def polling_time(self) -> float:
-        return self.values["polling-time"]
-
-    @property
-    def command(self) -> list[str] | None:
-        return self.values["command"]
+def config_values(config: ExperimentConfig) -> dict[str, Any]:
+    """Every key's value in ``config``, by its JSON name."""
+    return {key: getattr(config, field_name(key)) for key in KEYS}
 
 
 # ---- reading the file -------------------------------------------------------------------------
@@ -343,14 +261,21 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
     driver_name, driver_options = _parse_driver(_driver_spec(raw, implied), driver_override, check_driver)
     values["driver"] = {"name": driver_name, **driver_options}
     gpus = driver_options.get("gpus") if driver_name == "local" else None
+    notes: list[str] = []
     if isinstance(gpus, list) and gpus:
         # one job per GPU slot: a workstation user listing four GPUs expects four jobs at once, and a
         # fifth would have no GPU to run on; a smaller max-concurrent leaves some GPUs free, as asked
         given = raw.get("max-concurrent") is not None or "max-concurrent" in implied
         values["max-concurrent"] = min(values["max-concurrent"], len(gpus)) if given else len(gpus)
-    return ExperimentConfig(paths=paths, values=values, space=space, tasks=tasks, main_file=main_file,
-                            driver_name=driver_name, driver_options=driver_options, raw=raw,
-                            resume=_resume(values["resume"], driver_name, driver_options, check_driver))
+        asked = raw.get("max-concurrent")
+        if isinstance(asked, int) and asked > values["max-concurrent"]:
+            notes.append(f"max-concurrent {asked} is more than the {values['max-concurrent']} GPU slots of "
+                         f"driver.gpus: {values['max-concurrent']} jobs run at once")
+    values["tasks"] = tasks
+    values["main-file"] = main_file
+    values["resume"] = _resume(values["resume"], driver_name, driver_options, check_driver)
+    return ExperimentConfig(paths=paths, **{field_name(key): value for key, value in values.items()}, space=space,
+                            notes=tuple(notes))
 
 
 def _unknown_keys(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -509,10 +434,10 @@ def _resume(resume: ResumeSettings | None, driver_name: str, driver_options: Map
     """The ``resume`` key against the driver's time limit (its option, else its default)."""
     if resume is None:
         return None
-    from spearmint_nn.drivers.base import driver_class, parse_duration  # loads plugins only when needed
+    from spearmint_nn.drivers.base import driver_class  # loads plugins only when needed
 
     if driver_options.get("time-limit") is not None:
-        limit = parse_duration("driver.time-limit", driver_options["time-limit"])
+        limit = duration("driver.time-limit", driver_options["time-limit"])
     elif "time-limit" in driver_options or not check_driver:
         limit = None  # an explicit null: no limit; without the driver: not known here
     else:
@@ -524,5 +449,5 @@ def _resume(resume: ResumeSettings | None, driver_name: str, driver_options: Map
 
 def search_settings(config: ExperimentConfig) -> SearchSettings:
     """The search's settings: the tasks, and each key's value whose :attr:`Key.setting` names a field."""
-    return SearchSettings(tasks=config.tasks, **{spec.setting: config.values[key]
+    return SearchSettings(tasks=config.tasks, **{spec.setting: getattr(config, field_name(key))
                                                  for key, spec in KEYS.items() if spec.setting})

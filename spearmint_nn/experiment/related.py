@@ -38,11 +38,11 @@ def read_related_folders(config: ExperimentConfig) -> list[RelatedFolder]:
     ``related-experiments[i]`` for a folder that is missing, is this experiment, or whose
     config.json cannot be read."""
     folders = []
-    here = config.experiment_dir.resolve()
+    here = config.paths.experiment.resolve()
     for i, given in enumerate(config.related_experiments):
         where = f"related-experiments[{i}]"
         folder = Path(given).expanduser()
-        folder = (folder if folder.is_absolute() else config.experiment_dir / folder).resolve()
+        folder = (folder if folder.is_absolute() else config.paths.experiment / folder).resolve()
         if not folder.is_dir():
             raise ConfigError(where, f"no such folder: {folder}")
         if folder == here:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..drivers.base import parse_duration
+from ..problem.parsers import duration
 from ..errors import ConfigError
 from ..files import atomic_write_json, read_json
 from .layout import ExperimentPaths
@@ -58,7 +58,7 @@ def parse_resume(path: str, value: Any) -> ResumeSettings | None:
     if isinstance(warning, bool) or not isinstance(warning, (int, float)) or not 0 < warning < float("inf"):
         raise ConfigError(f"{path}.warning", f"must be a number of seconds > 0 (got {warning!r})")
     total = value.get("max-total-time")
-    return ResumeSettings(float(warning), None if total is None else parse_duration(f"{path}.max-total-time", total))
+    return ResumeSettings(float(warning), None if total is None else duration(f"{path}.max-total-time", total))
 
 
 def with_time_limit(path: str, resume: ResumeSettings, time_limit: float | None) -> ResumeSettings:

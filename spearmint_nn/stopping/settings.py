@@ -16,11 +16,11 @@ The ask/tell Optimizer takes the same object (``Optimizer(..., early_stopping={.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import ConfigError, did_you_mean
+from ..problem.parsers import number
 
 MEDIAN, ASHA, MODEL = "median", "asha", "model"
 RULE_NAMES = (MEDIAN, ASHA, MODEL)
@@ -46,13 +46,6 @@ class StoppingSettings:
     probability: float = DEFAULTS["probability"]
 
 
-def _number(path: str, value: Any, minimum: float, strict: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < minimum or (strict and value == minimum):
-        raise ConfigError(path, f"must be a number {'>' if strict else '>='} {minimum:g} (got {value!r})")
-    return float(value)
-
-
 def parse_early_stopping(path: str, value: Any) -> StoppingSettings | None:
     """The ``early-stopping`` key's value (null or absent: None, no stopping); ConfigError
     naming the key (``early-stopping.rule``, ...)."""
@@ -71,9 +64,9 @@ def parse_early_stopping(path: str, value: Any) -> StoppingSettings | None:
             other = [name for name, keys in RULE_KEYS.items() if key in keys]
             why = f"an option of rule {other[0]}, not {rule}" if other else f"unknown key; known: {', '.join(known)}"
             raise ConfigError(f"{path}.{key}", why)
-    min_steps = _number(f"{path}.min-steps", value.get("min-steps", 0), 0)
+    min_steps = number(0)(f"{path}.min-steps", value.get("min-steps", 0))
     max_steps = value.get("max-steps")
-    max_steps = None if max_steps is None else _number(f"{path}.max-steps", max_steps, 0, strict=True)
+    max_steps = None if max_steps is None else number(0, strict=True)(f"{path}.max-steps", max_steps)
     if max_steps is not None and min_steps >= max_steps:
         raise ConfigError(f"{path}.min-steps", f"must be below max-steps ({min_steps:g} >= {max_steps:g})")
     if rule in (MEDIAN, MODEL):
@@ -81,21 +74,20 @@ def parse_early_stopping(path: str, value: Any) -> StoppingSettings | None:
         if isinstance(min_jobs, bool) or not isinstance(min_jobs, int) or min_jobs < 1:
             raise ConfigError(f"{path}.min-jobs", f"must be an integer >= 1 (got {min_jobs!r})")
     if rule == MODEL:
-        probability = _number(f"{path}.probability", value.get("probability", DEFAULTS["probability"]), 0)
+        probability = number(0)(f"{path}.probability", value.get("probability", DEFAULTS["probability"]))
         if probability >= 1:
             raise ConfigError(f"{path}.probability", f"must be a number from 0 to below 1 (got {probability:g})")
         return StoppingSettings(rule, min_steps, max_steps, min_jobs=min_jobs, probability=probability)
     if rule == MEDIAN:
-        percentile = _number(f"{path}.percentile", value.get("percentile", DEFAULTS["percentile"]), 0)
+        percentile = number(0)(f"{path}.percentile", value.get("percentile", DEFAULTS["percentile"]))
         if percentile > 100:
             raise ConfigError(f"{path}.percentile", f"must be a number from 0 to 100 (got {percentile:g})")
         return StoppingSettings(rule, min_steps, max_steps, percentile=percentile, min_jobs=min_jobs)
     if max_steps is None:
         raise ConfigError(f"{path}.max-steps", "required by rule asha: a job's full budget in steps (its rungs "
                           "lie below it)")
-    eta = _number(f"{path}.reduction-factor", value.get("reduction-factor", DEFAULTS["reduction-factor"]), 1,
-                  strict=True)
-    resource = _number(f"{path}.min-resource", value.get("min-resource", DEFAULTS["min-resource"]), 0, strict=True)
+    eta = number(1, strict=True)(f"{path}.reduction-factor", value.get("reduction-factor", DEFAULTS["reduction-factor"]))
+    resource = number(0, strict=True)(f"{path}.min-resource", value.get("min-resource", DEFAULTS["min-resource"]))
     if resource >= max_steps:
         raise ConfigError(f"{path}.min-resource", f"must be below max-steps ({resource:g} >= {max_steps:g})")
     return StoppingSettings(rule, min_steps, max_steps, reduction_factor=eta, min_resource=resource)

@@ -175,7 +175,7 @@ class DaemonProgress:
 
     def update(self) -> None:
         """Show the current progress (live line, or a ``progress`` event when it changed)."""
-        snap = Snapshot(self._config.experiment_dir, self._store, self._config, last_refit_s=self._refit_s)
+        snap = Snapshot(self._config.paths.experiment, self._store, self._config, last_refit_s=self._refit_s)
         if self.live is not None:
             self.live.show(progress_text(snap))
             return

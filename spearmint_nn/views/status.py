@@ -280,7 +280,7 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
     recent = sorted(failed, key=lambda j: j.fields.get("finished", 0))[-RECENT_FAILURES:]
     groups = snap.failure_groups
     return {
-        "experiment": str(config.experiment_dir),
+        "experiment": str(config.paths.experiment),
         "name": config.name,
         "daemon": snap.daemon,
         "counts": snap.counts,

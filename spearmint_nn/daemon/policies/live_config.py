@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ...errors import ConfigError
-from ...experiment.config import LIVE_KEYS, ExperimentConfig, load_config
+from ...experiment.config import LIVE_KEYS, ExperimentConfig, config_values, field_name, load_config
 from ...experiment.layout import ExperimentPaths
 
 
@@ -36,7 +36,7 @@ class ConfigEdit:
         lines = []
         if self.live:
             lines.append(("config", "config.json changed: now " + ", ".join(
-                f"{key} {self.config.values[key]}" for key in self.live)))
+                f"{key} {getattr(self.config, field_name(key))}" for key in self.live)))
         if self.later:
             lines.append(("warning", f"config.json changed {', '.join(self.later)}: noticed but not applied "
                                      f"while running; stop the daemon and run again for that"))
@@ -67,9 +67,10 @@ class LiveConfig:
             new = load_config(self.paths.experiment, driver_override=config.driver_name, check_driver=False)
         except ConfigError as exc:
             return ConfigEdit(config, error=str(exc))
-        changed = [key for key in new.values if new.values[key] != config.values[key]]
+        before, after = config_values(config), config_values(new)
+        changed = [key for key in after if after[key] != before[key]]
         live = tuple(key for key in changed if key in LIVE_KEYS)
         later = tuple(key for key in changed if key not in LIVE_KEYS)
         if live:
-            config = dataclasses.replace(config, values={**config.values, **{key: new.values[key] for key in live}})
+            config = dataclasses.replace(config, **{field_name(key): after[key] for key in live})
         return ConfigEdit(config, live, later)

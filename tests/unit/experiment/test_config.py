@@ -157,8 +157,8 @@ def test_spearmint_config_with_defaults(tmp_path):
     assert config.tasks.likelihoods == {"main": "NOISELESS"}
     assert config.driver_name == "local" and config.driver_options == {}
     assert config.max_concurrent == 1 and config.max_finished_jobs is None
-    assert config["model"] == "auto" and config["initial-design"] == 3  # two parameters, plus one
-    assert config["torch-threads"] == 1
+    assert config.model == "auto" and config.initial_design == 3  # two parameters, plus one
+    assert config.torch_threads == 1
     settings = search_settings(config)
     assert settings.model == "auto" and settings.tasks == Tasks("main", (), {"main": "NOISELESS"})
     assert settings.initial_design == 3 and settings.torch_threads == 1
@@ -261,7 +261,7 @@ def test_tasks_and_driver_shorthand(tmp_path):
     config = load_config(folder, driver_override="local")
     assert config.objective == "loss" and config.constraints == ["mem"]
     assert config.tasks.likelihoods == {"mem": "NOISELESS", "loss": "GAUSSIAN"}
-    assert config.values["driver"] == {"name": "local"}
+    assert config.driver == {"name": "local"}
 
 
 def test_the_choices_are_the_names_the_registries_implement():
@@ -384,3 +384,16 @@ def test_agreeing_top_level_and_spearmint_keys_are_accepted(tmp_path):
     config = load_config(folder)
     assert (config.driver_name, config.max_concurrent, config.main_file.name) == ("local", 5, "wrapper.py")
 
+
+
+def test_the_config_record_has_one_field_for_each_key_of_the_table(tmp_path):
+    """The record is generated from KEYS: every key is read one way, as its attribute, and a key
+    added to the table is a field at once."""
+    from dataclasses import fields
+
+    from spearmint_nn.experiment.config import ExperimentConfig, field_name
+
+    names = {f.name for f in fields(ExperimentConfig)}
+    assert {field_name(key) for key in KEYS} <= names
+    assert names - {field_name(key) for key in KEYS} == {"paths", "space", "notes"}
+    assert not hasattr(ExperimentConfig, "__getitem__") and not hasattr(ExperimentConfig, "values")

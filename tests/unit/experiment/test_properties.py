@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from helpers.experiments import quick_config
-from spearmint_nn.experiment.config import KEYS, load_config
+from spearmint_nn.experiment.config import KEYS, config_values, load_config
 from spearmint_nn.errors import ConfigError
 
 _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -86,7 +86,7 @@ def _check_space(config, seed: int) -> None:
 def test_any_structured_config_loads_or_names_its_error(folder, raw, seed):
     config = _load(folder, json.dumps(raw).encode())
     if config is not None:
-        assert set(config.values) == set(KEYS) and config.objective in config.tasks.names
+        assert set(config_values(config)) == set(KEYS) and config.objective in config.tasks.names
         _check_space(config, seed)
 
 

@@ -340,11 +340,11 @@ def test_auto_starts_with_the_gp_and_a_large_batch_switches_it_to_dngo_for_good(
 def test_config_accepts_the_models_and_acquisitions_and_defaults_to_auto(make_experiment):
     config = quick_config()
     del config["model"]
-    assert load_config(make_experiment(config, name="default"))["model"] == "auto"
+    assert load_config(make_experiment(config, name="default")).model == "auto"
     for model in ("auto", "gp", "gp-nowarp", "dngo", "sobol"):
         folder = make_experiment(quick_config(model=model, acquisition="ei-per-second"), name=f"m-{model}")
         loaded = load_config(folder)
-        assert loaded["model"] == model and loaded["acquisition"] == "ei-per-second"
+        assert loaded.model == model and loaded.acquisition == "ei-per-second"
 
 
 def test_the_proposer_leaves_what_is_in_flight_to_the_daemons_job_files():
