@@ -24,7 +24,7 @@ from .daemon.build import make_driver
 from .daemon.job_ends import JobEnds
 from .daemon.build import build_daemon
 from .daemon.event_log import EventLog
-from .daemon.summaries import job_table, write_summaries
+from .experiment.summaries import job_table, write_summaries
 from .errors import ConfigError, DaemonError
 from .experiment.config import ExperimentConfig, load_config, read_json_strict
 from .experiment.failures import group_failures

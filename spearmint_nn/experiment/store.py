@@ -32,7 +32,7 @@ The index is loaded once; after that the daemon only touches the files of jobs t
 events cost O(1) file operations whatever the number of finished jobs. Jobs are
 :class:`~spearmint_nn.experiment.jobs.Job` records; the store keeps the index, makes the state
 transitions and takes in dropped files, and nothing else (the summaries are written by
-:mod:`spearmint_nn.daemon.summaries`).
+:mod:`spearmint_nn.experiment.summaries`).
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from ..errors import ConfigError
 from ..experiment.config import load_config
-from ..daemon.summaries import job_table
+from ..experiment.summaries import job_table
 from ..experiment.jobs import FINAL_STATES, JobState
 from .progress import format_duration
 from .status import Snapshot, attempt_counts, attempts_text, failures_by_kind, printable_tail, read_related_summary, related_text, take_snapshot
@@ -281,7 +281,7 @@ def failures_html(snap: Snapshot) -> str:
 
 
 def jobs_table_html(snap: Snapshot) -> str:
-    """All jobs in the columns of results.csv (:func:`~spearmint_nn.daemon.summaries.job_table`),
+    """All jobs in the columns of results.csv (:func:`~spearmint_nn.experiment.summaries.job_table`),
     sortable by any column."""
     if snap.config is None:
         raise ConfigError("config.json", f"needed for the job table: {snap.config_error}")

@@ -20,10 +20,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from typing import Any, Callable, Mapping, Protocol, Sequence, TextIO
 
-from ..daemon.event_log import EventLog
-from ..daemon.summaries import SUMMARY_TIME_SHARE, TimeShare
+from ..time_share import SUMMARY_TIME_SHARE, TimeShare
 from ..experiment.config import ExperimentConfig
 from ..experiment.store import Store
 from .status import Snapshot, take_snapshot
@@ -130,18 +129,30 @@ def _is_terminal(stream: TextIO) -> bool:
     return bool(isatty and isatty())
 
 
-class DaemonProgress:
-    """The progress display of ``spearmint-nn run``, hooked into the daemon's :class:`EventLog`.
+class EventSource(Protocol):
+    """What the progress display needs of the daemon's event log
+    (:class:`~spearmint_nn.daemon.event_log.EventLog`): a view reads the folder's formats and
+    hooks into the daemon through this, never through the daemon's modules."""
 
-    Build it with the config, hand :meth:`attach` to the daemon (called with its reporter and
+    console: Callable[[str], None]
+
+    def add_listener(self, listener: Callable[[str, str, Mapping[str, Any]], None]) -> None: ...
+
+    def event(self, kind: str, message: str, **fields: Any) -> None: ...
+
+
+class DaemonProgress:
+    """The progress display of ``spearmint-nn run``, hooked into the daemon's event log.
+
+    Build it with the config, hand :meth:`attach` to the daemon (called with its event log and
     its in-memory store once they exist), and :meth:`close` it when the daemon returns.
 
-    On a terminal the reporter's console lines are routed through a :class:`LiveLine` on
+    On a terminal the event log's console lines are routed through a :class:`LiveLine` on
     ``stream``; elsewhere each change is logged as a plain ``progress`` event (console and
     ``daemon.log``) when a job finished or the best changed. Snapshots are only built in the thread that attached (the daemon's main
     thread, the store's owner); events from other threads (the proposer's ``model`` event)
     only record the refit time, shown at the next event. ``time_share``: the largest share of
-    the time spent on snapshots (:class:`~spearmint_nn.daemon.summaries.TimeShare`; 1.0: every event).
+    the time spent on snapshots (:class:`~spearmint_nn.time_share.TimeShare`; 1.0: every event).
     """
 
     def __init__(self, config: ExperimentConfig, stream: TextIO | None = None, interactive: bool | None = None,
@@ -150,7 +161,7 @@ class DaemonProgress:
         self._stream = stream if stream is not None else sys.stdout
         self.interactive = _is_terminal(self._stream) if interactive is None else interactive
         self.live = LiveLine(self._stream) if self.interactive else None
-        self._reporter: EventLog | None = None
+        self._events: EventSource | None = None
         self._store: Store | None = None
         self._owner: int | None = None
         self._refit_s: float | None = None
@@ -159,11 +170,11 @@ class DaemonProgress:
         # the event itself. Limited to a share of the time, one update then covers several events.
         self._limit = TimeShare(time_share)
 
-    def attach(self, reporter: EventLog, store: Store) -> None:
-        self._reporter, self._store, self._owner = reporter, store, threading.get_ident()
+    def attach(self, events: EventSource, store: Store) -> None:
+        self._events, self._store, self._owner = events, store, threading.get_ident()
         if self.live is not None:
-            reporter.console = self.live.above
-        reporter.add_listener(self._on_event)
+            events.console = self.live.above
+        events.add_listener(self._on_event)
 
     def _on_event(self, kind: str, message: str, fields: Mapping[str, Any]) -> None:
         if kind == "progress":
@@ -182,7 +193,7 @@ class DaemonProgress:
         key = change_key(snap)
         if key != self._key:
             self._key = key
-            self._reporter.event("progress", progress_text(snap))
+            self._events.event("progress", progress_text(snap))
 
     def close(self) -> None:
         if self.live is not None:

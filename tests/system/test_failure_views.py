@@ -23,7 +23,7 @@ from spearmint_nn.views.html_report import MAX_FAILURE_GROUPS, render_html
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.views.progress import progress_text
 from spearmint_nn.views.status import printable_tail, read_model_best, take_snapshot
-from spearmint_nn.daemon.summaries import job_table, write_summaries
+from spearmint_nn.experiment.summaries import job_table, write_summaries
 from spearmint_nn.experiment.store import Store
 from helpers.reports import Page
 from helpers.experiments import write_finished_experiment as write_experiment

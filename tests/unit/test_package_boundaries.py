@@ -123,3 +123,11 @@ def test_the_product_imports_nothing_of_the_benchmark_harness():
     wrong = [(str(path.relative_to(PACKAGE.parent)), name) for path in modules
              for name in sorted(imported_modules(path)) if name == "experiments" or name.startswith("experiments.")]
     assert not wrong, f"the product imports the harness: {wrong}"
+
+
+def test_the_views_read_the_folder_s_formats_not_the_daemon_s_modules():
+    """``status``, the reports and the plots read what the daemon writes (experiment/), so they
+    work on any folder whether a daemon runs or not; none imports from ``daemon/``."""
+    wrong = [(module_name(path), name) for path in modules_of("views") for name in sorted(imported_modules(path))
+             if name == "spearmint_nn.daemon" or name.startswith("spearmint_nn.daemon.")]
+    assert not wrong, f"views/ imports the daemon: {wrong}"

@@ -11,7 +11,7 @@ import pytest
 import spearmint_nn.experiment.store as store_module
 from helpers.experiments import quick_config, write_experiment
 from spearmint_nn.experiment.config import load_config
-from spearmint_nn.daemon.summaries import write_summaries
+from spearmint_nn.experiment.summaries import write_summaries
 from spearmint_nn.experiment.jobs import BadValues, check_values
 from spearmint_nn.experiment.store import Store
 from spearmint_nn.files import atomic_write_json

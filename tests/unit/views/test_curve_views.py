@@ -14,7 +14,7 @@ import torch
 from helpers.experiments import cli
 from helpers.experiments import write_finished_experiment as write_experiment
 from helpers.reports import Page
-from spearmint_nn.daemon.summaries import job_table
+from spearmint_nn.experiment.summaries import job_table
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.views import curve_plots, plots
 from spearmint_nn.views.html_report import render_html

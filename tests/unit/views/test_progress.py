@@ -21,7 +21,7 @@ import pytest
 from helpers.experiments import cli
 from spearmint_nn.experiment.config import load_config
 from spearmint_nn.daemon.event_log import EventLog
-from spearmint_nn.daemon.summaries import write_summaries
+from spearmint_nn.experiment.summaries import write_summaries
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.experiment.jobs import JobState, best_job
 from spearmint_nn.views.progress import (SPARK_BLOCKS, DaemonProgress, LiveLine, format_duration, pace_text,
