@@ -129,19 +129,19 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         atomic_write_json(request, {"ids": list(args.jobs) if args.jobs else "all"})
         print(f"asked the daemon to cancel {'jobs ' + ' '.join(map(str, args.jobs)) if args.jobs else 'all jobs'} ({exc})")
         return 0
-    reporter = EventLog(paths.log)
+    log = EventLog(paths.log)
     try:
         store = Store(paths).load_all(repair=True)
         ids = args.jobs or [j.id for j in store.jobs((JobState.PENDING, JobState.RUNNING))]
         # No model listens: the next daemon shows every finished job to its own.
-        done = JobEnds(config, store, make_driver(config), reporter).cancel(ids, "cancelled by the user")
+        done = JobEnds(config, store, make_driver(config), log).cancel(ids, "cancelled by the user")
         write_summaries(store, config)
         skipped = sorted(set(ids) - set(done))
         if skipped:
             print(f"not pending or running, left alone: {' '.join(map(str, skipped))}")
         print(f"cancelled {len(done)} job(s)")
     finally:
-        reporter.close()
+        log.close()
         lock.release()
     return 0
 

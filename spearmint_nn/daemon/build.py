@@ -1,7 +1,7 @@
 """The daemon's parts, built in one place from the config: the daemon is handed them.
 
 Everything here is built before the daemon holds the experiment folder, so nothing built may
-write to it: the reporter opens ``daemon.log`` at its first line (after the lock is taken), and
+write to it: the log opens ``daemon.log`` at its first line (after the lock is taken), and
 the site limits forget a stopped daemon's file only when told to. Two parts are made by the
 daemon at its start instead, because they act as soon as they exist: the proposal thread
 (:class:`~spearmint_nn.daemon.proposer.Proposer`, which owns the optimizer from then on and
@@ -49,7 +49,7 @@ class DaemonParts:
     optimizer: "Optimizer"
     driver: Driver
     store: Store
-    reporter: EventLog
+    log: EventLog
     summaries: SummaryWriter
     submitter: Submitter
     site_limits: SiteLimits
@@ -67,17 +67,17 @@ def build_parts(config: ExperimentConfig, driver: Driver | None = None, stream: 
     optimizer = make_optimizer(config)
     driver = make_driver(config) if driver is None else driver
     store = Store(config.paths)
-    reporter = EventLog(config.paths.log, stream)
+    log = EventLog(config.paths.log, stream)
     summaries = SummaryWriter(store, config)
-    submitter = Submitter(config, driver, store, reporter)
-    curves = CurveReader(store, reporter)
+    submitter = Submitter(config, driver, store, log)
+    curves = CurveReader(store, log)
     return DaemonParts(
-        config=config, optimizer=optimizer, driver=driver, store=store, reporter=reporter, summaries=summaries,
-        submitter=submitter, site_limits=SiteLimits(config.paths, reporter, driver.name), curves=curves,
+        config=config, optimizer=optimizer, driver=driver, store=store, log=log, summaries=summaries,
+        submitter=submitter, site_limits=SiteLimits(config.paths, log, driver.name), curves=curves,
         early_stopping=EarlyStopping(config, curves.curve), late_results=LateResults(store),
         # the model listens once the proposal thread is started (Daemon.run); only jobs this
         # daemon submitted count toward a streak of identical failures
-        ends=JobEnds(config, store, driver, reporter, curves, summaries, submitted_here=submitter.submitted_here))
+        ends=JobEnds(config, store, driver, log, curves, summaries, submitted_here=submitter.submitted_here))
 
 
 def build_daemon(config: ExperimentConfig, driver: Driver | None = None, stream: TextIO | None = None,

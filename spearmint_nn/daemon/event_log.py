@@ -10,15 +10,15 @@ from ..text import plain
 
 
 class _ConsoleHandler(logging.Handler):
-    """Hands each formatted line to ``reporter.console`` (replaceable, e.g. by a live line)."""
+    """Hands each formatted line to ``log.console`` (replaceable, e.g. by a live line)."""
 
-    def __init__(self, reporter: "EventLog"):
+    def __init__(self, log: "EventLog"):
         super().__init__()
-        self._reporter = reporter
+        self._log = log
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._reporter.console(self.format(record))
+            self._log.console(self.format(record))
         except Exception:
             self.handleError(record)
 

@@ -71,10 +71,10 @@ class JobEnds:
     new one again.
     """
 
-    def __init__(self, config: ExperimentConfig, store: Store, driver: Driver, reporter: EventLog,
+    def __init__(self, config: ExperimentConfig, store: Store, driver: Driver, log: EventLog,
                  curves: CurveReader | None = None, summaries: SummaryWriter | None = None,
                  tell: Tell | None = None, submitted_here: Collection[int] = ()):
-        self.config, self.store, self.driver, self.reporter = config, store, driver, reporter
+        self.config, self.store, self.driver, self.log = config, store, driver, log
         self.curves, self.summaries, self.tell = curves, summaries, tell
         self.submitted_here = submitted_here
         self.before_success = FailuresBeforeSuccess(config.ignored_failures)
@@ -102,7 +102,7 @@ class JobEnds:
         self._count_held_back()
         others = "".join(f" {t}={v:.6g}" for t, v in values.items() if t != objective)
         duration = f" in {fields['duration']:.1f} s" if "duration" in fields else ""
-        self.reporter.event("finished", f"job {job_id} value={job.value:.6g}{others}{duration}",
+        self.log.event("finished", f"job {job_id} value={job.value:.6g}{others}{duration}",
                             job=job_id, value=job.value)
         self._tell(job)
         self._count_streak(job)
@@ -112,7 +112,7 @@ class JobEnds:
     def late(self, job: Job, line: str, result: JobResult) -> Job:
         """A result that came after the job was recorded failed without one: it decides the job
         now, in place of the failure (spearmint_nn.daemon.events.late_results)."""
-        self.reporter.event("late", line, job=job.id)
+        self.log.event("late", line, job=job.id)
         self.before_success.held_back.discard(job.id)  # its result decides it now
         return self.result(job.id, result)
 
@@ -139,7 +139,7 @@ class JobEnds:
             return self.fail(job_id, plan.outcome, plan.reason, attempts=plan.attempts)
         job = self.store.move(job_id, JobState.PENDING, attempt=plan.attempt, attempts=plan.attempts,
                               scheduler_id=None)
-        self.reporter.event("interrupted", f"job {job_id} {outcome} ({why}); submitting it again as attempt "
+        self.log.event("interrupted", f"job {job_id} {outcome} ({why}); submitting it again as attempt "
                             f"{plan.attempt}", job=job_id)
         self._stale()
         return job
@@ -167,7 +167,7 @@ class JobEnds:
                                   stopped_step=decision.step, finished=time.time(), **decision.curve, **guess)
             told = "" if prediction is None else \
                 f"; shown to the model at its predicted final value {prediction.value:.6g}"
-            self.reporter.event("pruned", f"job {job.id} stopped early at step {decision.step:g}: "
+            self.log.event("pruned", f"job {job.id} stopped early at step {decision.step:g}: "
                                 f"{decision.why}{told}", job=job.id)
             if prediction is not None:
                 self._tell(job)
@@ -194,7 +194,7 @@ class JobEnds:
             self.driver.cancel(running)
         for job in jobs:
             self.store.move(job.id, JobState.FAILED, failure="cancelled", reason=why, finished=time.time())
-            self.reporter.event("cancelled", f"job {job.id} ({job.state}): {why}", job=job.id)
+            self.log.event("cancelled", f"job {job.id} ({job.state}): {why}", job=job.id)
         if jobs:
             self._stale()
         return [j.id for j in jobs]
@@ -204,10 +204,10 @@ class JobEnds:
         an earlier daemon took in half): a point to run, a known result, or a failed one."""
         if job.state is JobState.PENDING:
             verb = "proposed" if job.source == "optimizer" else "accepted"
-            self.reporter.event("proposed", f"job {job.id} ({verb}) {params_text(job.params)}", job=job.id)
+            self.log.event("proposed", f"job {job.id} ({verb}) {params_text(job.params)}", job=job.id)
         elif job.state is JobState.COMPLETE:
             self._count_held_back()
-            self.reporter.event("imported", f"job {job.id} value={job.value:.6g} {params_text(job.params)}",
+            self.log.event("imported", f"job {job.id} value={job.value:.6g} {params_text(job.params)}",
                                 job=job.id, value=job.value)
             self._tell(job)
         else:
@@ -230,9 +230,9 @@ class JobEnds:
                 replayed += 1
         outside, adapted = earlier.outside_line(), earlier.adapted_line()
         if outside:
-            self.reporter.event("warning", outside)
+            self.log.event("warning", outside)
         if replayed:
-            self.reporter.event("replayed", f"{replayed} finished job(s) shown to the model"
+            self.log.event("replayed", f"{replayed} finished job(s) shown to the model"
                                 + (f" ({adapted})" if adapted else ""))
 
     # -- what the model has not been shown ------------------------------------------------------
@@ -264,7 +264,7 @@ class JobEnds:
 
     def _after_failure(self, job: Job) -> Job:
         """Say that a job failed, and tell the model if the failure counts now; the job as recorded."""
-        self.reporter.event("failed", f"job {job.id} {job.failure}: {job.reason}", job=job.id, failure=job.failure)
+        self.log.event("failed", f"job {job.id} {job.failure}: {job.reason}", job=job.id, failure=job.failure)
         if self._counts_now(job):
             self._tell(job)
         return self.store.get(job.id)
@@ -282,7 +282,7 @@ class JobEnds:
         for job in held:
             self._tell(job)  # (one held since a run with other variables is only reported)
         if held:
-            self.reporter.event("counted", f"a job succeeded, so the {len(held)} failure(s) held back until then "
+            self.log.event("counted", f"a job succeeded, so the {len(held)} failure(s) held back until then "
                                 f"(jobs {', '.join(str(job.id) for job in held)}) now count against "
                                 f"max-finished-jobs and are shown to the model as infeasible points")
 
@@ -306,7 +306,7 @@ class JobEnds:
             return
         fit = fit_to_space(self.config.space, job.params)
         if fit.params is None:
-            self.reporter.event("warning", f"job {job.id} lies outside the current variables "
+            self.log.event("warning", f"job {job.id} lies outside the current variables "
                                 f"({', '.join(fit.outside)}); not shown to the model", job=job.id)
             return
         self._show(job, fit.params)

@@ -79,9 +79,9 @@ class Daemon:
                  on_start: Callable[[EventLog, Store], None] | None = None):
         self.config, self.paths = parts.config, parts.config.paths
         self.cancel_on_exit = cancel_on_exit
-        self._on_start = on_start  # called with the reporter and the store, e.g. by a live progress line
+        self._on_start = on_start  # called with the log and the store, e.g. by a live progress line
         self.optimizer, self.driver, self.store = parts.optimizer, parts.driver, parts.store
-        self.reporter, self.summaries = parts.reporter, parts.summaries
+        self.log, self.summaries = parts.log, parts.summaries
         self._submitter, self._site_limits = parts.submitter, parts.site_limits
         self._curves, self._early, self._late = parts.curves, parts.early_stopping, parts.late_results
         self._ends = parts.ends
@@ -103,7 +103,7 @@ class Daemon:
             return self._run()
         finally:
             self._stop.restore()
-            self.reporter.close()  # (it took over the package's logger when it was built)
+            self.log.close()  # (it took over the package's logger when it was built)
 
     def _run(self) -> int:
         warning = check_wrapper_before_jobs(self.config, self.driver)  # before anything is written
@@ -114,11 +114,11 @@ class Daemon:
         self._site_limits.forget_previous()
         for line in (warning, lock.took_over):  # a wrapper to fix; a daemon elsewhere taken for dead
             if line is not None:
-                self.reporter.event("warning", line)
+                self.log.event("warning", line)
         if self._on_start is not None:
-            self._on_start(self.reporter, self.store)
+            self._on_start(self.log, self.store)
         noisy = self.config.tasks.likelihoods[self.config.objective] == "GAUSSIAN"
-        self._proposer = Proposer(self.optimizer, self.reporter, self._wake, noisy=noisy,
+        self._proposer = Proposer(self.optimizer, self.log, self._wake, noisy=noisy,
                                   warpings_file=self.paths.warpings, picture_file=self.paths.model_picture,
                                   related_file=self.paths.related)
         self._ends.tell = self._proposer.observe  # the model listens from now on
@@ -126,9 +126,9 @@ class Daemon:
         try:
             self._load()
             self._ends.replay(self.store.jobs((JobState.COMPLETE, JobState.FAILED, JobState.STOPPED)))
-            self._resume()
+            self._take_over()
             observer = watch((self.paths.results, self.paths.job_dir(JobState.PENDING), self.paths.requests),
-                             self._wake, lambda why: self.reporter.event("warning", f"{why}; relying on polling "
+                             self._wake, lambda why: self.log.event("warning", f"{why}; relying on polling "
                                                                          f"every {self.config.polling_time:g} s"))
             return self._loop()
         finally:
@@ -139,23 +139,23 @@ class Daemon:
 
     def _load(self) -> None:
         config, store = self.config, self.store
-        self.reporter.event("started", f"experiment {config.name} in {self.paths.experiment}: "
+        self.log.event("started", f"experiment {config.name} in {self.paths.experiment}: "
                             f"driver {self.driver.describe()}, model {config.model}, "
                             f"max-concurrent {config.max_concurrent}, max-finished-jobs {config.max_finished_jobs}, "
                             f"pid {os.getpid()}")
         for note in config.notes:  # what loading changed, such as max-concurrent capped by the GPU slots
-            self.reporter.event("warning", note)
+            self.log.event("warning", note)
         for task in self.optimizer.related:
-            self.reporter.event("related", f"learning from related experiment {task.name}: "
+            self.log.event("related", f"learning from related experiment {task.name}: "
                                            f"{len(task)} successful jobs, read as of now")
         store.load_all(repair=True)
         for problem in store.problems:
-            self.reporter.event("warning", problem)
+            self.log.event("warning", problem)
 
-    def _resume(self) -> None:
+    def _take_over(self) -> None:
         """Finish what a previous daemon left half done, and check jobs it left in flight."""
         config, store = self.config, self.store
-        for job in store.resume_intakes(config):
+        for job in store.finish_intakes(config):
             self._ends.arrived(job)
         for job in store.jobs(JobState.PENDING):
             problem = _params_problem(config, job.params)
@@ -163,18 +163,18 @@ class Daemon:
                 self._ends.fail(job.id, "bad_params", problem)
         for job in store.jobs(JobState.RUNNING):
             if job.scheduler_id is None:
-                self._resume_submission(job.id)
+                self._settle_submission(job.id)
             elif job.driver == self.driver.name:
-                self.reporter.event("adopted", f"job {job.id} running as {self.driver.name} {job.scheduler_id}",
+                self.log.event("adopted", f"job {job.id} running as {self.driver.name} {job.scheduler_id}",
                                     job=job.id)
             else:
-                self.reporter.event("warning", f"job {job.id} was submitted with driver {job.get('driver')}, "
+                self.log.event("warning", f"job {job.id} was submitted with driver {job.get('driver')}, "
                                     f"not {self.driver.name}: its result is collected when it appears")
         counts = store.counts()
-        self.reporter.event("state", counts_text(counts) + f"; next job id {store.next_id}")
+        self.log.event("state", counts_text(counts) + f"; next job id {store.next_id}")
 
-    def _resume_submission(self, job_id: int) -> None:
-        if not self.paths.result_file(job_id).exists() and not self._submitter.resume(job_id):
+    def _settle_submission(self, job_id: int) -> None:
+        if not self.paths.result_file(job_id).exists() and not self._submitter.adopt(job_id):
             self._submit(job_id)  # (a job that ran is recorded by the loop)
 
     def _loop(self) -> int:
@@ -183,7 +183,7 @@ class Daemon:
         while True:
             lost = self._lock.problem()
             if lost is not None:  # another daemon took the folder over: stop, writing nothing more
-                self.reporter.console(lost_line(self.paths, lost))
+                self.log.console(lost_line(self.paths, lost))
                 return LOST_EXIT
             changed = self._intake()
             changed |= self._collect_results()
@@ -227,7 +227,7 @@ class Daemon:
             left = (f"; {counts['running']} running and {counts['pending']} pending job(s) left as they are "
                     f"(run again to collect them)")
         finished = self.store.finished_count(self.config.ignored_failures)
-        self.reporter.event("stopped", f"{why}: {finished} finished, {best_text}{left}")
+        self.log.event("stopped", f"{why}: {finished} finished, {best_text}{left}")
         return exit_code
 
     # -- config.json edited while running, and how many jobs may start -----------------------
@@ -238,7 +238,7 @@ class Daemon:
         if edit is None:
             return
         for kind, line in edit.lines():
-            self.reporter.event(kind, line)
+            self.log.event(kind, line)
         self.config = edit.config
         if "max-finished-jobs" in edit.live:
             self._proposer.set_budget(self.config.max_finished_jobs)
@@ -305,7 +305,7 @@ class Daemon:
         """Take in files users dropped into jobs/pending and notice withdrawn pending jobs."""
         changed = False
         for job_id in self.store.forget_withdrawn():
-            self.reporter.event("withdrawn", f"job {job_id}: its pending file was deleted", job=job_id)
+            self.log.event("withdrawn", f"job {job_id}: its pending file was deleted", job=job_id)
         for path in self.store.dropped_files():
             self._ends.arrived(self.store.intake_dropped(path, self.config))
             changed = True
@@ -367,7 +367,7 @@ class Daemon:
         try:
             statuses = self._scheduler.poll(self.store.jobs(JobState.RUNNING))
         except PollError as exc:
-            self.reporter.event("warning", f"poll of the {self.driver.name} driver failed ({exc}); trying again later")
+            self.log.event("warning", f"poll of the {self.driver.name} driver failed ({exc}); trying again later")
             return False
         self._site_limits.polled(statuses.values())  # (none: none of its jobs waits in the queue any more)
         changed = False
@@ -406,5 +406,5 @@ class Daemon:
 
     def _handle_requests(self) -> bool:
         """Cancel the jobs that ``spearmint-nn cancel`` asked for through ``requests/``."""
-        cancelled = [self._ends.cancel(ids, "cancelled by the user") for ids in cancel_requests(self.store, self.reporter)]
+        cancelled = [self._ends.cancel(ids, "cancelled by the user") for ids in cancel_requests(self.store, self.log)]
         return any(cancelled)

@@ -58,10 +58,10 @@ class Proposer:
     (``Optimizer.related_summary``) is written at the start and after each refit, when there are any.
     """
 
-    def __init__(self, optimizer: "Optimizer", reporter: EventLog, wake: threading.Event, noisy: bool = False,
+    def __init__(self, optimizer: "Optimizer", log: EventLog, wake: threading.Event, noisy: bool = False,
                  warpings_file: Path | None = None, picture_file: Path | None = None,
                  related_file: Path | None = None):
-        self._optimizer, self._reporter, self._wake = optimizer, reporter, wake
+        self._optimizer, self._log, self._wake = optimizer, log, wake
         self._related_file = related_file
         self._write_related()  # before the thread starts: the optimizer is this thread's until then
         self._noisy = noisy  # a GAUSSIAN objective: report the model's best after each proposal
@@ -214,14 +214,14 @@ class Proposer:
     def _report(self, suggestion: "Suggestion", n: int, n_pending: int) -> None:
         """Log a proposal (and a restart the optimizer found), and write the model's new warpings."""
         refit = suggestion.refit_seconds
-        self._reporter.event("model", f"suggested {n} point(s) in {suggestion.seconds:.2f} s from "
+        self._log.event("model", f"suggested {n} point(s) in {suggestion.seconds:.2f} s from "
                              f"{suggestion.n_observed} observations ({n_pending} pending)"
                              + ("" if refit is None else f", model refit {refit:.2f} s"),
                              seconds=suggestion.seconds, refit_seconds=refit)
         start = suggestion.segment_start
         if start != self._segment_start:  # a restart, or one found on replay
             self._segment_start = start
-            self._reporter.event("restart", f"the search restarted at evaluation {start}: no improvement in "
+            self._log.event("restart", f"the search restarted at evaluation {start}: no improvement in "
                                  f"{self._optimizer.settings.restart_after} evaluations (rounds of the jobs in "
                                  f"flight); the objective model now sees only the evaluations since", evaluation=start)
         self._write_warpings(suggestion.warpings)
@@ -238,7 +238,7 @@ class Proposer:
         try:
             picture = self._optimizer.model_picture()
         except Exception as exc:  # a report must never stop the search
-            self._reporter.event("warning", f"the model's picture for the report failed: {exc!r}")
+            self._log.event("warning", f"the model's picture for the report failed: {exc!r}")
             return
         if picture is not None:
             self._picture_file.parent.mkdir(parents=True, exist_ok=True)

@@ -131,7 +131,7 @@ class Submitter:
 
     The intent goes to disk first: the jobs move to running without a scheduler id before the
     driver is asked, and each id is added after, so a daemon killed in between finds them half
-    submitted and :meth:`resume` settles each (a task of an array too: its claim names the
+    submitted and :meth:`adopt` settles each (a task of an array too: its claim names the
     array and the task, and the driver finds a task that has not started by the array's name).
     A transient failure puts the jobs back to pending for a later retry; as such a failure may
     have reached the scheduler all the same (``sbatch`` timed out after the controller queued
@@ -139,8 +139,8 @@ class Submitter:
     job is submitted again.
     """
 
-    def __init__(self, config: ExperimentConfig, driver: Driver, store: Store, reporter: EventLog):
-        self.config, self.driver, self.store, self.reporter = config, driver, store, reporter
+    def __init__(self, config: ExperimentConfig, driver: Driver, store: Store, log: EventLog):
+        self.config, self.driver, self.store, self.log = config, driver, store, log
         self.retries = SubmitRetries(driver.name)
         self.submitted_here: set[int] = set()  # jobs this daemon submitted (a streak counts only those)
 
@@ -160,7 +160,7 @@ class Submitter:
                 specs.append(spec)
                 continue
             answers[job_id] = found
-            self.reporter.event("adopted", f"job {job_id}: its failed submission reached the scheduler after all, "
+            self.log.event("adopted", f"job {job_id}: its failed submission reached the scheduler after all, "
                                 f"as {found}", job=job_id)
         if specs:
             answers.update(zip((spec.job_id for spec in specs), self.driver.submit_many(specs)))
@@ -178,16 +178,16 @@ class Submitter:
                     rejected.append((job_id, Rejected(after.reason, answer)))
                     continue
                 self.store.move(job_id, JobState.PENDING)
-                self.reporter.event("warning", f"job {job_id}: submission failed ({answer}); "
+                self.log.event("warning", f"job {job_id}: submission failed ({answer}); "
                                     f"retrying in {after.retry_in:g} s")
             else:
                 accepted.append(job_id)
                 self.retries.succeeded(job_id)
                 self.submitted_here.add(job_id)
                 self.store.update(job_id, scheduler_id=answer, submitted=time.time())
-                self.reporter.event("submitted", f"job {job_id} as {self.driver.name} {answer}", job=job_id)
+                self.log.event("submitted", f"job {job_id} as {self.driver.name} {answer}", job=job_id)
         if len(specs) > 1 and accepted:
-            self.reporter.event("submitted", f"jobs {', '.join(str(spec.job_id) for spec in specs)} in one "
+            self.log.event("submitted", f"jobs {', '.join(str(spec.job_id) for spec in specs)} in one "
                                 f"submission to the {self.driver.name} driver (a job array)")
         site_limited = SiteLimited(tuple(job for job, _ in limited), limited[0][1]) if limited else None
         return SubmitOutcome(tuple(accepted), tuple(rejected), site_limited)
@@ -198,7 +198,7 @@ class Submitter:
         if rejected:
             self.retries.check_rejects(rejected[-1][1].error)
 
-    def resume(self, job_id: int) -> bool:
+    def adopt(self, job_id: int) -> bool:
         """A job the previous daemon was submitting when it died: the driver may or may not have
         started it. Adopt the process that claimed it or the queued job the driver finds by its
         name and folder; False when neither is there and the job must be submitted again (a
@@ -209,10 +209,10 @@ class Submitter:
         if scheduler_id is None:  # not started: it may wait in the queue
             scheduler_id, how = self.driver.find_submitted(self.spec(job_id)), "its name in the queue"
         if scheduler_id is None:
-            self.reporter.event("warning", f"job {job_id} was being submitted when the previous daemon stopped; "
+            self.log.event("warning", f"job {job_id} was being submitted when the previous daemon stopped; "
                                 f"submitting it again" + (" (its first run already claimed it)" if claim else ""))
             return False
         self.store.update(job_id, driver=self.driver.name, scheduler_id=scheduler_id, submitted=time.time())
-        self.reporter.event("adopted", f"job {job_id} running as {self.driver.name} {scheduler_id} (found by {how})",
+        self.log.event("adopted", f"job {job_id} running as {self.driver.name} {scheduler_id} (found by {how})",
                             job=job_id)
         return True

@@ -259,7 +259,7 @@ class Store:
         The file holds either the params object itself or ``{"params": ..., "value": number}``
         / ``{"params": ..., "values": {task: number}}``. It is first renamed to
         ``.drop-<id>.json`` under a freshly persisted id, so a crash before the job file exists
-        is finished by :meth:`resume_intakes` with the same id, and never yields two jobs.
+        is finished by :meth:`finish_intakes` with the same id, and never yields two jobs.
         """
         folder = self.paths.job_dir(JobState.PENDING)
         if job_id is None:
@@ -277,7 +277,7 @@ class Store:
         files.fsync_dir(folder)
         return job
 
-    def resume_intakes(self, config: "ExperimentConfig") -> list[Job]:
+    def finish_intakes(self, config: "ExperimentConfig") -> list[Job]:
         """Finish intakes interrupted by a crash (``.drop-<id>.json`` files); return new jobs."""
         folder = self.paths.job_dir(JobState.PENDING)
         out = []

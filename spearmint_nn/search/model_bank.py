@@ -37,7 +37,7 @@ from .candidates import continuous_columns
 from .model_store import OBJECTIVE_MODEL, ModelStore, constraint_model_name
 from .observations import Observations
 from .related import RelatedTask, subset_for_the_gp
-from .transforms import OUTPUT_TRANSFORMS, LogShift, Standardise, YeoJohnson, default_transform
+from .transforms import OUTPUT_TRANSFORMS, LogShift, Standardisation, YeoJohnson, default_transform
 
 SUCCESS = "success"  # the implicit constraint "the job returned a finite objective"
 
@@ -161,7 +161,7 @@ class ModelBank:
         self.space, self.settings, self.surrogate_name = space, settings, surrogate_name
         self.store, self.related = store, related
         self.objective: Any = None
-        self.transform: Standardise | LogShift | YeoJohnson = Standardise()
+        self.transform: Standardisation | LogShift | YeoJohnson = Standardisation()
         self.constraints: dict[str, ConstraintClassifier | ConstraintValueModel] = {}
         self.durations = DurationFit(settings.seed)
         self.fits = 0  # refits so far: a proposal tells whether it made one

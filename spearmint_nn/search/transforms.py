@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ..models.standardise import Standardisation
 from ..problem.settings import OUTPUT_TRANSFORMS as TRANSFORM_NAMES
 from ..problem.settings import check_registry
 
@@ -58,38 +59,13 @@ BEST_SHARE = 0.1
 MIN_BEST = 3
 #: ... and delta never below this fraction of max(y) - min(y) (ties at the best value).
 MIN_DELTA_FRACTION = 1e-6
-_MIN_SPREAD = 1e-12
+#: ... nor below this at all (every value equal: no gap to take a fraction of).
+_MIN_DELTA = 1e-12
 #: :class:`YeoJohnson` fits its exponent from this many distinct values on ...
 MIN_POWER_FIT = 3
 #: ... within these bounds, so that one outlier cannot drive it to extremes (z-scores of N values
 #: stay below sqrt(N) in size: at the bounds a thousand values transform to less than 1e7).
 POWER_BOUNDS = (-3.0, 4.0)
-
-
-def _mean_and_spread(z: np.ndarray) -> tuple[float, float]:
-    spread = float(z.std())
-    return float(z.mean()), spread if spread > _MIN_SPREAD else 1.0
-
-
-@dataclass(frozen=True)
-class Standardise:
-    """z = (y - mean) / std of the fitted values."""
-
-    mean: float = 0.0
-    std: float = 1.0
-
-    @classmethod
-    def fit(cls, y: np.ndarray) -> "Standardise":
-        """From the finite observed values y (N,), N >= 1."""
-        return cls(*_mean_and_spread(np.asarray(y, dtype=float)))
-
-    def __call__(self, y: np.ndarray | float) -> np.ndarray:
-        """Transformed values, same shape as y."""
-        return (np.asarray(y, dtype=float) - self.mean) / self.std
-
-    def untransform(self, z: np.ndarray | float) -> np.ndarray:
-        """The values y whose transform is z, same shape as z."""
-        return np.asarray(z, dtype=float) * self.std + self.mean
 
 
 @dataclass(frozen=True)
@@ -116,8 +92,9 @@ class LogShift:
         if resolve_best:
             k = max(MIN_BEST, math.ceil(BEST_SHARE * len(y)))
             delta = min(delta, max(float(y[min(k, len(y)) - 1]) - lowest, MIN_DELTA_FRACTION * spread))
-        delta = max(delta, _MIN_SPREAD)
-        return cls(lowest, delta, *_mean_and_spread(np.log(y - lowest + delta)))
+        delta = max(delta, _MIN_DELTA)
+        scores = Standardisation.fit(np.log(y - lowest + delta))
+        return cls(lowest, delta, scores.mean, scores.std)
 
     def __call__(self, y: np.ndarray | float) -> np.ndarray:
         """Transformed values, same shape as y."""
@@ -140,20 +117,20 @@ class YeoJohnson:
     powered values.
     """
 
-    scores: Standardise = Standardise()
+    scores: Standardisation = Standardisation()
     power: float = 1.0
-    result: Standardise = Standardise()
+    result: Standardisation = Standardisation()
 
     @classmethod
     def fit(cls, y: np.ndarray) -> "YeoJohnson":
         """From the finite observed values y (N,), N >= 1; the identity power (1) for fewer than
         ``MIN_POWER_FIT`` distinct values, where a fitted exponent would be noise."""
-        scores = Standardise.fit(y)
+        scores = Standardisation.fit(y)
         z = scores(y)
         power = 1.0
         if len(np.unique(z)) >= MIN_POWER_FIT:
             power = float(np.clip(stats.yeojohnson_normmax(z), *POWER_BOUNDS))
-        return cls(scores, power, Standardise.fit(stats.yeojohnson(z, power)))
+        return cls(scores, power, Standardisation.fit(stats.yeojohnson(z, power)))
 
     def __call__(self, y: np.ndarray | float) -> np.ndarray:
         """Transformed values, same shape as y."""
@@ -200,14 +177,14 @@ def _skewness(z: np.ndarray) -> float:
 
 
 #: A fitted output transform: increasing, with its exact inverse ``untransform``.
-OutputTransform = Standardise | LogShift | YeoJohnson
+OutputTransform = Standardisation | LogShift | YeoJohnson
 
 
 class SymmetryChosen:
-    """Whichever of :class:`Standardise` and :class:`LogShift` leaves y least skewed."""
+    """Whichever of :class:`Standardisation` and :class:`LogShift` leaves y least skewed."""
 
     @staticmethod
-    def fit(y: np.ndarray) -> Standardise | LogShift:
+    def fit(y: np.ndarray) -> Standardisation | LogShift:
         """The fitted transform whose values have the smaller absolute skewness (ties: standardise).
 
         The log is judged with delta a share of the range: that compares the shapes of the two
@@ -215,7 +192,7 @@ class SymmetryChosen:
         stand out and tip the choice by itself.
         """
         y = np.asarray(y, dtype=float)
-        standardised, logged = Standardise.fit(y), LogShift.fit(y, resolve_best=False)
+        standardised, logged = Standardisation.fit(y), LogShift.fit(y, resolve_best=False)
         if abs(_skewness(logged(y))) < abs(_skewness(standardised(y))):
             return LogShift.fit(y)
         return standardised
@@ -223,7 +200,7 @@ class SymmetryChosen:
 
 #: Config name -> transform class, each with ``fit(y)`` returning a callable transform; "auto"
 #: (:data:`~spearmint_nn.problem.settings.AUTO`) picks one by :func:`default_transform`.
-OUTPUT_TRANSFORMS = {"least-skewed": SymmetryChosen, "standardise": Standardise, "log-shift": LogShift,
+OUTPUT_TRANSFORMS = {"least-skewed": SymmetryChosen, "standardise": Standardisation, "log-shift": LogShift,
                      "yeo-johnson": YeoJohnson}
 check_registry("spearmint_nn.search.transforms.OUTPUT_TRANSFORMS", OUTPUT_TRANSFORMS, TRANSFORM_NAMES)
 

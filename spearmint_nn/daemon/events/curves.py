@@ -43,8 +43,8 @@ class _Reading:
 class CurveReader:
     """The running jobs' curves, read at each poll (see the module docstring)."""
 
-    def __init__(self, store: Store, reporter: EventLog):
-        self.store, self.reporter = store, reporter
+    def __init__(self, store: Store, log: EventLog):
+        self.store, self.log = store, log
         self._readings: dict[int, _Reading] = {}
 
     def poll(self) -> bool:
@@ -101,5 +101,5 @@ class CurveReader:
                         f"are not \"<step> <value>\" with two finite numbers, skipped (the first: "
                         f"{chunk.first_garbage})")
                 fields["report_warning"] = line
-                self.reporter.event("warning", line, job=job_id)
+                self.log.event("warning", line, job=job_id)
         return fields

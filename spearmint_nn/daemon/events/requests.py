@@ -9,7 +9,7 @@ from ...files import read_json
 from ..event_log import EventLog
 
 
-def cancel_requests(store: Store, events: EventLog) -> list[list[int]]:
+def cancel_requests(store: Store, log: EventLog) -> list[list[int]]:
     """The jobs that the files ``requests/cancel-*.json`` name (``{"ids": [...]}`` or
     ``{"ids": "all"}``, all pending and running jobs), one list a file, removing each file once
     read; :meth:`JobEnds.cancel <spearmint_nn.daemon.job_ends.JobEnds.cancel>` cancels them."""
@@ -22,6 +22,6 @@ def cancel_requests(store: Store, events: EventLog) -> list[list[int]]:
         if isinstance(ids, list):
             requests.append([i for i in ids if isinstance(i, int) and not isinstance(i, bool)])
         else:
-            events.event("warning", f"ignored unreadable request {path.name}")
+            log.event("warning", f"ignored unreadable request {path.name}")
         path.unlink(missing_ok=True)
     return requests

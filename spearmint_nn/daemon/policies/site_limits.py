@@ -74,8 +74,8 @@ class Queued:
 class SiteLimits:
     """The in-flight target under the site's limits (see the module docstring)."""
 
-    def __init__(self, paths: ExperimentPaths, reporter: EventLog, driver_name: str):
-        self.paths, self.reporter, self.driver_name = paths, reporter, driver_name
+    def __init__(self, paths: ExperimentPaths, log: EventLog, driver_name: str):
+        self.paths, self.log, self.driver_name = paths, log, driver_name
         self.held: Held | None = None
         self.queued: Queued | None = None
         self._refusals_in_a_row = 0    # refused submissions since the last success
@@ -117,7 +117,7 @@ class SiteLimits:
             if self._below_in_a_row >= LOWER_AFTER:  # still refused after the pauses: the site takes fewer
                 self.held = Held(in_flight, self.held.since, message)
         if first:
-            self.reporter.event("limit", f"the {self.driver_name} scheduler refused {_jobs(job_ids)} for a limit of the "
+            self.log.event("limit", f"the {self.driver_name} scheduler refused {_jobs(job_ids)} for a limit of the "
                                 f"site ({message}); holding at {in_flight} job(s) in flight (max-concurrent "
                                 f"{max_concurrent}) until it accepts more: no job fails for it, one is "
                                 f"submitted as each ends, and one more is tried after {PROBE_FIRST_S:g} s, "
@@ -132,7 +132,7 @@ class SiteLimits:
             return
         self._probes_refused = 0
         if in_flight >= max_concurrent:
-            self.reporter.event("limit", f"the site's limit has lifted: {in_flight} job(s) in flight, "
+            self.log.event("limit", f"the site's limit has lifted: {in_flight} job(s) in flight, "
                                 f"max-concurrent {max_concurrent} (held since "
                                 f"{time.strftime('%H:%M:%S', time.localtime(self.held.since))})")
             self.held = None
@@ -162,7 +162,7 @@ class SiteLimits:
         self.queued = queued
         if queued is not None and not self._said_queued:
             self._said_queued = True
-            self.reporter.event("limit", f"{queued.jobs} job(s) queued by the {self.driver_name} scheduler for a "
+            self.log.event("limit", f"{queued.jobs} job(s) queued by the {self.driver_name} scheduler for a "
                                 f"limit of the site ({queued.reason}): they start as the user's other jobs end")
         self._write()
 

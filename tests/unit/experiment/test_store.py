@@ -134,9 +134,9 @@ def test_interrupted_intake_is_finished_once(config, store):
     staged = config.paths.job_dir("pending") / f".drop-{job_id:06d}.json"
     staged.write_text('{"x": [0.0], "y": [0.0]}')
     reloaded = Store(config.paths).load_all(repair=True)
-    jobs = reloaded.resume_intakes(config)
+    jobs = reloaded.finish_intakes(config)
     assert [j.id for j in jobs] == [job_id] and not staged.exists()
-    assert Store(config.paths).load_all(repair=True).resume_intakes(config) == []
+    assert Store(config.paths).load_all(repair=True).finish_intakes(config) == []
 
 
 def test_summaries_match_job_files(config, store):

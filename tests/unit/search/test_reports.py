@@ -14,7 +14,7 @@ import torch
 from spearmint_nn.problem.space import Space
 from spearmint_nn.search.optimizer import Optimizer
 from spearmint_nn.search.reports import elements, in_units, posterior_in_units
-from spearmint_nn.search.transforms import OUTPUT_TRANSFORMS, LogShift, Standardise, YeoJohnson
+from spearmint_nn.search.transforms import OUTPUT_TRANSFORMS, LogShift, Standardisation, YeoJohnson
 from helpers.models import FixedPosterior
 
 torch.set_num_threads(1)
@@ -105,7 +105,7 @@ def test_no_model_no_report():
 
 
 @pytest.mark.parametrize("transform", [
-    Standardise.fit(np.array([1.0, 2.0, 7.0])),
+    Standardisation.fit(np.array([1.0, 2.0, 7.0])),
     LogShift.fit(np.array([1.0, 2.0, 7.0, 30.0])),
     YeoJohnson.fit(np.array([1.0, 2.0, 7.0, 30.0, 31.0])),
 ])
@@ -126,7 +126,7 @@ class FixedLatent(FixedPosterior):
 
 def test_posterior_in_units_maps_mean_and_spread_back_through_the_transform():
     y = np.array([10.0, 20.0, 30.0])
-    linear = Standardise.fit(y)  # y = 20 + 8.165 z
+    linear = Standardisation.fit(y)  # y = 20 + 8.165 z
     model = FixedLatent(torch.tensor([[0.5], [1.5]], dtype=torch.float64),
                         torch.tensor([[0.04], [0.04]], dtype=torch.float64))
     mean, std = posterior_in_units(model, linear, torch.zeros(1, 1), y)

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from experiments.benchmarks.functions import FUNCTIONS
-from spearmint_nn.search.transforms import (LOG_SHIFT_FRACTION, MIN_DELTA_FRACTION, OUTPUT_TRANSFORMS, LogShift, Standardise,
+from spearmint_nn.search.transforms import (LOG_SHIFT_FRACTION, MIN_DELTA_FRACTION, OUTPUT_TRANSFORMS, LogShift, Standardisation,
                                      SymmetryChosen, YeoJohnson)
 
 
@@ -24,7 +24,7 @@ def test_log_shift_stretches_the_values_near_the_best_relative_to_standardising(
     # Branin-like: most points far above the minimum, a few close to it.
     y = np.concatenate([[0.40, 0.45, 1.9, 2.4], np.linspace(10.0, 300.0, 40)])
     near_gap = lambda t: float(t(np.array([2.4]))[0] - t(np.array([0.40]))[0])
-    assert near_gap(LogShift.fit(y)) > 10 * near_gap(Standardise.fit(y))
+    assert near_gap(LogShift.fit(y)) > 10 * near_gap(Standardisation.fit(y))
 
 
 def test_log_shift_bounds_how_far_the_best_point_stands_out():
@@ -75,7 +75,7 @@ def test_yeo_johnson_compresses_a_long_bad_tail_without_a_cusp_at_the_best_value
     transform = YeoJohnson.fit(y)
     assert transform.power < 0.5  # a long tail of bad values: a compressing power
     z = transform(y)
-    assert abs(np.mean(z**3)) < 0.5 * abs(np.mean(Standardise.fit(y)(y) ** 3))
+    assert abs(np.mean(z**3)) < 0.5 * abs(np.mean(Standardisation.fit(y)(y) ** 3))
     # Smooth at the best value: equal steps above it change z by nearly equal amounts (the log
     # shift, tied to the best value, makes the first step several times the second).
     steps = lambda t: np.diff(t(0.3979 + np.array([0.0, 0.5, 1.0])))
@@ -96,11 +96,11 @@ def test_yeo_johnson_is_the_z_score_below_three_distinct_values():
     for y in (np.array([2.0, 7.0]), np.array([1.0, 1.0, 4.0, 4.0])):
         transform = YeoJohnson.fit(y)
         assert transform.power == 1.0
-        np.testing.assert_allclose(transform(y), Standardise.fit(y)(y), atol=1e-12)
+        np.testing.assert_allclose(transform(y), Standardisation.fit(y)(y), atol=1e-12)
 
 
 def test_a_constant_objective_does_not_divide_by_zero():
-    for cls in (Standardise, LogShift, YeoJohnson):
+    for cls in (Standardisation, LogShift, YeoJohnson):
         z = cls.fit(np.full(5, 3.0))(np.full(5, 3.0))
         assert np.isfinite(z).all()
 
@@ -114,7 +114,7 @@ def test_the_optimizer_fits_its_model_to_the_configured_transform():
     with pytest.raises(ConfigError, match="output_transform"):
         Optimizer(variables, model="gp", output_transform="box-cox")
     values = [5.0, 0.5, 80.0, 1.0]
-    for model, name, cls in [("gp", "standardise", Standardise), ("gp", "log-shift", LogShift),
+    for model, name, cls in [("gp", "standardise", Standardisation), ("gp", "log-shift", LogShift),
                              ("gp", "auto", YeoJohnson), ("dngo", "auto", LogShift)]:
         opt = Optimizer(variables, model=model, seed=0, output_transform=name, initial_design=4)
         for x, value in zip([0.1, 0.4, 0.9, 0.6], values):
@@ -123,7 +123,7 @@ def test_the_optimizer_fits_its_model_to_the_configured_transform():
         assert opt.models.transform == cls.fit(np.array(values)), (model, name)
 
 
-@pytest.mark.parametrize("problem, chosen", [("branin", LogShift), ("hartmann6", Standardise)])
+@pytest.mark.parametrize("problem, chosen", [("branin", LogShift), ("hartmann6", Standardisation)])
 def test_the_default_takes_the_log_only_where_it_makes_the_values_more_symmetric(problem, chosen):
     f = FUNCTIONS[problem]
     rng = np.random.default_rng(0)
@@ -141,7 +141,7 @@ def random_objectives(seed: int) -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("seed", range(5))
-@pytest.mark.parametrize("transform_class", [Standardise, LogShift, YeoJohnson])
+@pytest.mark.parametrize("transform_class", [Standardisation, LogShift, YeoJohnson])
 def test_untransform_inverts_the_transform_exactly(transform_class, seed):
     rng = np.random.default_rng(100 + seed)
     for y in random_objectives(seed):
