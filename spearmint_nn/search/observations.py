@@ -5,8 +5,8 @@ the job's duration. A call that is refused (a point outside the space, a value t
 number, an unknown task) raises before anything is recorded, so the record never holds a point
 without its values.
 
-The learning curves of points still running are told too (ask/tell early stopping,
-:class:`EarlyStoppingCalls`), and judged by the daemon's rules with the daemon's options
+The learning curves of points still running are told too (ask/tell early stopping, the
+Optimizer's ``report``, ``should_stop``, ``stop_decision`` and ``tell_stopped``), and judged by the daemon's rules with the daemon's options
 (:mod:`spearmint_nn.stopping`). What a rule sees, for the point judged: its curve
 (the reports told for it, in the order told), and every other point that has a curve or an
 observation, with its curve and its final value: the objective observed there when that
@@ -136,7 +136,7 @@ class Observations:
         return self._drop_handed_out(self.space.encode([params])[0])
 
     def report(self, params: Mapping[str, Any], step: Any, value: Any) -> None:
-        """Add a report to the curve of ``params``: see :meth:`EarlyStoppingCalls.report`."""
+        """Add a report to the curve of ``params``: see :meth:`Optimizer.report <spearmint_nn.search.optimizer.Optimizer.report>`."""
         key = point_key(self.space.encode([params])[0])
         number = one_number(step)
         if number is None or not math.isfinite(number):
@@ -151,7 +151,7 @@ class Observations:
         self._curves.setdefault(key, _Curve()).reports.append(CurvePoint(number, reported))
 
     def stop_decision(self, params: Mapping[str, Any]) -> Decision:
-        """The rule's answer for ``params``: see :meth:`EarlyStoppingCalls.stop_decision`."""
+        """The rule's answer for ``params``: see :meth:`Optimizer.stop_decision <spearmint_nn.search.optimizer.Optimizer.stop_decision>`."""
         key = point_key(self.space.encode([params])[0])
         curve = self._curves.get(key)
         if curve is not None and curve.stopped:
@@ -167,7 +167,7 @@ class Observations:
         return curve.judged[1]
 
     def stopped(self, params: Mapping[str, Any]) -> Prediction | None:
-        """Record ``params`` as stopped: see :meth:`EarlyStoppingCalls.tell_stopped`."""
+        """Record ``params`` as stopped: see :meth:`Optimizer.tell_stopped <spearmint_nn.search.optimizer.Optimizer.tell_stopped>`."""
         row = self.space.encode([params])[0]
         key = point_key(row)
         if key in self._predictions:  # told stopped again
@@ -221,60 +221,6 @@ class _Curve:
     judged: tuple[int, Decision] | None = None  # (reports judged, the answer), given again until one more comes
     since: float | None = None                  # the last step judged: the ASHA rule's rungs above it are new
     stopped: bool = False                       # told stopped: never judged again
-
-
-class EarlyStoppingCalls:
-    """Early stopping in ask/tell, the Optimizer's ``report``, ``should_stop``, ``stop_decision``
-    and ``tell_stopped``: the daemon's ``early-stopping`` rules and options on the curves told
-    for handed-out points (see the module docstring for what the rules see)::
-
-        opt = Optimizer(variables, seed=0, early_stopping={"rule": "median", "min-steps": 5})
-        params = opt.suggest(1)[0]
-        for epoch in range(1, 51):
-            loss = train_one_epoch(params)
-            opt.report(params, epoch, loss)
-            if opt.should_stop(params):        # why: opt.stop_decision(params).why
-                opt.tell_stopped(params)       # seen at its predicted final value: no failure
-                break
-        else:
-            opt.observe(params, loss)          # its final value, as for any point
-
-    ``early_stopping`` takes the config key's object (``rule``: ``"median"``, ``"asha"`` or
-    ``"model"``, ``min-steps``, ...; absent: ``{}``, the key's defaults, the model rule with
-    min-steps 0, min-jobs 5 and probability 0.05). Points are identified by their params, as :meth:`observe`
-    identifies them. A point is judged against the final values of the points observed (the
-    median rule needs ``min-jobs`` of them whose curves reached its step) and the curves of all.
-    """
-
-    _data: Observations
-
-    def report(self, params: Mapping[str, Any], step: Any, value: Any) -> None:
-        """Tell the objective's ``value`` at ``step`` (an epoch, a number of samples: the unit of
-        ``min-steps``) for the point ``params`` (handed out by ``suggest`` and still running).
-        ``value`` and ``step`` are numbers (a tensor or array of one element counts); a value
-        that is NaN or infinite is skipped with a warning, as the daemon skips such a report line.
-        A refused call (params outside the space: ConfigError; a step or value that is not a
-        finite number: ValueError) changes nothing."""
-        self._data.report(params, step, value)
-
-    def should_stop(self, params: Mapping[str, Any]) -> bool:
-        """Whether the rule says to stop ``params`` now: :meth:`stop_decision`'s ``stop``."""
-        return self._data.stop_decision(params).stop
-
-    def stop_decision(self, params: Mapping[str, Any]) -> Decision:
-        """The rule's answer on the reports told for ``params`` so far: ``stop`` (a bool) and
-        ``why`` (one line, as the daemon logs it). False without a report or for an observed
-        point; True once the point was told stopped. Asked again before a new report, the same answer."""
-        return self._data.stop_decision(params)
-
-    def tell_stopped(self, params: Mapping[str, Any]) -> Prediction | None:
-        """Tell that ``params`` was stopped early. Like the daemon's stopped jobs it is observed at
-        its predicted final value (returned: ``value``, ``sd``, and the ``jobs`` it rests on; see
-        the module docstring), or, with fewer than 3 complete points past its step, stays pending
-        for good (in :attr:`pending`; a point not handed out is added; None returned). Its curve
-        stays for the rules; :meth:`observe` it instead if it ran to its end after all. A point
-        already observed is a ValueError."""
-        return self._data.stopped(params)
 
 
 def _seconds(duration: Any) -> float:

@@ -82,7 +82,9 @@ from .maximize import BatchScreening, GP_DRAW_CANDIDATES, maximize, minimize_sam
 from .reports import ModelBest, describe_model, model_best, in_units
 from ..problem.settings import (AUTO, AUTO_FINAL, AUTO_START, DURATION_ACQUISITION, KERNELS, RANDOM_SEARCH, SURROGATES,
                                  SearchSettings, check_registry)
-from .observations import EarlyStoppingCalls, Observations
+from .observations import Observations
+from ..stopping.decision import Decision
+from ..stopping.prediction import Prediction
 from .model_store import ModelStore
 from .related import RelatedTask, related_tasks, summarise_related
 from .policy import PACE_CALLS, RESTART_EARLIEST_DESIGNS, auto_model_choice, restart_index, waiting_share
@@ -129,7 +131,7 @@ def own_torch_threads(method: Method) -> Method:
     return with_own_threads  # type: ignore[return-value]
 
 
-class Optimizer(EarlyStoppingCalls):
+class Optimizer:
     """Suggest points to evaluate and learn from their results.
 
     ``Optimizer(space, settings, state=...)``: ``space`` is a :class:`Space` or the
@@ -150,8 +152,26 @@ class Optimizer(EarlyStoppingCalls):
     variables must match these by name and type; ranges may differ. The GP then learns how
     strongly each correlates with this search (:meth:`related_summary`).
 
-    ``early_stopping``: the config key ``early-stopping``'s options for :meth:`should_stop` and
-    the other calls of :class:`~spearmint_nn.search.observations.EarlyStoppingCalls`.
+    ``early_stopping``: the config key ``early-stopping``'s options for early stopping in
+    ask/tell (:meth:`report`, :meth:`should_stop`, :meth:`stop_decision`, :meth:`tell_stopped`):
+    the daemon's rules and options on the curves told for handed-out points (what the rules see:
+    :mod:`spearmint_nn.search.observations`)::
+
+        opt = Optimizer(variables, seed=0, early_stopping={"rule": "median", "min-steps": 5})
+        params = opt.suggest(1)[0]
+        for epoch in range(1, 51):
+            loss = train_one_epoch(params)
+            opt.report(params, epoch, loss)
+            if opt.should_stop(params):        # why: opt.stop_decision(params).why
+                opt.tell_stopped(params)       # seen at its predicted final value: no failure
+                break
+        else:
+            opt.observe(params, loss)          # its final value, as for any point
+
+    Absent, ``early_stopping`` is ``{}``, the key's defaults: the model rule with min-steps 0,
+    min-jobs 5 and probability 0.05. Points are identified by their params, as :meth:`observe`
+    identifies them. A point is judged against the final values of the points observed (the
+    median rule needs ``min-jobs`` of them whose curves reached its step) and the curves of all.
 
     A wrong setting raises :class:`~spearmint_nn.errors.ConfigError` (a ValueError) naming its
     field, a wrong ``variables`` mapping one naming the variable; an unknown keyword is a TypeError.
@@ -244,6 +264,38 @@ class Optimizer(EarlyStoppingCalls):
         """Stop treating a handed-out point as pending, for a job that will never be observed
         (cancelled, lost). Returns whether it was pending."""
         return self._data.forget(params)
+
+    # -- early stopping in ask/tell ----------------------------------------------------------
+
+    def report(self, params: Mapping[str, Any], step: Any, value: Any) -> None:
+        """Tell the objective's ``value`` at ``step`` (an epoch, a number of samples: the unit of
+        ``min-steps``) for the point ``params`` (handed out by ``suggest`` and still running).
+        ``value`` and ``step`` are numbers (a tensor or array of one element counts); a value
+        that is NaN or infinite is skipped with a warning, as the daemon skips such a report line.
+        A refused call (params outside the space: ConfigError; a step or value that is not a
+        finite number: ValueError) changes nothing."""
+        self._data.report(params, step, value)
+
+    def should_stop(self, params: Mapping[str, Any]) -> bool:
+        """Whether the rule says to stop ``params`` now: :meth:`stop_decision`'s ``stop``."""
+        return self._data.stop_decision(params).stop
+
+    def stop_decision(self, params: Mapping[str, Any]) -> Decision:
+        """The rule's answer on the reports told for ``params`` so far: ``stop`` (a bool) and
+        ``why`` (one line, as the daemon logs it). False without a report or for an observed
+        point; True once the point was told stopped. Asked again before a new report, the same answer."""
+        return self._data.stop_decision(params)
+
+    def tell_stopped(self, params: Mapping[str, Any]) -> Prediction | None:
+        """Tell that ``params`` was stopped early. Like the daemon's stopped jobs it is observed at
+        its predicted final value (returned: ``value``, ``sd``, and the ``jobs`` it rests on; see
+        the module docstring), or, with fewer than 3 complete points past its step, stays pending
+        for good (in :attr:`pending`; a point not handed out is added; None returned). Its curve
+        stays for the rules; :meth:`observe` it instead if it ran to its end after all. A point
+        already observed is a ValueError."""
+        return self._data.stopped(params)
+
+    # -- settings and what the search knows -----------------------------------------------------
 
     def set_budget(self, budget: int | None) -> None:
         """Change :attr:`SearchSettings.budget` (evaluations in all, None: no limit) for the
