@@ -12,8 +12,7 @@ A test or a tool hands in its own driver (one that injects faults, or counts cal
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, TextIO
+from typing import Callable, TextIO
 
 from ..drivers.base import Driver, driver_class
 from ..experiment.config import ExperimentConfig
@@ -22,16 +21,12 @@ from .event_log import EventLog
 from .events.curves import CurveReader
 from .events.late_results import LateResults
 from .job_ends import JobEnds
-from .loop import Daemon
+from .loop import Daemon, DaemonParts
 from .policies.early_stopping import EarlyStopping
 from .policies.site_limits import SiteLimits
 from .proposer import make_optimizer
 from .submitter import Submitter
 from .summaries import SummaryWriter
-
-if TYPE_CHECKING:  # the optimizer's module loads torch: imported by make_optimizer when one is built
-    from ..search.optimizer import Optimizer
-
 
 def make_driver(config: ExperimentConfig) -> Driver:
     """The config's driver, with the warning before the time limit that its ``resume`` key asks
@@ -39,24 +34,6 @@ def make_driver(config: ExperimentConfig) -> Driver:
     return driver_class(config.driver_name)(config.driver_options, config.paths.state,
                                             warning=config.resume.warning if config.resume is not None else None,
                                             max_concurrent=config.max_concurrent)
-
-
-@dataclass
-class DaemonParts:
-    """What a :class:`~spearmint_nn.daemon.loop.Daemon` runs with; see the module docstring."""
-
-    config: ExperimentConfig
-    optimizer: "Optimizer"
-    driver: Driver
-    store: Store
-    log: EventLog
-    summaries: SummaryWriter
-    submitter: Submitter
-    site_limits: SiteLimits
-    curves: CurveReader          # the running jobs' learning curves, read at each poll
-    early_stopping: EarlyStopping    # the policy that decides which running jobs to stop
-    late_results: LateResults        # jobs failed without a result file, until it comes
-    ends: JobEnds                    # the one place where a job ends
 
 
 def build_parts(config: ExperimentConfig, driver: Driver | None = None, stream: TextIO | None = None) -> DaemonParts:

@@ -20,8 +20,8 @@ once, so ten jobs finishing together are ten records and one refit:
    **ask** the proposal thread (:class:`~.proposer.Proposer`) for the points of the slots that
    will free up.
 
-The daemon is handed its parts (:func:`~.build.build_daemon`); it makes only what acts as soon
-as it exists, once it holds the folder: the heartbeat lock and the proposal thread. Why each part
+The daemon is handed its parts (:class:`DaemonParts`, built by ``daemon/build.py``); it makes
+only what acts as soon as it exists, once it holds the folder: the heartbeat lock and the proposal thread. Why each part
 is where it is: ``spearmint_nn/daemon/DESIGN.md``.
 """
 from __future__ import annotations
@@ -29,9 +29,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..drivers.base import PollError
+from ..drivers.base import Driver, PollError
 from ..errors import ConfigError
 from ..experiment.config import ExperimentConfig
 from ..experiment.jobs import AWAITING_RESULT, SCHEDULER_FAILURES, JobState, best_job, counts_text
@@ -39,17 +40,24 @@ from ..experiment.lock import LOST_EXIT, hold_for_daemon, lost_line
 from ..experiment.results import JobResult
 from ..experiment.store import Store
 from .event_log import EventLog
+from .events.curves import CurveReader
 from .events.files import watch
+from .events.late_results import LateResults
 from .events.requests import cancel_requests
 from .events.scheduler import SchedulerWatch
 from .events.signals import StopSignals
+from .job_ends import JobEnds
 from .policies.capacity import Capacity
+from .policies.early_stopping import EarlyStopping
 from .policies.live_config import LiveConfig
+from .policies.site_limits import SiteLimits
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer
+from .submitter import Submitter
+from .summaries import SummaryWriter
 from .wrapper_check import check_wrapper_before_jobs
 
-if TYPE_CHECKING:  # the builder imports this module to make the daemon it builds
-    from .build import DaemonParts
+if TYPE_CHECKING:  # the optimizer's module loads torch: imported by make_optimizer when one is built
+    from ..search.optimizer import Optimizer
 
 # Points asked of the optimizer at once. The GP proposes them one after another (~1 s each), so
 # 800 free slots asked in one call would start no job for minutes; in chunks the first jobs start
@@ -72,10 +80,28 @@ def _params_problem(config: ExperimentConfig, params: Any) -> str | None:
 
 # ---- the daemon ------------------------------------------------------------------------------
 
+@dataclass
+class DaemonParts:
+    """What a :class:`Daemon` runs with, built by ``spearmint_nn.daemon.build``."""
+
+    config: ExperimentConfig
+    optimizer: "Optimizer"
+    driver: Driver
+    store: Store
+    log: EventLog
+    summaries: SummaryWriter
+    submitter: Submitter
+    site_limits: SiteLimits
+    curves: CurveReader              # the running jobs' learning curves, read at each poll
+    early_stopping: EarlyStopping    # the policy that decides which running jobs to stop
+    late_results: LateResults        # jobs failed without a result file, until it comes
+    ends: JobEnds                    # the one place where a job ends
+
+
 class Daemon:
     """``spearmint-nn run``: see the module docstring. Build, then :meth:`run` (returns an exit code)."""
 
-    def __init__(self, parts: "DaemonParts", cancel_on_exit: bool = False,
+    def __init__(self, parts: DaemonParts, cancel_on_exit: bool = False,
                  on_start: Callable[[EventLog, Store], None] | None = None):
         self.config, self.paths = parts.config, parts.config.paths
         self.cancel_on_exit = cancel_on_exit
