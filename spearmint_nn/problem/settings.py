@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, Iterable, Mapping
 
+from ..errors import ConfigError, did_you_mean
 from .parsers import Parser, choice, count, options, seed_number, share
 from .tasks import Tasks, parse_tasks
 
@@ -169,12 +170,28 @@ class SearchSettings:
             object.__setattr__(self, spec.name, spec.metadata["parse"](spec.name, getattr(self, spec.name)))
 
     @classmethod
-    def from_keywords(cls, likelihoods: Mapping[str, str] | None = None, **settings: Any) -> "SearchSettings":
-        """The settings the Optimizer's keywords give: the fields by name, ``tasks`` in either
-        form, and ``likelihoods`` (task name -> "NOISELESS" | "GAUSSIAN") over what ``tasks``
-        says. An unknown keyword is a TypeError naming it."""
-        if likelihoods is not None:
-            settings["tasks"] = parse_tasks(settings.get("tasks"), likelihoods)
+    def from_keywords(cls, likelihoods: Mapping[str, str] | None = None, **keywords: Any) -> "SearchSettings":
+        """The settings the Optimizer's keywords give. A keyword is a field by name or a
+        config.json key in Python spelling (``max_finished_jobs`` is ``budget``), with the key's
+        meaning and default; ``tasks`` in either form, ``likelihood`` (config.json's: the
+        likelihood of every task that has none) and ``likelihoods`` (task name -> "NOISELESS" |
+        "GAUSSIAN") over what ``tasks`` says. A keyword that is no setting is a ConfigError
+        naming it: a key of the daemon's says where it belongs, any other says which keyword
+        it is closest to."""
+        names = {spec.name for spec in fields(cls)}
+        settings: dict[str, Any] = {}
+        likelihood = keywords.pop("likelihood", None)
+        for word, value in keywords.items():
+            name = KEYWORD_OF_KEY.get(word, word)
+            if name not in names:
+                if word in DAEMON_KEYWORDS:
+                    raise ConfigError(word, DAEMON_KEYWORDS[word])
+                raise ConfigError(word, f"not a keyword of the Optimizer{did_you_mean(word, sorted(KEYWORDS))}")
+            if name in settings:
+                raise ConfigError(word, f"the same setting as {name}, given too; keep one")
+            settings[name] = value
+        if likelihood is not None or likelihoods is not None:
+            settings["tasks"] = parse_tasks(settings.get("tasks"), likelihoods, default_likelihood=likelihood)
         return cls(**settings)
 
     @property
@@ -187,6 +204,46 @@ class SearchSettings:
 def config_fields() -> list[Field]:
     """The fields that have a config.json key, in declaration order."""
     return [spec for spec in fields(SearchSettings) if spec.metadata["key"] is not None]
+
+
+def python_spelling(key: str) -> str:
+    """A config.json key as a Python keyword: ``max-finished-jobs`` is ``max_finished_jobs``."""
+    return key.replace("-", "_")
+
+
+# The Optimizer speaks config.json: each key of the search's settings in Python spelling is a
+# keyword, with the key's meaning and default, where the field is named otherwise.
+KEYWORD_OF_KEY = {python_spelling(spec.metadata["key"]): spec.name for spec in config_fields()
+                  if python_spelling(spec.metadata["key"]) != spec.name}
+# config.json's keys that set the daemon or the experiment folder, not the search, in Python
+# spelling, each with where its meaning lives for ask/tell (tests/unit/problem/test_settings.py
+# checks that every key of config.json is a search setting, one of these, or the Optimizer's own).
+_DAEMON = "a setting of the daemon (spearmint-nn run), not of the search: "
+DAEMON_KEYWORDS = {
+    "variables": "the Optimizer's first argument: Optimizer(variables, ...)",
+    "related_experiments": "give the related searches' results as related=[(their_variables, [(params, value), "
+                           "...]), ...]",
+    "max_concurrent": _DAEMON + "in ask/tell, you choose how many points are in flight (suggest(n) and what "
+                      "you have not observed yet)",
+    "polling_time": _DAEMON + "in ask/tell, you call observe when a result is there",
+    "language": _DAEMON + "in ask/tell, you run each point yourself",
+    "main_file": _DAEMON + "in ask/tell, you run each point yourself",
+    "command": _DAEMON + "in ask/tell, you run each point yourself",
+    "experiment_name": _DAEMON + "it names the experiment folder's logs and reports",
+    "driver": _DAEMON + "in ask/tell, you run each point yourself",
+    "resources": _DAEMON + "Spearmint's resources become the daemon's driver",
+    "database": "Spearmint's MongoDB settings: not used",
+    "chooser": "Spearmint's chooser: not used (see model and acquisition)",
+    "stop_after_identical_failures": _DAEMON + "in ask/tell, you decide when failures should stop you",
+    "daemon_heartbeat_timeout": _DAEMON + "the lock of an experiment folder",
+    "max_attempts": _DAEMON + "in ask/tell, observe the value of the attempt that finished",
+    "resume": _DAEMON + "checkpoints of jobs that a scheduler interrupts",
+    "ignore_failures": _DAEMON + "in ask/tell, observe NaN only for a failure of the point; forget(params) one "
+                       "that says nothing about it",
+}
+# Every keyword the Optimizer takes: the fields, the keys spelt in Python, its own arguments.
+KEYWORDS = ({spec.name for spec in fields(SearchSettings)} | set(KEYWORD_OF_KEY)
+            | {"likelihood", "likelihoods", "state", "state_dir", "related", "early_stopping"})
 
 
 # help(SearchSettings) lists every field with its one description.

@@ -42,3 +42,40 @@ def test_settings_are_frozen_and_normalised():
     with pytest.raises(TypeError):
         settings.model_options["n_samples"] = 5  # type: ignore[index]
     assert SearchSettings().tasks == Tasks(objective="main", constraints=(), likelihoods={})
+
+
+def test_every_config_key_is_a_keyword_of_the_optimizer_or_says_where_it_belongs():
+    """The Optimizer speaks config.json: each key in Python spelling is a search setting, one of
+    the Optimizer's own arguments, or a key of the daemon whose ConfigError says where it goes."""
+    from spearmint_nn.experiment.config import KEYS
+    from spearmint_nn.problem.settings import DAEMON_KEYWORDS, KEYWORDS, python_spelling
+
+    spelt = {python_spelling(key) for key in KEYS}
+    assert spelt - KEYWORDS == set(DAEMON_KEYWORDS)
+    assert not set(DAEMON_KEYWORDS) & KEYWORDS
+
+
+def test_config_keys_spelt_in_python_set_the_same_settings():
+    by_key = SearchSettings.from_keywords(max_finished_jobs=30, likelihood="noiseless", initial_design=4.0,
+                                          tasks={"loss": "OBJECTIVE", "mem": "CONSTRAINT"})
+    assert by_key.budget == 30 and by_key.initial_design == 4
+    assert by_key.tasks == Tasks(objective="loss", constraints=("mem",),
+                                 likelihoods={"loss": "NOISELESS", "mem": "NOISELESS"})
+    # likelihoods over the one likelihood of every task, as a task's own over config.json's
+    mixed = SearchSettings.from_keywords(likelihoods={"mem": "GAUSSIAN"}, likelihood="NOISELESS",
+                                         tasks={"loss": "OBJECTIVE", "mem": "CONSTRAINT"})
+    assert mixed.tasks.likelihoods == {"loss": "NOISELESS", "mem": "GAUSSIAN"}
+
+
+@pytest.mark.parametrize("keywords, message", [
+    ({"modle": "gp"}, "modle: not a keyword of the Optimizer (did you mean 'model'?)"),
+    ({"max_concurrent": 4}, "max_concurrent: a setting of the daemon (spearmint-nn run), not of the search: in "
+                            "ask/tell, you choose how many points are in flight (suggest(n) and what you have not "
+                            "observed yet)"),
+    ({"budget": 3, "max_finished_jobs": 4}, "max_finished_jobs: the same setting as budget, given too; keep one"),
+    ({"likelihood": "loud"}, "likelihood: must be one of"),
+])
+def test_a_keyword_that_is_no_setting_is_a_config_error_naming_it(keywords, message):
+    with pytest.raises(ConfigError) as caught:
+        SearchSettings.from_keywords(**keywords)
+    assert str(caught.value).startswith(message), str(caught.value)

@@ -343,7 +343,7 @@ def test_the_optimizer_takes_a_space_and_settings_or_keywords_for_them():
     assert np.array_equal(space.encode(by_keywords.suggest(4)), space.encode(opt.suggest(4)))
     with pytest.raises(TypeError):
         Optimizer(space, settings, seed=4)  # settings or keywords, not both
-    with pytest.raises(TypeError):
+    with pytest.raises(ConfigError, match=r"^modle: not a keyword of the Optimizer \(did you mean 'model'\?\)$"):
         Optimizer(space, modle="gp")  # not a setting
     with pytest.raises(TypeError):
         Optimizer(space, state=ModelStore("a"), state_dir="b")
