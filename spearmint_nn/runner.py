@@ -230,6 +230,22 @@ def run_python(config: ExperimentConfig, job_id: int, params_json: dict[str, Any
     return result
 
 
+def wrapper_params(experiment_dir: str | Path, **values: Any) -> dict[str, Any]:
+    """The params of one job exactly as ``main(job_id, params)`` receives them, from plain values
+    (``learning_rate=0.01``, a list for a variable of size > 1): to call a wrapper by hand, as
+    a job would, since a numpy array of your own is not what the runner passes (its size-1
+    values act as numbers: ``float(params["x"])`` works on them and fails on ``np.array([x])``)::
+
+        from spearmint_nn.runner import wrapper_params
+        import wrapper
+        print(wrapper.main(0, wrapper_params(".", learning_rate=0.01, layers=3, activation="relu")))
+
+    A value outside the variables is a ConfigError naming it."""
+    space = load_config(experiment_dir, check_driver=False).space
+    space.validate(values)
+    return space.to_wrapper(values)
+
+
 def parse_result_text(text: str) -> Any:
     """A command-line wrapper's result text as a JSON value (number, NaN or object)."""
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

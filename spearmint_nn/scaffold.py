@@ -18,7 +18,12 @@ WRAPPER_TEMPLATE = '''"""Wrapper of the experiment {name!r}: spearmint-nn calls 
 
 Each job runs in its own process, in this folder. Print what you like (it goes to
 .spearmint/output/<job id>.out and .err); raise an exception or return NaN to mark the job
-failed, with the reason recorded.
+failed, with the reason recorded. To try main by hand with the params a job gets (in Python,
+in this folder):
+
+    from spearmint_nn.runner import wrapper_params
+    import wrapper
+    print(wrapper.main(0, wrapper_params(".", learning_rate=0.01, layers=3, activation="relu")))
 """
 import math
 

@@ -8,7 +8,7 @@ printed here too, short enough for a person to read.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # The same without tab and newline, for text whose lines and indentation are worth keeping.
@@ -39,3 +39,25 @@ def params_text(params: Mapping[str, Any]) -> str:
         shown = [f"{v:.{PARAM_DIGITS}g}" if isinstance(v, float) else plain(v) for v in values]
         return shown[0] if len(shown) == 1 else "[" + ", ".join(shown) + "]"
     return " ".join(f"{plain(name)}={one(value)}" for name, value in params.items())
+
+
+# Runs of job ids shown before the list is cut: a group of a thousand failures reads as its first
+# runs, its last one and its count.
+JOB_RUNS_SHOWN = 6
+
+
+def jobs_text(ids: Sequence[int]) -> str:
+    """Job ids exactly, runs of consecutive ones joined: ``job 4``, ``jobs 1, 13``, ``jobs 10..13``,
+    ``jobs 1..3, 7``; past :data:`JOB_RUNS_SHOWN` runs the first ones, the last and the count
+    (``jobs 1, 3, 5, 7, 9, ..., 41 (21 jobs)``)."""
+    ordered = sorted(set(ids))
+    runs: list[list[int]] = []
+    for job_id in ordered:
+        if runs and job_id == runs[-1][1] + 1:
+            runs[-1][1] = job_id
+        else:
+            runs.append([job_id, job_id])
+    shown = [str(a) if a == b else f"{a}, {b}" if b == a + 1 else f"{a}..{b}" for a, b in runs]
+    if len(shown) > JOB_RUNS_SHOWN:
+        shown = shown[:JOB_RUNS_SHOWN - 1] + ["...", shown[-1] + f" ({len(ordered)} jobs)"]
+    return ("job " if len(ordered) == 1 else "jobs ") + ", ".join(shown)

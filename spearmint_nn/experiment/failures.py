@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -104,17 +104,22 @@ class FailureGroup:
     output_tail: str
     # Set by FailureStreak: failures held back before any job succeeded, a bug of the wrapper.
     wrapper_bug: bool = False
+    # Every job of the group, in the order counted: messages name them exactly (jobs_text), as
+    # "jobs 1..13" for two jobs 1 and 13 misled.
+    jobs: list[int] = field(default_factory=list)
 
     def add(self, job: Job) -> None:
         """Count one more failed job of this signature (later than those counted)."""
         self.count += 1
+        self.jobs.append(job.id)
         self.last_job = job.id
         self.reason, self.location = str(job.reason or ""), str(job.location or "")
         self.output_tail = output_tail(job) or self.output_tail
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "reason": self.reason, "location": self.location or None, "count": self.count,
-                "first_job": self.first_job, "last_job": self.last_job, "output_tail": self.output_tail}
+                "first_job": self.first_job, "last_job": self.last_job, "jobs": list(self.jobs),
+                "output_tail": self.output_tail}
 
 
 def group_failures(jobs: Iterable[Job]) -> list[FailureGroup]:

@@ -23,6 +23,7 @@ from ..errors import ConfigError
 from ..experiment.config import load_config
 from ..experiment.summaries import job_table
 from ..experiment.jobs import FINAL_STATES, JobState
+from ..text import jobs_text
 from .progress import format_duration
 from .status import Snapshot, attempt_counts, attempts_text, failures_by_kind, printable_tail, read_related_summary, related_text, take_snapshot
 
@@ -263,8 +264,7 @@ def failures_html(snap: Snapshot) -> str:
              + f"; {len(groups)} group(s) of the same kind, reason and place, the largest first.</p>"]
     shown = groups[:MAX_FAILURE_GROUPS]
     for rank, group in enumerate(shown, start=1):
-        jobs = (f"job {group.first_job}" if group.count == 1
-                else f"first job {group.first_job}, last job {group.last_job}")
+        jobs = jobs_text(group.jobs)
         where = f" at <code>{escape(group.location)}</code>" if group.location else ""
         tail = "\n".join(printable_tail(group.output_tail, FAILURE_TAIL_LINES))
         parts.append(

@@ -210,15 +210,19 @@ SPARK_WIDTH = 40
 
 def sparkline(values: Sequence[float], width: int = SPARK_WIDTH, chars: str = SPARK_BLOCKS) -> str:
     """The values as one character each (the last of each of ``width`` equal stretches when
-    there are more), low to high as ``chars`` goes; "" without values."""
+    there are more), low to high as ``chars`` goes, by rank; "" without values.
+
+    By rank, not by value: a search's running best falls far in its first jobs and then by
+    little, so on a linear scale the first value flattened every later one into the lowest
+    character and the line said nothing after job 2; each distinct value now takes a step."""
     finite = [float(v) for v in values if math.isfinite(v)]
     if not finite:
         return ""
     step = max(1, math.ceil(len(finite) / width))
     shown = finite[step - 1::step] if len(finite) > width else finite
-    lo, hi = min(shown), max(shown)
-    scale = (len(chars) - 1) / (hi - lo) if hi > lo else 0.0
-    return "".join(chars[int(round((v - lo) * scale))] for v in shown)
+    levels = {value: rank for rank, value in enumerate(sorted(set(shown)))}
+    scale = (len(chars) - 1) / (len(levels) - 1) if len(levels) > 1 else 0.0
+    return "".join(chars[int(round(levels[v] * scale))] for v in shown)
 
 
 def pace_text(snap: Snapshot, now: float | None = None, chars: str = SPARK_BLOCKS) -> str:

@@ -31,7 +31,7 @@ from ..problem.settings import DIRECTIONS, parse_direction
 from ..problem.tasks import DEFAULT_TASK_NAME
 from ..problem.space import Space
 from ..problem.space_edits import EarlierJobs, outside_line
-from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES, params_text
+from ..text import CONTROL_IN_LINES, TERMINAL_SEQUENCES, jobs_text, params_text
 
 RECENT_FAILURES = 5
 # Stopped jobs the status text lists (status --json lists them all), the highest ids.
@@ -291,8 +291,11 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "direction": config.direction,
         "best": best_summary(snap.best) if snap.best else None,
         "model_best": snap.model_best,
+        # finished: its result file is there, not yet recorded (no daemon ran since, or the daemon
+        # reads it at its next wake): a killed daemon's jobs must not read as running for hours
         "running": [{"id": j.id, "scheduler_id": j.scheduler_id, "driver": j.driver,
                      "age_s": round(now - j.fields.get("submitted", now), 1), "attempt": running_attempt(snap, j),
+                     "finished": snap.store.paths.result_file(j.id).exists(),
                      **curve_fields(j)} for j in snap.in_state(JobState.RUNNING)],
         "stopped": [stopped_fields(j) for j in snap.in_state(JobState.STOPPED)],
         "attempts": attempt_counts([j for j in snap.jobs if j.state in FINAL_STATES]),
@@ -433,8 +436,11 @@ def status_text(summary: dict[str, Any]) -> str:
     lines += site_limit_lines(summary.get("site_limit"), summary.get("max_concurrent"))
     if summary["running"]:
         lines.append("running:")
+        waiting = "the daemon records it at its next poll" if summary["daemon"]["running"] else \
+            "run the daemon to record it"
         lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s"
                   + (f"  attempt {r['attempt']}" if (r["attempt"] or 1) > 1 else "") + curve_text(r)
+                  + (f"  finished: its result is there ({waiting})" if r["finished"] else "")
                   for r in summary["running"]]
     if summary.get("stopped"):
         stopped = summary["stopped"]
@@ -510,7 +516,7 @@ def failure_group_lines(groups: list[dict[str, Any]], tailed: int | None = None,
     exception and returned NaN printed the traceback there)."""
     lines = []
     for rank, group in enumerate(groups):
-        jobs = f"job {group['first_job']}" if group["count"] == 1 else f"jobs {group['first_job']}..{group['last_job']}"
+        jobs = jobs_text(group["jobs"])
         where = f" at {group['location']}" if group["location"] else ""
         reason = group["reason"] or "no reason recorded"
         lines.append(f"  {group['count']:>5} x {group['kind']}{where}: {reason} ({jobs})")

@@ -98,7 +98,7 @@ def test_status_text_groups_failures_with_the_last_lines_of_their_output(tmp_pat
     lines = result.stdout.splitlines()
     head = lines.index("failures: 9 job(s) (nan 6, exception 2, timeout 1) in 3 group(s) of the same kind, "
                        "reason and place:")
-    nan_line = "      6 x nan at wrapper.py:14: the wrapper returned NaN for loss (jobs 3..15)"
+    nan_line = "      6 x nan at wrapper.py:14: the wrapper returned NaN for loss (jobs 3, 6, 8, 10, 13, 15)"
     assert lines[head + 1] == nan_line
     # the last 5 lines of the last nan job's stdout, colour codes dropped; not the older lines
     assert lines[head + 2:head + 7] == [
@@ -110,7 +110,7 @@ def test_status_text_groups_failures_with_the_last_lines_of_their_output(tmp_pat
     assert "epoch 2 loss 1.87" not in result.stdout and "\x1b" not in result.stdout
     # the lr differs between the two exception jobs: one group, with the last job's reason
     assert lines[head + 7] == ("      2 x exception at wrapper.py:9: ValueError: lr 0.00178 outside the "
-                               "schedule's range (jobs 5..11)")
+                               "schedule's range (jobs 5, 11)")
     assert lines[head + 8:head + 10] == ["          | Traceback (most recent call last):",
                                          "          | ValueError: lr 0.00178"]
     assert lines[head + 10] == "      1 x timeout: killed after the 3600 s time limit (job 14)"
@@ -126,13 +126,13 @@ def test_status_json_has_failure_groups_and_keeps_the_old_keys(tmp_path):
     assert status["failures_by_kind"] == {"nan": 6, "exception": 2, "timeout": 1}
     assert status["failure_group_count"] == 3 and status["model_best"] is None
     nan, exc, timeout = status["failure_groups"]
-    assert {k: nan[k] for k in ("kind", "count", "first_job", "last_job", "location", "reason")} == {
-        "kind": "nan", "count": 6, "first_job": 3, "last_job": 15, "location": "wrapper.py:14",
-        "reason": "the wrapper returned NaN for loss"}
+    assert {k: nan[k] for k in ("kind", "count", "first_job", "last_job", "jobs", "location", "reason")} == {
+        "kind": "nan", "count": 6, "first_job": 3, "last_job": 15, "jobs": [3, 6, 8, 10, 13, 15],
+        "location": "wrapper.py:14", "reason": "the wrapper returned NaN for loss"}
     assert nan["output_tail"] == _diverged_output(15)
     assert (exc["count"], exc["first_job"], exc["last_job"]) == (2, 5, 11)
     assert timeout == {"kind": "timeout", "reason": "killed after the 3600 s time limit", "location": None,
-                       "count": 1, "first_job": 14, "last_job": 14, "output_tail": ""}
+                       "count": 1, "first_job": 14, "last_job": 14, "jobs": [14], "output_tail": ""}
 
 
 def test_status_caps_the_groups_and_says_where_the_rest_are(tmp_path):
@@ -146,7 +146,7 @@ def test_status_caps_the_groups_and_says_where_the_rest_are(tmp_path):
     text = cli("status", exp).stdout
     assert "failures: 13 job(s) (exception 13) in 12 group(s)" in text
     assert text.count(" x exception: KeyError") == 8
-    assert "      2 x exception: KeyError: 'column_a' (jobs 4..5)" in text
+    assert "      2 x exception: KeyError: 'column_a' (jobs 4, 5)" in text
     # tails under the three largest groups only
     assert [line for line in text.splitlines() if line.startswith("          | ")] == [
         "          | tail of group a", "          | tail of group l", "          | tail of group k"]
@@ -161,7 +161,7 @@ def test_report_failures_prints_every_group_with_its_whole_tail_and_the_csv_is_u
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("failures: 9 job(s) (nan 6, exception 2, timeout 1) in 3 group(s)")
-    assert lines[1] == "      6 x nan at wrapper.py:14: the wrapper returned NaN for loss (jobs 3..15)"
+    assert lines[1] == "      6 x nan at wrapper.py:14: the wrapper returned NaN for loss (jobs 3, 6, 8, 10, 13, 15)"
     assert lines[2:9] == ["          | " + line.replace("\x1b[33m", "").replace("\x1b[0m", "")
                           for line in _diverged_output(15).splitlines()]
     assert "      1 x timeout: killed after the 3600 s time limit (job 14)" in lines
@@ -181,9 +181,9 @@ def test_html_failures_section_shows_groups_not_jobs(tmp_path):
     page = Page(html)
     section = html[html.index('<section id="failures">'):html.index('<section id="jobs">')]
     assert section.count('<div class="failure"') == 3
-    assert "6 job(s)</strong>" in section and "first job 3, last job 15" in section
+    assert "6 job(s)</strong>" in section and "(jobs 3, 6, 8, 10, 13, 15)" in section
     assert "<code>wrapper.py:14</code>" in section and "the wrapper returned NaN for loss" in section
-    assert "first job 5, last job 11" in section and "ValueError: lr 0.00178" in section
+    assert "(jobs 5, 11)" in section and "ValueError: lr 0.00178" in section
     assert "(job 14)" in section and "killed after the 3600 s time limit" in section
     assert "FloatingPointError: loss diverged at step 1500" in section and "\x1b" not in section
     details = [attrs for tag, attrs in page.tags if tag == "details"]

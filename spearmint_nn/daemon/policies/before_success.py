@@ -20,6 +20,7 @@ from typing import Iterable
 from ...experiment.config import ExperimentConfig
 from ...experiment.failures import FailureGroup, signature_as_run
 from ...experiment.jobs import Job, JobState
+from ...text import jobs_text
 
 
 class FailuresBeforeSuccess:
@@ -96,7 +97,7 @@ class FailuresBeforeSuccess:
         output = paths.stderr_file(group.last_job).relative_to(paths.experiment)
         fix = (group.location or config.main_file.name) if group.wrapper_bug else "the cause"
         return (f"{group.count} jobs in a row failed the same way ({group.kind}): {group.reason}{where} "
-                f"(jobs {group.first_job}..{group.last_job}); read {output} and its .out beside it. "
+                f"({jobs_text(group.jobs)}); read {output} and its .out beside it. "
                 f"{self.cost(group, last)}. Fix {fix}, then `spearmint-nn run "
                 f"{paths.experiment}` again to go on"
                 + ("" if group.wrapper_bug else

@@ -30,6 +30,30 @@ def test_new_experiment_validates_and_its_wrapper_runs(tmp_path):
     assert all(isinstance(v, float) and math.isfinite(v) for v in losses) and len(set(losses)) > 8
 
 
+def test_the_wrapper_runs_by_hand_as_its_docstring_says(tmp_path):
+    """Plain values become the params a job gets (size-1 values act as numbers), where a numpy
+    array of the user's own fails in the template's float(...); a wrong value names its variable."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from spearmint_nn.errors import ConfigError
+    from spearmint_nn.runner import wrapper_params
+
+    folder = tmp_path / "tuning"
+    create_experiment(folder)
+    docstring = (folder / "wrapper.py").read_text().split('"""')[1]
+    snippet = "\n".join(line.strip() for line in docstring.splitlines() if line.startswith("    "))
+    done = subprocess.run([sys.executable, "-c", snippet], cwd=folder, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and math.isfinite(float(done.stdout.splitlines()[-1])), done.stderr
+    params = wrapper_params(folder, learning_rate=0.01, layers=3, activation="relu")
+    assert float(params["learning_rate"]) == 0.01 and params["activation"] == ["relu"]
+    assert isinstance(params["layers"], np.ndarray) and int(params["layers"][0]) == 3
+    with pytest.raises(ConfigError, match="layers"):
+        wrapper_params(folder, learning_rate=0.01, layers=99, activation="relu")
+
+
 def test_an_existing_folder_is_never_overwritten(tmp_path):
     folder = tmp_path / "taken"
     folder.mkdir()

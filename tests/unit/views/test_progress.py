@@ -194,8 +194,9 @@ def test_status_json_is_stable(tmp_path):
     assert set(status["best"]) == {"id", "value", "values", "params", "duration", "finished"}
     assert status["best"]["id"] == snap.best.id and status["best"]["params"] == snap.best.params
     assert [r["id"] for r in status["running"]] == [21, 22]
-    assert all(set(r) == {"id", "scheduler_id", "driver", "age_s", "attempt", "reports", "last_step", "last_value"}
-               for r in status["running"])
+    assert all(set(r) == {"id", "scheduler_id", "driver", "age_s", "attempt", "finished", "reports", "last_step",
+                          "last_value"} for r in status["running"])
+    assert [r["finished"] for r in status["running"]] == [False, False]
     # jobs written without attempts ran once; running jobs whose runner has not started have none
     assert status["attempts"] == {"total": 20, "interrupted_jobs": 0}
     assert [r["attempt"] for r in status["running"]] == [None, None]
@@ -204,13 +205,28 @@ def test_status_json_is_stable(tmp_path):
     assert status["daemon"] == {"running": False}
     # every 7th job failed the same way: one group; no model_best (no best.json written)
     assert status["failure_group_count"] == 1 and status["model_best"] is None
-    assert [(g["count"], g["first_job"], g["last_job"], g["kind"]) for g in status["failure_groups"]] == [(2, 7, 14, "exception")]
+    assert [(g["count"], g["first_job"], g["last_job"], g["jobs"], g["kind"]) for g in status["failure_groups"]] == [
+        (2, 7, 14, [7, 14], "exception")]
+    assert "(jobs 7, 14)" in cli("status", exp).stdout  # the two jobs, not "7..14"
     assert status["outside_variables"] == {"jobs": 0, "reasons": {}}  # the variables were not edited
     feasibility = status["feasibility"]
     assert set(feasibility) == {"feasible", "infeasible", "failed", "ignored"}
     assert feasibility["feasible"] == sum(1 for j in snap.jobs if snap.is_feasible(j))
     assert feasibility["failed"] + feasibility["ignored"] == snap.counts["failed"] == sum(status["failures_by_kind"].values())
     assert feasibility["feasible"] + feasibility["infeasible"] == snap.counts["complete"]
+
+
+def test_a_running_job_whose_result_is_there_reads_as_finished_until_a_daemon_records_it(tmp_path):
+    """After a kill -9 of the daemon, its jobs that finished meanwhile are no longer "running" in
+    status: their result files are there, waiting for the next daemon."""
+    exp = write_experiment(tmp_path, 3, running=2, budget=10)
+    paths = ExperimentPaths(exp)
+    paths.results.mkdir(parents=True, exist_ok=True)
+    paths.result_file(4).write_text("{}")
+    status = json.loads(cli("status", exp, "--json").stdout)
+    assert [(r["id"], r["finished"]) for r in status["running"]] == [(4, True), (5, False)]
+    lines = [line for line in cli("status", exp).stdout.splitlines() if line.startswith("  job ")]
+    assert lines[0].endswith("finished: its result is there (run the daemon to record it)") and "finished" not in lines[1]
 
 
 def test_status_watch_in_a_pipe_prints_plain_views_and_stops_at_the_budget(tmp_path):
@@ -250,6 +266,8 @@ def test_sparkline_runs_from_the_lowest_to_the_highest_character():
     assert sparkline([5.0, 5.0]) == SPARK_BLOCKS[0] * 2 and sparkline([]) == ""
     long = sparkline(list(range(100, 0, -1)), width=10, chars="0123456789")
     assert len(long) == 10 and long[0] == "9" and long[-1] == "0" and list(long) == sorted(long, reverse=True)
+    # a first value far above the rest (a search's running best) flattens nothing after it
+    assert sparkline([300.0, 5.0, 4.0, 4.0, 3.9, 3.8], chars="0123456789") == "974420"
 
 
 def _daemon_runs_as(experiment: Path, pid: int) -> None:
