@@ -296,6 +296,7 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "running": [{"id": j.id, "scheduler_id": j.scheduler_id, "driver": j.driver,
                      "age_s": round(now - j.fields.get("submitted", now), 1), "attempt": running_attempt(snap, j),
                      "finished": snap.store.paths.result_file(j.id).exists(),
+                     "overdue": overdue(now - j.fields.get("submitted", now), snap.durations()),
                      **curve_fields(j)} for j in snap.in_state(JobState.RUNNING)],
         "stopped": [stopped_fields(j) for j in snap.in_state(JobState.STOPPED)],
         "attempts": attempt_counts([j for j in snap.jobs if j.state in FINAL_STATES]),
@@ -339,6 +340,21 @@ def site_limit_lines(site_limit: Mapping[str, Any] | None, max_concurrent: int |
         lines.append(f"site limit: {queued['jobs']} job(s) wait in the queue for a limit of the site "
                      f"({queued['reason']})")
     return lines
+
+
+# A running job is overdue once it has run this many times the longest finished job, and at least
+# OVERDUE_MIN_S, with OVERDUE_MIN_JOBS finished jobs to compare with: a hung job (a deadlocked data
+# loader) holds its slot until its time limit, 24 h by default on the local driver, and nothing
+# else would tell the user.
+OVERDUE_FACTOR = 3.0
+OVERDUE_MIN_S = 60.0
+OVERDUE_MIN_JOBS = 3
+
+
+def overdue(age_s: float, durations: list[float]) -> bool:
+    """Whether a running job of ``age_s`` seconds is far past the finished jobs' ``durations``."""
+    return (len(durations) >= OVERDUE_MIN_JOBS and age_s >= OVERDUE_MIN_S
+            and age_s > OVERDUE_FACTOR * max(durations))
 
 
 def curve_fields(job: Job) -> dict[str, Any]:
@@ -441,6 +457,8 @@ def status_text(summary: dict[str, Any]) -> str:
         lines += [f"  job {r['id']:>6}  {r['driver']} {r['scheduler_id']}  age {r['age_s']:.0f} s"
                   + (f"  attempt {r['attempt']}" if (r["attempt"] or 1) > 1 else "") + curve_text(r)
                   + (f"  finished: its result is there ({waiting})" if r["finished"] else "")
+                  + (f"  (over {OVERDUE_FACTOR:g} x the longest finished job: hung? `spearmint-nn cancel` "
+                     f"ends it)" if r["overdue"] and not r["finished"] else "")
                   for r in summary["running"]]
     if summary.get("stopped"):
         stopped = summary["stopped"]

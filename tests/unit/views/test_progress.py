@@ -194,9 +194,11 @@ def test_status_json_is_stable(tmp_path):
     assert set(status["best"]) == {"id", "value", "values", "params", "duration", "finished"}
     assert status["best"]["id"] == snap.best.id and status["best"]["params"] == snap.best.params
     assert [r["id"] for r in status["running"]] == [21, 22]
-    assert all(set(r) == {"id", "scheduler_id", "driver", "age_s", "attempt", "finished", "reports", "last_step",
-                          "last_value"} for r in status["running"])
+    assert all(set(r) == {"id", "scheduler_id", "driver", "age_s", "attempt", "finished", "overdue", "reports",
+                          "last_step", "last_value"} for r in status["running"])
     assert [r["finished"] for r in status["running"]] == [False, False]
+    # submitted years ago, when the finished jobs took under a minute each: hung
+    assert [r["overdue"] for r in status["running"]] == [True, True]
     # jobs written without attempts ran once; running jobs whose runner has not started have none
     assert status["attempts"] == {"total": 20, "interrupted_jobs": 0}
     assert [r["attempt"] for r in status["running"]] == [None, None]
@@ -226,7 +228,17 @@ def test_a_running_job_whose_result_is_there_reads_as_finished_until_a_daemon_re
     status = json.loads(cli("status", exp, "--json").stdout)
     assert [(r["id"], r["finished"]) for r in status["running"]] == [(4, True), (5, False)]
     lines = [line for line in cli("status", exp).stdout.splitlines() if line.startswith("  job ")]
-    assert lines[0].endswith("finished: its result is there (run the daemon to record it)") and "finished" not in lines[1]
+    assert lines[0].endswith("finished: its result is there (run the daemon to record it)")
+    assert "its result is there" not in lines[1] and "hung?" in lines[1] and "hung?" not in lines[0]
+
+
+def test_a_running_job_is_overdue_far_past_the_longest_finished_one():
+    from spearmint_nn.views.status import overdue
+
+    assert overdue(400.0, [50.0, 100.0, 120.0])
+    assert not overdue(300.0, [50.0, 100.0, 120.0])  # within 3 x the longest
+    assert not overdue(400.0, [50.0, 100.0])  # too few finished jobs to tell
+    assert not overdue(50.0, [1.0, 2.0, 3.0])  # under a minute: no warning
 
 
 def test_status_watch_in_a_pipe_prints_plain_views_and_stops_at_the_budget(tmp_path):
