@@ -17,7 +17,6 @@ median over seeds of the share of worker-time spent waiting for proposals.
 """
 from __future__ import annotations
 
-import json
 import math
 import sys
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from .checkpoints import best_after, best_at_time
 from .command_line import benchmark_parser
 from .stopping_tables import early_stopping_rows, early_stopping_table, early_stopping_wins
 from .suite_tables import change_table, parallel_overview, rerun_table, suite_blocks, suite_table
-from .table_format import RESULTS, bold_lowest, load, markdown
+from .table_format import bold_lowest, load, markdown
 
 DOCUMENTS = {"README.md": Path(__file__).resolve().parents[2] / "README.md",
              "RESULTS.md": Path(__file__).resolve().parent / "RESULTS.md"}
