@@ -52,7 +52,7 @@ def test_status_shows_each_running_jobs_last_report(tmp_path):
     text = status_text(summary)
     line7 = next(line for line in text.splitlines() if line.startswith("  job      7"))
     line8 = next(line for line in text.splitlines() if line.startswith("  job      8"))
-    assert line7.endswith(f"step 11: {10.0 / 18:.6g} (11 reports)") and "step" not in line8
+    assert f"s  step 11: {10.0 / 18:.6g} (11 reports)" in line7 and "step" not in line8
     # --watch shows the same (it runs on here: jobs are running and no daemon ran yet)
     watching = subprocess.Popen([sys.executable, "-m", "spearmint_nn", "status", str(exp), "--watch"],
                                 stdout=subprocess.PIPE, text=True)
@@ -61,7 +61,7 @@ def test_status_shows_each_running_jobs_last_report(tmp_path):
     finally:
         watching.kill()
         watching.wait()
-    assert seen and seen[0].rstrip().endswith(f"step 11: {10.0 / 18:.6g} (11 reports)")
+    assert seen and f"s  step 11: {10.0 / 18:.6g} (11 reports)" in seen[0]
 
 
 def test_the_job_table_has_each_jobs_last_step_and_value(tmp_path):
