@@ -279,6 +279,7 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
     failed = snap.in_state(JobState.FAILED)
     recent = sorted(failed, key=lambda j: j.fields.get("finished", 0))[-RECENT_FAILURES:]
     groups = snap.failure_groups
+    durations = snap.durations()  # once, not once per running job: each reads every finished job
     return {
         "experiment": str(config.paths.experiment),
         "name": config.name,
@@ -296,7 +297,7 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "running": [{"id": j.id, "scheduler_id": j.scheduler_id, "driver": j.driver,
                      "age_s": round(now - j.fields.get("submitted", now), 1), "attempt": running_attempt(snap, j),
                      "finished": snap.store.paths.result_file(j.id).exists(),
-                     "overdue": overdue(now - j.fields.get("submitted", now), snap.durations()),
+                     "overdue": overdue(now - j.fields.get("submitted", now), durations),
                      **curve_fields(j)} for j in snap.in_state(JobState.RUNNING)],
         "stopped": [stopped_fields(j) for j in snap.in_state(JobState.STOPPED)],
         "attempts": attempt_counts([j for j in snap.jobs if j.state in FINAL_STATES]),
