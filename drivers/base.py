@@ -48,6 +48,13 @@ class SchedulerState(str, enum.Enum):
         return self not in (SchedulerState.QUEUED, SchedulerState.RUNNING)
 
 
+# Final states in which the scheduler (or the machine) ended the job's processes: cancelled,
+# preempted, past its time limit, out of memory, its node lost. A runner killed cannot write its
+# result afterwards, so the daemon waits for none (see JobStatus.killed).
+KILLED_STATES = frozenset({SchedulerState.CANCELLED, SchedulerState.PREEMPTED, SchedulerState.TIMEOUT,
+                           SchedulerState.OUT_OF_MEMORY, SchedulerState.NODE_FAIL})
+
+
 @dataclass(frozen=True)
 class JobStatus:
     """What one poll learned about one job. ``site_limit``: a queued job that waits because of
@@ -58,6 +65,15 @@ class JobStatus:
     exit_code: int | None = None
     reason: str = ""
     site_limit: bool = False
+    signal: int | None = None    # the signal that killed the job's process, when the scheduler says
+
+    @property
+    def killed(self) -> bool:
+        """Whether the job's process was killed rather than ending on its own: then no result
+        can come after this answer, and the daemon ends the job at once instead of waiting
+        ``result_grace_s`` for its file (one written just before the kill is still taken when
+        a shared filesystem shows it late: spearmint_nn.daemon.events.late_results)."""
+        return self.state in KILLED_STATES or (self.state.finished and self.signal is not None)
 
 
 @dataclass(frozen=True)

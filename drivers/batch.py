@@ -51,9 +51,9 @@ SHARED_OPTIONS: Mapping[str, str] = {
     "setup": "list of shell lines run at the top of the job script (module load, conda activate, ...)",
     "extra-args": "list of extra arguments passed as they are to the submit command",
     "name-prefix": "text put in front of every job name (letters, digits, '_', '.', '-')",
-    "result-grace": "seconds to wait for a job's result file after the scheduler says it ended, before "
-                    "the job is recorded failed (shared filesystems show files late; default 30; a result "
-                    "that comes later still replaces the failure)",
+    "result-grace": "seconds to wait for a job's result file after the scheduler says it ended on its own, "
+                    "before the job is recorded failed (shared filesystems show files late; default 30; a job "
+                    "the scheduler killed waits for none; a result that comes later still replaces the failure)",
     "array-size": "most jobs submitted as one job array when several are submitted at once (default "
                   "1000; 1: one submission per job)",
 }

@@ -242,7 +242,7 @@ class LocalDriver(Driver):
         if code == 0:
             return JobStatus(SchedulerState.COMPLETED, 0)
         if code < 0:
-            return JobStatus(SchedulerState.FAILED, code, f"killed by signal {signal.Signals(-code).name}")
+            return JobStatus(SchedulerState.FAILED, code, f"killed by signal {signal.Signals(-code).name}", signal=-code)
         return JobStatus(SchedulerState.FAILED, code, f"exit status {code}")
 
     def cancel(self, scheduler_ids: Sequence[str]) -> None:

@@ -109,9 +109,10 @@ def qacct_status(record: Mapping[str, str]) -> JobStatus:
     if failed == FAILED_LIMIT:
         return JobStatus(SchedulerState.TIMEOUT, code, f"Grid Engine: {failed_text}, {words}")
     if failed == FAILED_AFTER_JOB and exit_status > 128:
+        signal = exit_status - 128
         return JobStatus(SchedulerState.CANCELLED, code,
-                         f"Grid Engine: killed by signal {exit_status - 128} (deleted with qdel, or killed by "
-                         f"the system, e.g. for memory); {failed_text}")
+                         f"Grid Engine: killed by signal {signal} (deleted with qdel, or killed by "
+                         f"the system, e.g. for memory); {failed_text}", signal=signal)
     return JobStatus(SchedulerState.FAILED, code, f"Grid Engine: {failed_text}, {words}")
 
 

@@ -75,7 +75,7 @@ def slurm_status(state: str, reason: str, exit_status: int, signal: int) -> JobS
     code, words = exit_code_and_reason(exit_status, signal)
     if mapped is SchedulerState.COMPLETED:
         return JobStatus(mapped, code, "")
-    return JobStatus(mapped, code, f"SLURM: {state}{why}, {words}")
+    return JobStatus(mapped, code, f"SLURM: {state}{why}, {words}", signal=signal or None)
 
 
 def _records(text: str, count: int) -> Iterator[list[str]]:

@@ -4,9 +4,12 @@ of a job that the scheduler says has ended while its result file is not (yet) to
 A job whose result file is there is recorded from it, whatever the scheduler says. Without one,
 an attempt that stopped at its checkpoint, or that the cluster dropped (preempted, its node
 lost), asks for another attempt (:func:`~spearmint_nn.daemon.policies.reattempts.interruption`);
-any other end waits ``result-grace`` seconds for the file (a shared filesystem can show it late:
-:mod:`~spearmint_nn.daemon.events.late_results`), then fails the job for what the scheduler
-said. :class:`SchedulerWatch` keeps when it first saw each such job ended.
+a job the scheduler killed (cancelled, preempted, past its time limit, a signal: see
+:attr:`~spearmint_nn.drivers.base.JobStatus.killed`) fails at once, since its slot would wait for
+nothing; any other end waits ``result-grace`` seconds for the file (a shared filesystem can show
+it late), then fails the job for what the scheduler said. A result that shows up after the job
+failed still replaces the failure (:mod:`~spearmint_nn.daemon.events.late_results`).
+:class:`SchedulerWatch` keeps when it first saw each such job ended.
 """
 from __future__ import annotations
 
@@ -54,7 +57,10 @@ class SchedulerWatch:
         None while its result may still come within the driver's grace."""
         outcome = reattempts.interruption(self.paths, job_id, status)
         first_seen = self._ended_seen.setdefault(job_id, time.monotonic())
-        if outcome != reattempts.CHECKPOINTED and time.monotonic() - first_seen < self.driver.result_grace_s:
+        # Only a job that ended on its own may have written a result that this machine sees
+        # later; a killed one, or an attempt that said how it ended, leaves none to wait for.
+        waits = outcome is None and not status.killed
+        if waits and time.monotonic() - first_seen < self.driver.result_grace_s:
             return None
         self._ended_seen.pop(job_id, None)
         return EndedWithoutResult(outcome, status.reason or status.state.value,
