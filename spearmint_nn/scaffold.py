@@ -3,7 +3,8 @@
 It holds ``config.json`` (every key explained in the README) and ``wrapper.py``, a
 ``main(job_id, params)`` template whose stand-in objective takes a fraction of a second, so
 ``spearmint-nn run NAME`` works at once; the user then replaces the stand-in by their training
-code and the variables by their own.
+code, the variables by their own, and chooses the objective's likelihood (NOISELESS as written,
+GAUSSIAN for a noisy training; the wrapper's comment says how to tell).
 """
 from __future__ import annotations
 
@@ -37,6 +38,14 @@ def main(job_id, params):
 
     # Replace this stand-in by your training and return the validation loss (lower is better).
     # A dict {{"loss": ..., "memory_gb": ...}} reports several tasks (see "tasks" in config.json).
+    #
+    # Then choose the loss's "likelihood" in config.json. NOISELESS (as written, and right for
+    # this stand-in): the same params give the same loss, as a training with fixed seeds and
+    # deterministic algorithms does; the best observed job is the best. GAUSSIAN: running the
+    # same params twice gives different losses (random initialisation, shuffling, dropout
+    # without fixed seeds); the model then averages the noise, and once enough jobs have
+    # completed status also shows its best by the posterior mean, beside the best observed,
+    # which may be a lucky draw.
     loss = (math.log10(learning_rate) + 2.5) ** 2 + 0.3 * abs(layers - 3)
     loss += {{"relu": 0.0, "tanh": 0.4, "gelu": 0.1}}[activation]
     return loss
@@ -54,9 +63,9 @@ def default_config(name: str) -> dict:
             "layers": {"type": "INT", "size": 1, "min": 1, "max": 8},
             "activation": {"type": "ENUM", "size": 1, "options": ["relu", "tanh", "gelu"]},
         },
-        # Written out although it is the default: a training run is noisy, the stand-in is not;
-        # a user whose objective is deterministic sees where to say so (NOISELESS).
-        "tasks": {"loss": {"type": "OBJECTIVE", "likelihood": "GAUSSIAN"}},
+        # A choice to make, not a default to keep: NOISELESS for a deterministic training (and
+        # the stand-in), GAUSSIAN for a noisy one; wrapper.py says how to tell.
+        "tasks": {"loss": {"type": "OBJECTIVE", "likelihood": "NOISELESS"}},
         "max-concurrent": 2,
         "max-finished-jobs": 30,
         "polling-time": 1,

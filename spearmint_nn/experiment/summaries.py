@@ -10,9 +10,33 @@ from typing import Any, Iterable, Mapping
 
 from .. import files
 from ..problem.settings import parse_direction
+from ..problem.space import Space
 from .config import ExperimentConfig
 from .jobs import FINAL_STATES, Job, JobState, best_job, best_summary
 from .store import Store
+
+
+# The model's best (a noisy objective's best by the model's posterior mean) is shown only once the
+# model rests on enough jobs: fitted to three it reads "0.0535 +- 2.54", a guess that confuses more
+# than it tells, while the best observed value is a fact. Enough: this many completed jobs, and
+# at least this many per dimension of the search (a parameter element each).
+MODEL_BEST_MIN_JOBS = 10
+MODEL_BEST_JOBS_PER_DIMENSION = 2
+
+
+def model_best_min_jobs(space: Space | None) -> int:
+    """Completed jobs (and observations of the model) before the model's best is shown:
+    ``max(10, 2 x the number of parameter elements)``."""
+    dims = sum(var.size for var in space.variables) if space is not None else 0
+    return max(MODEL_BEST_MIN_JOBS, MODEL_BEST_JOBS_PER_DIMENSION * dims)
+
+
+def model_best_shown(model_best: Mapping[str, Any], completed: int, space: Space | None) -> bool:
+    """Whether the model's best is worth showing: ``completed`` jobs and the model's own
+    ``observations`` (when recorded) both reach :func:`model_best_min_jobs`."""
+    need = model_best_min_jobs(space)
+    observations = model_best.get("observations")
+    return completed >= need and (not isinstance(observations, int) or observations >= need)
 
 
 def job_table(jobs: Iterable[Job], config: ExperimentConfig) -> tuple[list[str], list[list[Any]]]:
@@ -52,7 +76,8 @@ def write_summaries(store: Store, config: ExperimentConfig, model_best: Mapping[
     """Rewrite ``results.csv`` (finished jobs) and ``best.json`` atomically.
 
     ``model_best`` (a noisy objective's best by the model's posterior mean, see
-    :mod:`spearmint_nn.experiment.layout`) goes into best.json beside the best observed job.
+    :mod:`spearmint_nn.experiment.layout`) goes into best.json beside the best observed job once
+    enough jobs have completed (:func:`model_best_shown`).
     """
     header, rows = job_table(store.jobs(FINAL_STATES), config)
     buffer = io.StringIO()
@@ -60,9 +85,10 @@ def write_summaries(store: Store, config: ExperimentConfig, model_best: Mapping[
     writer.writerow(header)
     writer.writerows(rows)
     files.atomic_write_bytes(store.paths.results_csv, buffer.getvalue().encode("utf-8"))
-    best = best_job(store.jobs(JobState.COMPLETE), config.objective, config.constraints, config.direction)
+    complete = store.jobs(JobState.COMPLETE)
+    best = best_job(complete, config.objective, config.constraints, config.direction)
     if best is not None:
         summary = best_summary(best)
-        if model_best is not None:
+        if model_best is not None and model_best_shown(model_best, len(complete), config.space):
             summary["model_best"] = dict(model_best)
         files.atomic_write_json(store.paths.best_json, summary)

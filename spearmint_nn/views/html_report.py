@@ -3,7 +3,7 @@
 The file needs nothing but a browser: CSS and the table-sorting script are inline, plots are
 PNG images embedded as ``data:`` URIs, and a Content-Security-Policy forbids every fetch, so it
 opens the same from a laptop after ``scp`` as on the cluster. Sections: summary, best job with
-its params (for a noisy objective also the best by the model's posterior mean), the plots (when
+its params (for a noisy objective, after it, the best by the model's posterior mean), the plots (when
 matplotlib is installed), failures grouped by how they failed with the last lines of their
 output, and the table of all jobs (the columns of ``results.csv``), sortable by a click on a
 header.
@@ -203,8 +203,9 @@ def _params_table(params: Any) -> str:
 
 
 def best_html(snap: Snapshot) -> str:
-    """The best observed job; for a noisy objective (best.json carries the model's best) also the
-    evaluated point with the lowest posterior mean, which is what Spearmint reported."""
+    """The best observed job; for a noisy objective (best.json carries the model's best, once
+    enough jobs completed) also, after it, the evaluated point with the lowest posterior mean,
+    which is what Spearmint reported."""
     best = snap.best
     if best is None:
         return '<section id="best"><h2>Best job</h2><p class="muted">No feasible complete job yet.</p></section>'
@@ -226,13 +227,14 @@ def best_html(snap: Snapshot) -> str:
         model_facts.append(("observations in the model", str(by_model["observations"])))
     if by_model["fitted"] is not None:
         model_facts.append(("model fitted", _when(by_model["fitted"])))
-    return ('<section id="best"><h2>Best job</h2><p class="muted">The objective is noisy: its best '
-            "observed value is the luckiest draw, and the model's posterior mean, which averages the "
-            "noise over every evaluation, names the evaluated point the model expects to be best.</p>"
-            '<div id="model-best"><h3>Best by the model\'s posterior mean</h3>' + _facts(model_facts)
-            + "<h4>Parameters</h4>" + _params_table(by_model["params"]) + "</div>"
-            + '<div id="best-observed"><h3>Best observed (luckiest draw)</h3>' + _facts(facts)
-            + "<h4>Parameters</h4>" + _params_table(best.params) + "</div></section>")
+    return ('<section id="best"><h2>Best job</h2>'
+            '<div id="best-observed"><h3>Best observed (luckiest draw)</h3>' + _facts(facts)
+            + "<h4>Parameters</h4>" + _params_table(best.params) + "</div>"
+            + '<div id="model-best"><h3>Best by the model\'s posterior mean</h3><p class="muted">The '
+            "objective is noisy: its best observed value may be a lucky draw. The model's posterior "
+            "mean averages the noise over every evaluation and names the evaluated point it expects "
+            "to be best.</p>" + _facts(model_facts)
+            + "<h4>Parameters</h4>" + _params_table(by_model["params"]) + "</div></section>")
 
 
 def plots_html(snap: Snapshot, optimum: float | None = None) -> str:
@@ -307,8 +309,12 @@ def jobs_table_html(snap: Snapshot) -> str:
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>")
 
 
-def render_html(snap: Snapshot, optimum: float | None = None) -> str:
-    """The complete report page for a snapshot (``optimum``: see :func:`plots.sections`)."""
+def render_html(snap: Snapshot, optimum: float | None = None, *, plots: str | None = None, banner: str = "",
+                css: str = "", script: str = "") -> str:
+    """The complete report page for a snapshot (``optimum``: see :func:`plots.sections`).
+
+    The page the daemon keeps current (:mod:`.live_page`) gives its own ``plots`` section in place
+    of the drawn one, a ``banner`` under the title, and its ``css`` and ``script``."""
     title = f"{snap.name}: spearmint-nn report"
     nav = "".join(f'<a href="#{k}">{escape(t)}</a>' for k, t in (
         ("summary", "Summary"), ("best", "Best job"), ("plots", "Plots"), ("failures", "Failures"), ("jobs", "All jobs")))
@@ -317,11 +323,12 @@ def render_html(snap: Snapshot, optimum: float | None = None) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>",
+        f"<title>{escape(title)}</title><style>{CSS}{css}</style></head><body>",
         f"<header><h1>{escape(snap.name)}</h1><p class=\"muted\">spearmint-nn report generated "
-        f"{escape(_when(snap.taken_at))}</p><nav>{nav}</nav></header>",
-        summary_html(snap), best_html(snap), plots_html(snap, optimum), failures_html(snap), jobs_table_html(snap),
-        f"<script>{SORT_SCRIPT}</script>",
+        f"{escape(_when(snap.taken_at))}</p>{banner}<nav>{nav}</nav></header>",
+        summary_html(snap), best_html(snap), plots_html(snap, optimum) if plots is None else plots,
+        failures_html(snap), jobs_table_html(snap),
+        f"<script>{SORT_SCRIPT}{script}</script>",
         "</body></html>",
     ])
 

@@ -27,6 +27,7 @@ from ..experiment.layout import ExperimentPaths
 from ..experiment.lock import daemon_state
 from ..experiment.store import Store
 from ..files import read_json
+from ..experiment.summaries import model_best_shown
 from ..problem.settings import DIRECTIONS, parse_direction
 from ..problem.tasks import DEFAULT_TASK_NAME
 from ..problem.space import Space
@@ -195,8 +196,11 @@ class Snapshot:
 
     @cached_property
     def model_best(self) -> dict[str, Any] | None:
-        """The best by the model's posterior mean, for a noisy objective (see :func:`read_model_best`)."""
-        return read_model_best(ExperimentPaths(self.experiment), self.store)
+        """The best by the model's posterior mean, for a noisy objective (see :func:`read_model_best`),
+        once enough jobs have completed (:func:`~..experiment.summaries.model_best_shown`; a
+        best.json written before the rule may hold one from fewer)."""
+        best = read_model_best(ExperimentPaths(self.experiment), self.store)
+        return best if best is not None and model_best_shown(best, self.counts["complete"], self.space) else None
 
     @cached_property
     def failure_groups(self) -> list[FailureGroup]:

@@ -50,9 +50,12 @@ def _diverged_output(job_id: int) -> str:
 
 
 def failing_experiment(root: Path, model_best: dict[str, Any] | None = None, name: str = "demo",
-                       likelihood: str = "GAUSSIAN") -> Path:
-    """16 finished jobs (see OUTCOMES), written through the Store, and best.json through
+                       likelihood: str = "GAUSSIAN", outcomes: list[str] | None = None) -> Path:
+    """16 finished jobs (see OUTCOMES; with ``model_best`` 4 more complete ones, MODEL_BEST_OUTCOMES,
+    so that the model's best is shown), written through the Store, and best.json through
     ``write_summaries`` (with ``model_best`` when given)."""
+    if outcomes is None:
+        outcomes = OUTCOMES if model_best is None else MODEL_BEST_OUTCOMES
     exp = write_experiment(root, 0, budget=40, name=name)
     config_file = exp / "config.json"
     config_json = json.loads(config_file.read_text())
@@ -62,7 +65,7 @@ def failing_experiment(root: Path, model_best: dict[str, Any] | None = None, nam
     store = Store(config.paths)
     store.create_dirs()
     store.load_all()
-    for job_id, kind in enumerate(OUTCOMES, start=1):
+    for job_id, kind in enumerate(outcomes, start=1):
         params = _params(job_id)
         store.new_job(params, "optimizer", "running", scheduler_id=str(500 + job_id), driver="local",
                       submitted=1.7e9 + 10 * job_id)
@@ -87,8 +90,11 @@ def failing_experiment(root: Path, model_best: dict[str, Any] | None = None, nam
     return exp
 
 
-# Job 9 (observed 0.9) is the model's best; job 7 (observed 0.5) the luckiest draw.
-MODEL_BEST = {"id": 9, "mean": 0.734, "std": 0.125, "value": 0.9, "observations": 7, "fitted": 1.7e9 + 200}
+# Job 9 (observed 0.9) is the model's best; job 7 (observed 0.5) the luckiest draw. The model's best
+# is shown from 10 completed jobs on (MIXED_VARIABLES has 5 elements: 2 x 5 is no more), and the
+# model saw every finished job.
+MODEL_BEST_OUTCOMES = OUTCOMES + ["ok"] * 4
+MODEL_BEST = {"id": 9, "mean": 0.734, "std": 0.125, "value": 0.9, "observations": 20, "fitted": 1.7e9 + 200}
 
 
 def test_status_text_groups_failures_with_the_last_lines_of_their_output(tmp_path):
@@ -217,7 +223,7 @@ def test_model_best_in_status_text_and_json(tmp_path):
     text = cli("status", exp).stdout
     assert "best observed (luckiest draw): loss = 0.5 (job 7) lr=0.0177828 layers=8 act=relu w=[0.2, -0.3]\n" in text
     assert ("best by the model's posterior mean: loss = 0.734 +- 0.125 (job 9; observed there 0.9; "
-            "model of 7 observations) lr=0.00562341 layers=2 act=relu w=[0.4, -0.3]\n  (two bests: loss is modelled as noisy") in text
+            "model of 20 observations) lr=0.00562341 layers=2 act=relu w=[0.4, -0.3]\n  (two bests: loss is modelled as noisy") in text
     status = json.loads(cli("status", exp, "--json").stdout)
     assert status["best"]["id"] == 7
     assert status["model_best"] == {**MODEL_BEST, "params": _params(9)}  # params from job 9's file
@@ -244,18 +250,44 @@ def test_html_best_section_shows_both_bests_labelled(tmp_path):
     html = render_html(take_snapshot(exp))
     page = Page(html)
     best = html[html.index('<section id="best">'):html.index('<section id="plots">')]
-    model = best[best.index('<div id="model-best">'):best.index('<div id="best-observed">')]
-    observed = best[best.index('<div id="best-observed">'):]
+    # the observed best leads; the model's best follows it
+    observed = best[best.index('<div id="best-observed">'):best.index('<div id="model-best">')]
+    model = best[best.index('<div id="model-best">'):]
     assert "Best by the model's posterior mean" in model and "<dd>9</dd>" in model
-    assert "0.734 \u00b1 0.125" in model and "<dd>0.9</dd>" in model and "<dd>7</dd>" in model
+    assert "0.734 \u00b1 0.125" in model and "<dd>0.9</dd>" in model and "<dd>20</dd>" in model
     assert "0.00562341" in model  # job 9's lr, from its job file
     assert "Best observed (luckiest draw)" in observed and "<dd>7</dd>" in observed and "0.0177828" in observed
+    text = page.text  # the summary's facts in order: the observed best before the model's
+    assert text.index("best observed value (luckiest draw)") < text.index("best by the model's posterior mean")
     assert "best by the model's posterior mean" in page.text and "0.734 \u00b1 0.125 (job 9)" in page.text
     assert "best observed value (luckiest draw)" in page.text and "0.5 (job 7)" in page.text
     classes = [a["class"].split() for t, a in page.tags if t == "tr" and "state-" in a.get("class", "")]
     assert sum("model-best" in c for c in classes) == 1 and sum("best" in c for c in classes) == 1
     assert '<tr class="state-complete model-best"><td>9</td>' in html
     assert '<tr class="state-complete best"><td>7</td>' in html
+
+
+def test_the_models_best_waits_for_enough_completed_jobs(tmp_path):
+    """7 jobs completed of the 10 needed: best.json leaves the model's best out, and status, its
+    JSON, the HTML report and the live line show the best observed alone."""
+    exp = failing_experiment(tmp_path, model_best=MODEL_BEST, outcomes=OUTCOMES)
+    assert "model_best" not in json.loads((exp / ".spearmint" / "best.json").read_text())
+    text = cli("status", exp).stdout
+    assert "best: loss = 0.5 (job 7)" in text and "posterior" not in text
+    assert json.loads(cli("status", exp, "--json").stdout)["model_best"] is None
+    snap = take_snapshot(exp)
+    assert 'id="model-best"' not in render_html(snap) and "model's best" not in progress_text(snap)
+    # a best.json written before the rule (or by hand) is judged the same when read
+    best_file = exp / ".spearmint" / "best.json"
+    best_file.write_text(json.dumps({**json.loads(best_file.read_text()), "model_best": MODEL_BEST}))
+    assert read_model_best(ExperimentPaths(exp), Store(ExperimentPaths(exp)).load_all())["id"] == 9
+    assert take_snapshot(exp).model_best is None
+
+
+def test_the_model_fitted_to_too_few_jobs_is_not_shown_however_many_completed(tmp_path):
+    early = {**MODEL_BEST, "observations": 3}  # fitted when 3 jobs had finished
+    exp = failing_experiment(tmp_path, model_best=early)
+    assert "model_best" not in json.loads((exp / ".spearmint" / "best.json").read_text())
 
 
 def test_noiseless_html_has_one_best_and_no_model_wording(tmp_path):

@@ -20,14 +20,15 @@ def main(job_id, params):
 
 @pytest.mark.slow
 def test_best_json_and_status_carry_the_models_best_over_every_result(make_experiment):
-    config = quick_config(**{"model": "gp", "likelihood": "GAUSSIAN", "max-finished-jobs": 8, "initial-design": 4})
+    # 10 jobs: the least the model's best is shown after (model_best_min_jobs)
+    config = quick_config(**{"model": "gp", "likelihood": "GAUSSIAN", "max-finished-jobs": 10, "initial-design": 4})
     folder = make_experiment(config, files={"wrapper.py": NOISY_WRAPPER})
     result = cli("run", folder, timeout=300)
     assert result.returncode == 0, result.stderr
     jobs = all_jobs(folder)
     best = json.loads((folder / ".spearmint" / "best.json").read_text())
     model_best = best["model_best"]
-    assert model_best["observations"] == 8
+    assert model_best["observations"] == 10
     assert jobs[model_best["id"]][0] == "complete"
     assert model_best["params"] == jobs[model_best["id"]][1]["params"]
     assert model_best["value"] == jobs[model_best["id"]][1]["value"]

@@ -20,7 +20,10 @@ def test_new_experiment_validates_and_its_wrapper_runs(tmp_path):
     assert config.name == "my-tuning" and config.objective == "loss" and config.driver_name == "local"
     assert [v.scale for v in config.space.variables] == ["log", "linear", "linear"]
     written = json.loads((folder / "config.json").read_text())
-    assert written["tasks"]["loss"]["likelihood"] == "GAUSSIAN"  # a training's loss is noisy; the key in sight
+    # the stand-in is deterministic, and the choice is in sight: the wrapper says when to pick GAUSSIAN
+    assert written["tasks"]["loss"]["likelihood"] == "NOISELESS" and config.tasks.likelihoods["loss"] == "NOISELESS"
+    wrapper_text = (folder / "wrapper.py").read_text()
+    assert '"likelihood"' in wrapper_text and "GAUSSIAN" in wrapper_text and "NOISELESS" in wrapper_text
 
     spec = importlib.util.spec_from_file_location("wrapper", folder / "wrapper.py")
     wrapper = importlib.util.module_from_spec(spec)
