@@ -409,9 +409,10 @@ class Daemon:
             if ended.outcome is not None:
                 self._ends.interrupt(job_id, ended.outcome, ended.reason)
             elif self.paths.result_file(job_id).exists():
-                self._ends.fail(job_id, "bad_result", f"unreadable result file; {ended.reason}")
+                self._ends.fail(job_id, "bad_result", f"unreadable result file ({ended.reason})")
             else:  # its result file may still show up: spearmint_nn.daemon.events.late_results
-                self._ends.fail(job_id, SCHEDULER_FAILURES[status.state], ended.reason, **{AWAITING_RESULT: ended.ended})
+                self._ends.fail(job_id, SCHEDULER_FAILURES[status.state], ended.missing_result,
+                                **{AWAITING_RESULT: ended.ended})
             changed = True
         return changed
 

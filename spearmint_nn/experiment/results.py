@@ -37,6 +37,7 @@ from typing import Any, Mapping, Sequence
 from ..files import atomic_write_json, create_json_once, read_json
 from ..text import plain
 from .jobs import check_values
+from .resume import CHECKPOINTED
 
 
 class ResultStatus(str, enum.Enum):
@@ -78,10 +79,16 @@ class JobResult:
 
     @property
     def duration(self) -> float | None:
-        """Seconds the wrapper ran (ended - started), when both are known."""
+        """Seconds the wrapper ran (ended - started), when both are known, plus those of the
+        earlier attempts that stopped at their checkpoint (their records say when they started
+        and ended): a resumed job's compute is all of its attempts', not its last one's. An
+        attempt the scheduler cut short left no end to count."""
         if self.started is None or self.ended is None:
             return None
-        return self.ended - self.started
+        spans = [(_time(attempt.get("started")), _time(attempt.get("ended"))) for attempt in self.attempts[:-1]
+                 if attempt.get("outcome") == CHECKPOINTED]
+        return self.ended - self.started + sum(end - start for start, end in spans
+                                               if start is not None and end is not None)
 
     def checked_values(self, tasks: Sequence[str]) -> dict[str, float]:
         """The values as ``{task: float}`` for these tasks; raises

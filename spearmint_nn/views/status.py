@@ -25,9 +25,10 @@ from ..experiment.jobs import (DEFAULT_IGNORED_FAILURES, FINAL_STATES, Job, JobS
                                counts_text, finite_float)
 from ..experiment.layout import ExperimentPaths
 from ..experiment.lock import daemon_state
+from ..experiment.resume import CHECKPOINTED
 from ..experiment.store import Store
-from ..files import read_json
 from ..experiment.summaries import model_best_shown
+from ..files import read_json
 from ..problem.settings import DIRECTIONS, parse_direction
 from ..problem.tasks import DEFAULT_TASK_NAME
 from ..problem.space import Space
@@ -398,15 +399,27 @@ def running_attempt(snap: Snapshot, job: Job) -> int | None:
 
 def attempts_text(counts: Mapping[str, int]) -> str:
     """:func:`attempt_counts` in words, for status and the report."""
-    return (f"{counts['total']} runs of the finished jobs; {counts['interrupted_jobs']} job(s) ran more than once "
-            f"(the cluster interrupted them: requeued, preempted, a failed node, or resumed from a checkpoint)")
+    parts = [f"{counts['interrupted_jobs']} job(s) interrupted by the cluster (requeued, preempted, a failed "
+             f"node) and run again"] if counts["interrupted_jobs"] else []
+    if counts["resumed_jobs"]:
+        parts.append(f"{counts['resumed_jobs']} job(s) stopped at their own checkpoint and resumed")
+    return f"{counts['total']} runs of the finished jobs; " + "; ".join(parts)
 
 
 def attempt_counts(finished: list[Job]) -> dict[str, int]:
-    """Runs of the finished jobs (``total``) and how many of them the scheduler ran more than once
-    (``interrupted_jobs``); a job whose runner did not list its attempts ran once."""
-    counts = [job.attempts or 1 for job in finished]
-    return {"total": sum(counts), "interrupted_jobs": sum(count > 1 for count in counts)}
+    """Runs of the finished jobs (``total``); how many of them the cluster interrupted and ran
+    again (``interrupted_jobs``), and how many ran again only because they stopped at their own
+    checkpoint to be resumed (``resumed_jobs``: the wrapper's choice, not the cluster's). A job
+    whose runner did not list its attempts ran once."""
+    counts = {"total": 0, "interrupted_jobs": 0, "resumed_jobs": 0}
+    for job in finished:
+        runs = job.attempts or 1
+        counts["total"] += runs
+        if runs > 1:
+            earlier = [attempt.get("outcome") for attempt in job.fields["attempts"][:-1] if isinstance(attempt, dict)]
+            resumed = bool(earlier) and all(outcome == CHECKPOINTED for outcome in earlier)
+            counts["resumed_jobs" if resumed else "interrupted_jobs"] += 1
+    return counts
 
 
 def read_related_summary(config: ExperimentConfig) -> list[dict[str, Any]] | None:
@@ -452,7 +465,7 @@ def status_text(summary: dict[str, Any]) -> str:
     if outside:
         lines.append(outside)
     lines += related_lines(summary.get("related"))
-    if summary["attempts"]["interrupted_jobs"]:
+    if summary["attempts"]["interrupted_jobs"] or summary["attempts"]["resumed_jobs"]:
         lines.append(f"attempts: {attempts_text(summary['attempts'])}")
     lines += site_limit_lines(summary.get("site_limit"), summary.get("max_concurrent"))
     if summary["running"]:

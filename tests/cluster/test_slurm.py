@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -73,7 +74,7 @@ def test_jobs_preempted_by_a_higher_priority_partition_still_all_finish(tmp_path
     evaluated twice to completion (the wrapper's own ledgers of starts and ends)."""
     done = 'open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "done.log"), "a").write(f"{job_id}\\n")'
     exp = scenarios.make_experiment(tmp_path / "exp", cluster, sleep=30, budget=4, concurrent=4, body=done,
-                                    partition=partition)
+                                    partition=partition, **scenarios.KILLED_GRACE)
     daemon = scenarios.start_daemon(exp)
     high = None
     try:
@@ -84,6 +85,7 @@ def test_jobs_preempted_by_a_higher_priority_partition_still_all_finish(tmp_path
         high = subprocess.run(["sbatch", "--parsable", "-p", "high", "-n", cpus, "-J", "sm-high", "-o", "/dev/null",
                                "--wrap", "sleep 10"], capture_output=True, text=True, timeout=60, check=True).stdout.strip()
         _wait_for_the_high_job(high, exp)
+        preempted_at = time.time()
         # SLURM holds a job it requeued for 120 s (its BeginTime), so this takes some minutes
         assert daemon.wait(timeout=600) == 0
     finally:
@@ -98,10 +100,12 @@ def test_jobs_preempted_by_a_higher_priority_partition_still_all_finish(tmp_path
         assert [(a["attempt"], a["outcome"]) for a in job["attempts"]] == [(1, outcome), (2, "ok")], job["attempts"]
         # requeued: the same scheduler job, followed; preempted: a new one, submitted again
         assert (job["scheduler_id"] == first[job_id]) == (outcome == "requeued")
+        if outcome == "preempted":  # at the next poll, not after result-grace: no result can come
+            assert job["attempts"][0]["ended"] < preempted_at + scenarios.KILLED_RECORDED_WITHIN_S, job["attempts"]
     status = subprocess.run([sys.executable, "-m", "spearmint_nn", "status", str(exp), "--json"],
                             capture_output=True, text=True, timeout=120)
     summary = json.loads(status.stdout)
-    assert summary["attempts"] == {"total": 8, "interrupted_jobs": 4}, status.stderr
+    assert summary["attempts"] == {"total": 8, "interrupted_jobs": 4, "resumed_jobs": 0}, status.stderr
 
 
 def _wait_for_the_high_job(high: str, exp) -> None:

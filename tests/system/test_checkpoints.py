@@ -118,6 +118,10 @@ def _check_result(paths: ExperimentPaths, checkpointed: list[int], value: float)
     assert outcomes == [(n, "checkpointed") for n in checkpointed] + [(len(checkpointed) + 1, "ok")]
     ends = [a["ended"] for a in result.attempts]
     assert all(e is not None for e in ends) and ends == sorted(ends)
+    # the job's compute is every attempt's, not the last one's alone
+    earlier = sum(a["ended"] - a["started"] for a in result.attempts[:-1])
+    assert result.duration == pytest.approx(result.ended - result.started + earlier)
+    assert result.duration > result.ended - result.started or not checkpointed
     return result
 
 

@@ -169,7 +169,8 @@ def test_a_result_shown_after_the_scheduler_said_ended_is_recorded_whenever_it_a
     if grace > 2.0:
         assert late == [] and "failed    job 1" not in log and "late_result" not in job
     else:
-        assert log.count("failed    job 1 no_result: completed") == 1
+        assert log.count("failed    job 1 no_result: no result file within result-grace (0.3 s) after the job "
+                         "ended (") == 1, log
         assert len(late) == 1, log
         assert re.search(r"late      job 1: its result arrived \d+ s after the scheduler said it ended "
                          r"\(a shared filesystem showing it late\); recorded in place of the failure no_result$",

@@ -68,9 +68,10 @@ def test_each_broken_job_fails_once_with_its_reason(tmp_path):
     assert outcome[1] == ("failed", "exit_code", "killed by signal SIGKILL")
     assert outcome[2] == ("failed", "timeout", "killed after the time limit of 6 s")
     assert outcome[3] == ("failed", "exception", "ValueError: after the flood")
-    assert outcome[4] == ("failed", "bad_result", "unreadable result file; completed")
-    assert outcome[5] == ("failed", "no_result", "completed")
-    assert outcome[6] == ("failed", "bad_result", "unreadable result file; completed")
+    assert outcome[4] == ("failed", "bad_result", "unreadable result file (local: completed, exit code 0)")
+    # what went wrong, not the scheduler's word "completed"
+    assert outcome[5] == ("failed", "no_result", "no result file after the job ended (local: completed, exit code 0)")
+    assert outcome[6] == ("failed", "bad_result", "unreadable result file (local: completed, exit code 0)")
     assert outcome[7][0] == outcome[8][0] == "complete"
     assert (paths.output / "000003.out").stat().st_size > 3_000_000
     tail = jobs[3]["stderr_tail"]

@@ -28,11 +28,21 @@ class EndedWithoutResult:
     """A job the scheduler said ended, with no result file after the grace: ``outcome`` the way
     its attempt was interrupted ("checkpointed", "preempted", "node_fail"), or None for an end
     that fails it; ``reason`` in the scheduler's words; ``ended`` the unix time it was first
-    seen ended."""
+    seen ended; ``waited`` the grace waited for its result (None: the job was killed)."""
 
     outcome: str | None
     reason: str
     ended: float
+    waited: float | None = None  # the grace waited for its result file, for a job that ended on its own
+
+    @property
+    def missing_result(self) -> str:
+        """Why the job fails when no result file is there: after a wait for it, the missing file
+        is what went wrong, not the scheduler's words (``completed``)."""
+        if self.waited is None:
+            return self.reason
+        within = f" within result-grace ({self.waited:g} s)" if self.waited else ""
+        return f"no result file{within} after the job ended ({self.reason})"
 
 
 class SchedulerWatch:
@@ -63,8 +73,10 @@ class SchedulerWatch:
         if waits and time.monotonic() - first_seen < self.driver.result_grace_s:
             return None
         self._ended_seen.pop(job_id, None)
-        return EndedWithoutResult(outcome, status.reason or status.state.value,
-                                  time.time() - (time.monotonic() - first_seen))
+        said = status.reason or f"{self.driver.name}: {status.state.value}" + (
+            f", exit code {status.exit_code}" if status.exit_code is not None else "")
+        return EndedWithoutResult(outcome, said, time.time() - (time.monotonic() - first_seen),
+                                  self.driver.result_grace_s if waits else None)
 
     def forget(self, job_id: int) -> None:
         """The job's result was recorded."""

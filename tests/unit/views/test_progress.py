@@ -200,7 +200,7 @@ def test_status_json_is_stable(tmp_path):
     # submitted years ago, when the finished jobs took under a minute each: hung
     assert [r["overdue"] for r in status["running"]] == [True, True]
     # jobs written without attempts ran once; running jobs whose runner has not started have none
-    assert status["attempts"] == {"total": 20, "interrupted_jobs": 0}
+    assert status["attempts"] == {"total": 20, "interrupted_jobs": 0, "resumed_jobs": 0}
     assert [r["attempt"] for r in status["running"]] == [None, None]
     assert [f["id"] for f in status["recent_failures"]] == [7, 14]
     assert all(set(f) == {"id", "failure", "reason"} for f in status["recent_failures"])
@@ -463,3 +463,23 @@ def test_status_lists_the_last_stopped_jobs_and_json_all_of_them(tmp_path):
     text = status_text(summary)
     assert "stopped early: 7 job(s), the last 5:" in text
     assert "reason 4" in text and "reason 8" in text and "reason 3" not in text and "reason 2" not in text
+
+
+def test_attempts_tell_jobs_the_cluster_interrupted_from_jobs_resumed_from_their_checkpoint():
+    from spearmint_nn.experiment.jobs import Job
+    from spearmint_nn.views.status import attempt_counts, attempts_text
+
+    def job(job_id: int, *outcomes: str) -> Job:
+        attempts = [{"attempt": n + 1, "outcome": outcome} for n, outcome in enumerate(outcomes)]
+        return Job(job_id, JobState.COMPLETE, {}, {"attempts": attempts} if attempts else {})
+
+    finished = [job(1), job(2, "ok"), job(3, "checkpointed", "checkpointed", "ok"), job(4, "requeued", "ok"),
+                job(5, "checkpointed", "preempted", "ok")]
+    counts = attempt_counts(finished)
+    # a wrapper that stopped at its own checkpoint was not interrupted by the cluster
+    assert counts == {"total": 10, "interrupted_jobs": 2, "resumed_jobs": 1}
+    assert attempts_text(counts) == ("10 runs of the finished jobs; 2 job(s) interrupted by the cluster (requeued, "
+                                     "preempted, a failed node) and run again; 1 job(s) stopped at their own "
+                                     "checkpoint and resumed")
+    assert attempts_text(attempt_counts(finished[2:3])) == ("3 runs of the finished jobs; 1 job(s) stopped at "
+                                                           "their own checkpoint and resumed")
