@@ -259,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         _drop_stdout()
         return CLOSED_PIPE_EXIT
     except ConfigError as exc:
-        print(f"spearmint-nn: {exc}", file=sys.stderr)
+        for problem in exc.each:  # every problem found in config.json, each on a line of its own
+            print(f"spearmint-nn: {problem}", file=sys.stderr)
         return 2
     except (DaemonBusy, DaemonError) as exc:
         print(f"spearmint-nn: {exc}", file=sys.stderr)

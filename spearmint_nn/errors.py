@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from .text import escaped
 
@@ -21,6 +21,86 @@ class ConfigError(ValueError):
         self.path = escaped(path)
         self.problem = escaped(problem)
         super().__init__(f"{self.path}: {self.problem}")
+
+    @property
+    def each(self) -> tuple["ConfigError", ...]:
+        """The single problems it stands for: itself (several for :class:`ConfigErrors`)."""
+        return (self,)
+
+
+class ConfigErrors(ConfigError):
+    """Every problem found in one file, so that a user fixes them all in one go; each one is a
+    :class:`ConfigError` in :attr:`each`, in the order they were found.
+
+    A ConfigError itself, so that ``except ConfigError`` sites take it as before; its message is
+    still one line (``"2 problems: seed: must be an integer (got '1'); variables.x.min: must be < max
+    (got 1 >= 1)"``), for logs; the command line prints each problem on a line of its own.
+    """
+
+    def __init__(self, errors: Sequence[ConfigError]):
+        self._each = tuple(errors)
+        super().__init__(", ".join(error.path for error in self._each), f"{len(self._each)} problems: "
+                         + "; ".join(str(error) for error in self._each))
+        self.args = (self.problem,)
+
+    def __str__(self) -> str:
+        return self.problem
+
+    @property
+    def each(self) -> tuple[ConfigError, ...]:
+        return self._each
+
+
+T = TypeVar("T")
+
+
+class Problems:
+    """Collects the problems of one file while it is parsed: each step that may raise a
+    :class:`ConfigError` runs through :meth:`parse` or :meth:`call`, which report the error here
+    and give a fallback value, so that parsing goes on to the next key; :meth:`raise_any` raises
+    what was found, one ConfigError or a :class:`ConfigErrors`.
+
+    A key path is reported once: a problem whose every key path was reported already (the same
+    unknown key found by the file's check and by the variables' own) is left out. Steps that
+    need an earlier key to be valid ask :meth:`failed` and are skipped, so that one mistake gives
+    one message and not its consequences too.
+    """
+
+    def __init__(self) -> None:
+        self.errors: list[ConfigError] = []
+        self._paths: set[str] = set()
+
+    def report(self, error: ConfigError) -> None:
+        for one in error.each:
+            paths = set(one.path.split(", "))
+            if not paths <= self._paths:
+                self.errors.append(one)
+                self._paths |= paths
+
+    def call(self, step: Callable[..., T], *args: Any, fallback: Any = None) -> T | Any:
+        """``step(*args)``, or ``fallback`` when it raised a ConfigError (then reported)."""
+        try:
+            return step(*args)
+        except ConfigError as error:
+            self.report(error)
+            return fallback
+
+    def parse(self, parse: Callable[[str, Any], T], path: str, value: Any, fallback: Any = None) -> T | Any:
+        """``parse(path, value)``, a parser of :mod:`spearmint_nn.problem.parsers`; ``fallback``
+        when the value is wrong (then reported)."""
+        return self.call(parse, path, value, fallback=fallback)
+
+    def failed(self, *keys: str) -> bool:
+        """Whether a problem was reported at one of ``keys`` or inside it (``variables`` covers
+        ``variables.x.min``)."""
+        return any(path == key or path.startswith((f"{key}.", f"{key}[")) for path in self._paths for key in keys)
+
+    def raise_any(self) -> None:
+        """Raise the problems found, if any: the one ConfigError, or all as ConfigErrors."""
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise ConfigErrors(self.errors)
 
 
 def closest(word: str, choices: Iterable[str]) -> str:

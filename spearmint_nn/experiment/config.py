@@ -11,9 +11,11 @@ written there by hand; the search's keys are generated from the fields of
 field (:func:`search_settings`). The parsers are :mod:`spearmint_nn.problem.parsers`', so a key
 and the Optimizer's keyword accept the same values.
 
-Every problem raises :class:`~spearmint_nn.errors.ConfigError` ``("key.path", "problem")``
-before anything is written to the experiment folder; all unknown keys of the file (top level,
-tasks, variables, resources) are reported by one error.
+Every problem is a :class:`~spearmint_nn.errors.ConfigError` ``("key.path", "problem")``, raised
+before anything is written to the experiment folder. Each key is parsed whatever the others
+hold, so that one :class:`~spearmint_nn.errors.ConfigErrors` names every problem of the file (a
+step that needs an earlier key to be right is skipped when that key is wrong); all unknown keys
+of the file (top level, tasks, variables, resources) are one of them.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from dataclasses import dataclass, make_dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import ConfigError, closest, did_you_mean, unknown_keys
+from ..errors import ConfigError, Problems, closest, did_you_mean, unknown_keys
 from .jobs import DEFAULT_IGNORED_FAILURES, FAILURE_KINDS
 from .layout import ExperimentPaths
 from .resume import ResumeSettings, parse_resume, with_time_limit
@@ -30,7 +32,8 @@ from ..stopping.settings import parse_early_stopping
 from ..problem.parsers import (Parser, argument_list, as_given, choice, count, duration, folder_list, names_from,
                                optional, seconds, text)
 from ..problem.settings import SearchSettings, config_fields
-from ..problem.space import Space, unknown_variable_keys
+from ..problem.space import Space
+from ..problem.variables import unknown_variable_keys
 from ..problem.tasks import TASK_KEYS, Tasks, likelihood_name, parse_tasks
 
 LANGUAGES = ("PYTHON", "SHELL")
@@ -68,7 +71,7 @@ KEYS: dict[str, Key] = {
     "experiment-name": Key(None, optional(text), "a name for logs and reports (default: the folder name)"),
     "likelihood": Key("GAUSSIAN", likelihood_name, "noise model of every task without its own: NOISELESS or GAUSSIAN"),
     "variables": Key(None, as_given, "the search space: name -> {type FLOAT|INT|ENUM, size, min, max, options, scale, when, "
-                 "default}"),
+                 "default}, or {type, size, value} for a variable held fixed"),
     "tasks": Key(None, as_given, "name -> {type OBJECTIVE|CONSTRAINT, likelihood} or name -> type; default one "
                  "objective named 'main' (Spearmint's main-file, language and resources of a task are read too)"),
     "resources": Key(None, as_given, "one {scheduler local|SGE|SLURM, max-concurrent, max-finished-jobs}, as "
@@ -223,7 +226,8 @@ def read_json_strict(path: Path, label: str) -> Any:
 
 def load_config(experiment_dir: str | Path, driver_override: str | None = None,
                 check_driver: bool = True) -> ExperimentConfig:
-    """Read and validate ``<experiment_dir>/config.json``; raise ConfigError on the first problem.
+    """Read and validate ``<experiment_dir>/config.json``; raise ConfigError naming the problem,
+    or :class:`~spearmint_nn.errors.ConfigErrors` naming each one when there are several.
 
     ``driver_override`` replaces ``driver.name`` (the ``--driver`` flag). ``check_driver=False``
     skips loading the driver plugin (the runner on a compute node does not need it).
@@ -235,30 +239,34 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
     raw = read_json_strict(paths.config, "config.json")
     if not isinstance(raw, dict):
         raise ConfigError("config.json", f"must hold a JSON object (got {type(raw).__name__})")
+    problems = Problems()
     found = _unknown_keys(raw)
     if found:
-        raise unknown_keys(found)
+        problems.report(unknown_keys(found))
 
-    implied = _spearmint_implied(raw)
-    values: dict[str, Any] = {}
-    for key, spec in KEYS.items():
-        given = key in raw and raw[key] is not None
-        values[key] = spec.parse(key, raw[key]) if given else spec.default
-        if key in implied and key != "driver":  # the driver's name joins its options in _driver_spec
-            source, value = implied[key]
-            value = spec.parse(source, value)
-            if given and not _same(key, values[key], value):
-                raise ConfigError(f"{key}, {source}", f"both given ({raw[key]!r} and {implied[key][1]!r}); keep one")
-            values[key] = value
+    # None when Spearmint's sections are wrong: the wrapper and the driver they may name are then unknown
+    implied = problems.call(_spearmint_implied, raw)
+    values = {key: problems.call(_key_value, key, raw, implied or {}, fallback=spec.default)
+              for key, spec in KEYS.items()}
     values["resources"] = None  # translated into driver, max-concurrent and max-finished-jobs
+    space = None
     if "variables" not in raw:
-        raise ConfigError("variables", "required: the search space, e.g. {\"x\": {\"type\": \"FLOAT\", \"min\": 0, \"max\": 1}}")
-    space = Space.from_config(raw["variables"])
-    if values["initial-design"] is None:
+        problems.report(ConfigError("variables", "required: the search space, e.g. "
+                                    "{\"x\": {\"type\": \"FLOAT\", \"min\": 0, \"max\": 1}}"))
+    else:
+        space = problems.call(Space.from_config, raw["variables"])
+    if values["initial-design"] is None and space is not None:
         values["initial-design"] = space.default_initial_design
-    tasks = parse_tasks(raw.get("tasks"), default_likelihood=values["likelihood"])
-    main_file = _parse_wrapper(paths.experiment, values)
-    driver_name, driver_options = _parse_driver(_driver_spec(raw, implied), driver_override, check_driver)
+    tasks = problems.call(parse_tasks, raw.get("tasks"), None, values["likelihood"])
+    main_file = driver = None
+    if implied is not None and not problems.failed("language", "command", "main-file"):
+        main_file = problems.call(_parse_wrapper, paths.experiment, values)
+    if implied is not None:
+        driver = problems.call(_parse_driver, raw, implied, driver_override, check_driver)
+    if driver is not None and not problems.failed("resume"):  # resume is checked against the driver's time limit
+        values["resume"] = problems.call(_resume, values["resume"], *driver, check_driver)
+    problems.raise_any()
+    driver_name, driver_options = driver
     values["driver"] = {"name": driver_name, **driver_options}
     gpus = driver_options.get("gpus") if driver_name == "local" else None
     notes: list[str] = []
@@ -273,9 +281,23 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
                          f"driver.gpus: {values['max-concurrent']} jobs run at once")
     values["tasks"] = tasks
     values["main-file"] = main_file
-    values["resume"] = _resume(values["resume"], driver_name, driver_options, check_driver)
     return ExperimentConfig(paths=paths, **{field_name(key): value for key, value in values.items()}, space=space,
                             notes=tuple(notes))
+
+
+def _key_value(key: str, raw: Mapping[str, Any], implied: Mapping[str, tuple[str, Any]]) -> Any:
+    """A top-level key's parsed value: the one given, the one Spearmint's sections imply (both:
+    they must agree), or its default."""
+    spec = KEYS[key]
+    given = key in raw and raw[key] is not None
+    value = spec.parse(key, raw[key]) if given else spec.default
+    if key in implied and key != "driver":  # the driver's name joins its options in _driver_spec
+        source, implied_value = implied[key]
+        parsed = spec.parse(source, implied_value)
+        if given and not _same(key, value, parsed):
+            raise ConfigError(f"{key}, {source}", f"both given ({raw[key]!r} and {implied_value!r}); keep one")
+        value = parsed
+    return value
 
 
 def _unknown_keys(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -414,7 +436,10 @@ def _parse_wrapper(experiment: Path, values: dict[str, Any]) -> Path | None:
     return resolved
 
 
-def _parse_driver(spec: Any, override: str | None, check_driver: bool) -> tuple[str, dict[str, Any]]:
+def _parse_driver(raw: Mapping[str, Any], implied: Mapping[str, tuple[str, Any]], override: str | None,
+                  check_driver: bool) -> tuple[str, dict[str, Any]]:
+    """The driver's name and options (checked by the driver unless ``check_driver`` is False)."""
+    spec = _driver_spec(raw, implied)
     if isinstance(spec, str):
         spec = {"name": spec}
     if not isinstance(spec, dict):

@@ -1,4 +1,5 @@
-"""The search space: parsing Spearmint's ``variables`` and mapping points to the unit cube.
+"""The search space: Spearmint's ``variables`` (each parsed by
+:mod:`spearmint_nn.problem.variables`) and mapping points to the unit cube.
 
 Models never see raw units. A point is *encoded* into a row of floats in [0, 1]:
 
@@ -10,6 +11,9 @@ Models never see raw units. A point is *encoded* into a row of floats in [0, 1]:
   values) adds one relevance-indicator column (1 active, 0 inactive). While inactive its value
   columns hold a neutral constant (0.5 for numbers, all-zero one-hot), so an inactive value
   carries no information: two points that differ only in inactive values encode identically.
+* A *fixed* variable (``"value"``) has no column: the models and the acquisition never see it.
+  Decoding adds it to every point at its value (where active), so each job receives it as it
+  would receive a searched value.
 
 ``project`` snaps an encoded row onto the encodings of valid points (INT rounded, ENUM
 one-hot), so an acquisition optimised over the continuous cube can be evaluated at exactly the
@@ -25,27 +29,14 @@ Params come in two forms:
 from __future__ import annotations
 
 import math
-import numbers
-from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, closest, did_you_mean, unknown_keys
+from ..errors import ConfigError, Problems, did_you_mean, unknown_keys
+from .variables import Variable, checked_elements, elements, parse_variable, scalar, shown, unknown_variable_keys
 
-VARIABLE_TYPES = ("FLOAT", "INT", "ENUM")
-SCALES = ("linear", "log")
-_VARIABLE_KEYS = {"type", "size", "min", "max", "options", "scale", "when", "default"}
-MAX_SIZE = 1000  # a vector variable larger than this is almost surely a typo
 NEUTRAL = 0.5  # value columns of an inactive numeric variable
-_COMPARISONS = {
-    "==": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    ">=": lambda a, b: a >= b,
-    ">": lambda a, b: a > b,
-    "<=": lambda a, b: a <= b,
-    "<": lambda a, b: a < b,
-}
 
 
 class ScalarArray(np.ndarray):
@@ -93,185 +84,14 @@ class ScalarArray(np.ndarray):
         return str(self.item()) if self.size == 1 else super().__str__()
 
 
-@dataclass(frozen=True)
-class Condition:
-    """``parent`` must take one of ``values``, or satisfy every ``(operator, bound)`` test."""
-
-    parent: str
-    values: tuple = ()
-    tests: tuple[tuple[str, float], ...] = ()
-
-    def holds(self, value: Any) -> bool:
-        if self.values:
-            return value in self.values
-        return all(_COMPARISONS[op](value, bound) for op, bound in self.tests)
-
-    def holds_in(self, params: Mapping[str, Any]) -> bool:
-        """Whether the parent's value in ``params`` (either form) satisfies it; False when absent."""
-        return self.parent in params and self.holds(_scalar(params[self.parent]))
-
-
-@dataclass(frozen=True)
-class Variable:
-    """One entry of ``variables``: a FLOAT, INT or ENUM of ``size`` elements.
-
-    ``default`` (JSON form, or None) is the value that jobs run before the variable was added
-    are taken to have had (see :mod:`spearmint_nn.problem.space_edits`).
-    """
-
-    name: str
-    type: str
-    size: int = 1
-    min: float | None = None
-    max: float | None = None
-    options: tuple[str, ...] = ()
-    scale: str = "linear"
-    conditions: tuple[Condition, ...] = ()
-    default: tuple | None = None
-
-    @property
-    def width(self) -> int:
-        """Encoded columns per element."""
-        return len(self.options) if self.type == "ENUM" else 1
-
-    def _bounds(self) -> tuple[float, float]:
-        # An INT owns the interval [k - 0.5, k + 0.5], so every integer gets the same share of
-        # the cube (uniform designs stay uniform, the end points are not under-sampled).
-        pad = 0.5 if self.type == "INT" else 0.0
-        return float(self.min) - pad, float(self.max) + pad
-
-    def _to_unit(self, value: np.ndarray) -> np.ndarray:
-        (lo, hi), v = self._bounds(), np.asarray(value, dtype=float)
-        if self.scale == "log":
-            lo, hi, v = math.log(lo), math.log(hi), np.log(v)
-        return (v - lo) / (hi - lo)
-
-    def _from_unit(self, u: np.ndarray) -> np.ndarray:
-        lo, hi = self._bounds()
-        u = np.clip(u, 0.0, 1.0)
-        if self.scale == "log":
-            v = np.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
-        else:
-            v = lo + u * (hi - lo)
-        if self.type == "INT":
-            return np.clip(np.rint(v), self.min, self.max).astype(np.int64)
-        return np.clip(v, self.min, self.max)
-
-
-def _number(path: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(path, f"must be a number (got {value!r})")
-    if not math.isfinite(value):
-        raise ConfigError(path, f"must be finite (got {value!r})")
-    return float(value)
-
-
-def _parse_conditions(path: str, when: Any) -> tuple[Condition, ...]:
-    """``{"parent": value | [values] | {"op": bound, ...}, ...}``; all must hold."""
-    if not isinstance(when, Mapping) or not when:
-        raise ConfigError(path, f"must be an object mapping a parent variable to its values (got {when!r})")
-    conditions = []
-    for parent, rule in when.items():
-        cpath = f"{path}.{parent}"
-        if isinstance(rule, Mapping):
-            if not rule:
-                raise ConfigError(cpath, "needs at least one comparison")
-            tests = []
-            for op, bound in rule.items():
-                if op not in _COMPARISONS:
-                    raise ConfigError(f"{cpath}.{op}", f"unknown comparison; use one of {', '.join(_COMPARISONS)}")
-                tests.append((op, _number(f"{cpath}.{op}", bound)))
-            conditions.append(Condition(parent, tests=tuple(tests)))
-            continue
-        values = rule if isinstance(rule, list) else [rule]
-        if not values:
-            raise ConfigError(cpath, "needs at least one value")
-        for v in values:
-            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-                raise ConfigError(cpath, f"values must be strings or numbers (got {v!r})")
-        conditions.append(Condition(parent, values=tuple(values)))
-    return tuple(conditions)
-
-
-def unknown_variable_keys(variables: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """``(key path, hint)`` for every key of every variable spec that no variable has."""
-    return [(f"variables.{name}.{key}", closest(str(key), _VARIABLE_KEYS))
-            for name, spec in variables.items() if isinstance(spec, Mapping)
-            for key in spec if key not in _VARIABLE_KEYS]
-
-
-def parse_variable(name: str, spec: Any) -> Variable:
-    """Validate one ``variables.<name>`` entry; raise :class:`ConfigError` naming the key.
-
-    Parents named in ``when`` are checked by :class:`Space`, which sees all variables.
-    """
-    path = f"variables.{name}"
-    if not isinstance(spec, Mapping):
-        raise ConfigError(path, f"must be an object with a 'type' (got {type(spec).__name__})")
-    found = unknown_variable_keys({name: spec})
-    if found:
-        raise unknown_keys(found)
-    vtype = spec.get("type")
-    if not isinstance(vtype, str) or vtype.upper() not in VARIABLE_TYPES:
-        raise ConfigError(f"{path}.type", f"must be one of FLOAT, INT, ENUM (got {vtype!r})")
-    vtype = vtype.upper()
-    size = spec.get("size", 1)
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ConfigError(f"{path}.size", f"must be a positive integer (got {size!r})")
-    if size > MAX_SIZE:
-        raise ConfigError(f"{path}.size", f"must be at most {MAX_SIZE} (got {size})")
-    conditions = _parse_conditions(f"{path}.when", spec["when"]) if "when" in spec else ()
-    if vtype == "ENUM":
-        for key in ("min", "max", "scale"):
-            if key in spec:
-                raise ConfigError(f"{path}.{key}", "not allowed for an ENUM (use 'options')")
-        options = spec.get("options")
-        if not isinstance(options, list) or not options:
-            raise ConfigError(f"{path}.options", f"must be a non-empty list of strings (got {options!r})")
-        for i, opt in enumerate(options):
-            if not isinstance(opt, str):
-                raise ConfigError(f"{path}.options[{i}]", f"must be a string (got {opt!r})")
-        if len(set(options)) != len(options):
-            dup = next(o for o in options if options.count(o) > 1)
-            raise ConfigError(f"{path}.options", f"duplicate option {dup!r}")
-        return _with_default(Variable(name, vtype, size, options=tuple(options), conditions=conditions), spec)
-    if "options" in spec:
-        raise ConfigError(f"{path}.options", f"only allowed for an ENUM (this is a {vtype})")
-    for key in ("min", "max"):
-        if key not in spec:
-            raise ConfigError(f"{path}.{key}", f"required for a {vtype}")
-    lo, hi = _number(f"{path}.min", spec["min"]), _number(f"{path}.max", spec["max"])
-    if vtype == "INT":
-        for key, v in (("min", lo), ("max", hi)):
-            if v != int(v):
-                raise ConfigError(f"{path}.{key}", f"must be an integer for an INT (got {spec[key]!r})")
-    if not lo < hi:
-        raise ConfigError(f"{path}.min", f"must be < max (got {spec['min']!r} >= {spec['max']!r})")
-    scale = spec.get("scale", "linear")
-    if scale not in SCALES:
-        raise ConfigError(f"{path}.scale", f"must be 'linear' or 'log' (got {scale!r})")
-    if scale == "log" and lo <= 0:
-        raise ConfigError(f"{path}.min", f"must be > 0 for a log scale (got {spec['min']!r})")
-    return _with_default(Variable(name, vtype, size, min=lo, max=hi, scale=scale, conditions=conditions), spec)
-
-
-def _with_default(var: Variable, spec: Mapping[str, Any]) -> Variable:
-    """``var`` with the spec's ``default``, checked against the variable's own type, size,
-    bounds and options (errors name ``variables.<name>.default``)."""
-    if "default" not in spec:
-        return var
-    elements = _checked_elements(var, spec["default"], f"variables.{var.name}.default")
-    if var.type != "ENUM":
-        elements = [int(v) if var.type == "INT" else float(v) for v in elements]
-    return replace(var, default=tuple(elements))
-
-
 class Space:
     """An ordered set of :class:`Variable` with encode/decode to the unit cube.
 
     Attributes
     ----------
-    variables : list of Variable, in config order.
+    declared : list of Variable, every variable in config order.
+    variables : list of Variable, the searched ones (each has columns), in config order.
+    fixed : list of Variable, the fixed ones (no column), in config order.
     dim : int, number of encoded columns (value columns plus one indicator per conditional
         variable).
     """
@@ -279,8 +99,12 @@ class Space:
     def __init__(self, variables: Sequence[Variable]):
         if not variables:
             raise ConfigError("variables", "must declare at least one variable")
-        self.variables = list(variables)
-        self._by_name = {v.name: v for v in self.variables}
+        self.declared = list(variables)
+        self.variables = [var for var in self.declared if not var.is_fixed]
+        self.fixed = [var for var in self.declared if var.is_fixed]
+        if not self.variables:
+            raise ConfigError("variables", "every variable is fixed (has a value): search at least one")
+        self._by_name = {v.name: v for v in self.declared}
         self._slices: dict[str, slice] = {}
         self._indicator: dict[str, int] = {}
         start = 0
@@ -300,7 +124,7 @@ class Space:
 
     def _check_conditions(self) -> list[Variable]:
         """Validate parents and return the variables with every parent before its children."""
-        for var in self.variables:
+        for var in self.declared:
             for cond in var.conditions:
                 path = f"variables.{var.name}.when.{cond.parent}"
                 parent = self._by_name.get(cond.parent)
@@ -309,8 +133,10 @@ class Space:
                 if parent.type == "FLOAT" or parent.size != 1:
                     raise ConfigError(path, "a condition's parent must be an ENUM or INT of size 1")
                 for v in cond.values:
-                    ok = v in parent.options if parent.type == "ENUM" else (
-                        not isinstance(v, str) and v == int(v) and parent.min <= v <= parent.max)
+                    # a fixed parent takes any value of its type: the branches it leaves out stay
+                    # written, so that searching the parent again needs no edit of its children
+                    ok = (isinstance(v, str) and (parent.is_fixed or v in parent.options) if parent.type == "ENUM"
+                          else not isinstance(v, str) and v == int(v) and (parent.is_fixed or parent.min <= v <= parent.max))
                     if not ok:
                         raise ConfigError(path, f"{v!r} is not a possible value of {parent.name}")
         order: list[Variable] = []
@@ -328,33 +154,43 @@ class Space:
             state[var.name] = "done"
             order.append(var)
 
-        for var in self.variables:
+        for var in self.declared:
             visit(var, [])
         return order
 
     @classmethod
     def from_config(cls, variables: Any) -> "Space":
-        """Build from the ``variables`` object of a config.json (a dict name -> spec)."""
+        """Build from the ``variables`` object of a config.json (a dict name -> spec); raise a
+        ConfigError naming the key, or :class:`~spearmint_nn.errors.ConfigErrors` naming each
+        wrong key of every variable (the conditions between them are checked once each
+        variable is right)."""
         if not isinstance(variables, Mapping):
             raise ConfigError("variables", f"must be an object mapping names to specs (got {type(variables).__name__})")
+        problems = Problems()
         found = unknown_variable_keys(variables)
         if found:
-            raise unknown_keys(found)
+            problems.report(unknown_keys(found))
         parsed = []
         for name, spec in variables.items():
             if not isinstance(name, str) or not name.strip():
-                raise ConfigError("variables", f"variable names must be non-empty strings (got {name!r})")
-            parsed.append(parse_variable(name, spec))
+                problems.report(ConfigError("variables", f"variable names must be non-empty strings (got {name!r})"))
+            # a variable with an unknown key is read no further: its other problems are most
+            # likely that key's (a misspelt "max" makes "max" missing)
+            elif not problems.failed(f"variables.{name}"):
+                parsed.append(problems.call(parse_variable, name, spec))
+        problems.raise_any()
         return cls(parsed)
 
     @property
     def names(self) -> list[str]:
-        return [v.name for v in self.variables]
+        """Every variable's name (fixed ones too), in config order."""
+        return [v.name for v in self.declared]
 
     @property
     def n_parameters(self) -> int:
-        """Scalar parameters a point is made of: one per element of every variable (an ENUM
-        element counts once, however many one-hot columns it takes; indicators do not count)."""
+        """Scalar parameters the search moves: one per element of every searched variable (an
+        ENUM element counts once, however many one-hot columns it takes; indicators and fixed
+        variables do not count)."""
         return sum(var.size for var in self.variables)
 
     @property
@@ -370,15 +206,27 @@ class Space:
 
     @property
     def is_conditional(self) -> bool:
+        """Whether a searched variable has a condition (and so an indicator column)."""
         return bool(self._indicator)
 
     def active_names(self, params: Mapping[str, Any]) -> list[str]:
-        """Names of the variables that are active for these params (parents read from params)."""
-        active: set[str] = set()
+        """Names of the variables that are active for these params (parents read from params, a
+        fixed parent left out of them at its value)."""
+        point = self._with_fixed(params)
+        return [name for name in self.names if name in point]
+
+    def _with_fixed(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The active variables' values: those of ``params``, and every active fixed variable
+        that ``params`` leaves out at its value (JSON form)."""
+        point: dict[str, Any] = {}
         for var in self._order:
-            if all(c.parent in active and c.holds(_scalar(params[c.parent])) for c in var.conditions):
-                active.add(var.name)
-        return [v.name for v in self.variables if v.name in active]
+            if not all(c.parent in point and c.holds(scalar(point[c.parent])) for c in var.conditions):
+                continue
+            if params.get(var.name) is not None:
+                point[var.name] = params[var.name]
+            elif var.is_fixed:
+                point[var.name] = list(var.value)
+        return point
 
     def value_columns(self, name: str) -> slice:
         """Encoded columns holding the value of variable ``name``."""
@@ -412,17 +260,18 @@ class Space:
                 value = params[var.name]
                 if var.type == "ENUM":
                     block = cols.reshape(var.size, var.width)
-                    for i, opt in enumerate(_elements(var, value, var.name)):
+                    for i, opt in enumerate(elements(var, value, var.name)):
                         block[i, var.options.index(opt)] = 1.0
                 else:
-                    cols[:] = var._to_unit(np.asarray(value, dtype=float))
+                    cols[:] = var.to_unit(np.asarray(value, dtype=float))
         return out
 
     def decode(self, X: np.ndarray) -> list[dict[str, Any]]:
         """Decode rows of shape (n, dim) into params in wrapper form (nearest valid point).
 
-        Only active variables appear; indicator columns are ignored (activity follows from the
-        decoded parents), so any row of the cube decodes to a valid point.
+        Only active variables appear, fixed ones at their value; indicator columns are ignored
+        (activity follows from the decoded parents), so any row of the cube decodes to a valid
+        point.
         """
         X = np.atleast_2d(np.asarray(X, dtype=float))
         result = []
@@ -431,12 +280,15 @@ class Space:
             for var in self._order:
                 if not all(c.holds_in(params) for c in var.conditions):
                     continue
+                if var.is_fixed:
+                    params[var.name] = _wrapper_form(var, var.value)
+                    continue
                 cols = x[self._slices[var.name]]
                 if var.type == "ENUM":
                     block = cols.reshape(var.size, var.width)
                     params[var.name] = [var.options[int(i)] for i in block.argmax(axis=1)]
                 else:
-                    params[var.name] = _wrapper_array(var._from_unit(cols))
+                    params[var.name] = _wrapper_array(var.from_unit(cols))
             result.append({name: params[name] for name in self.names if name in params})
         return result
 
@@ -459,34 +311,41 @@ class Space:
     def validate(self, params: Mapping[str, Any]) -> list[str]:
         """Raise :class:`ConfigError` (path ``params.<name>``) unless params is a valid point.
 
-        Exactly the active variables must be present. Returns their names.
+        Exactly the active variables must be present, but for a fixed one, which may be left
+        out (it is taken at its value) and given only at its value. Returns their names.
         """
         if not isinstance(params, Mapping):
             raise ConfigError("params", f"must be an object (got {type(params).__name__})")
         for key in params:
-            if key not in self._slices:
+            if key not in self._by_name:
                 raise ConfigError(f"params.{key}", "unknown variable" + did_you_mean(str(key), self.names))
-        active: list[str] = []
+        point: dict[str, Any] = {}  # the active variables' values
         for var in self._order:
             path = f"params.{var.name}"
-            is_active = all(c.parent in active and c.holds(_scalar(params[c.parent])) for c in var.conditions)
-            if not is_active:
+            if not all(c.parent in point and c.holds(scalar(point[c.parent])) for c in var.conditions):
                 if var.name in params and params[var.name] is not None:
                     raise ConfigError(path, "given but inactive under its condition ('when')")
                 continue
+            if var.is_fixed and var.name not in params:
+                point[var.name] = list(var.value)
+                continue
             if var.name not in params:
                 raise ConfigError(path, "missing")
-            _checked_elements(var, params[var.name], path)
-            active.append(var.name)
-        return [name for name in self.names if name in active]
+            found = checked_elements(var, params[var.name], path)
+            if var.is_fixed and found != list(var.value):
+                raise ConfigError(path, f"must be {shown(var.value)}, the variable's fixed value (got {shown(found)})")
+            point[var.name] = params[var.name]
+        return [name for name in self.names if name in point]
 
     def to_json(self, params: Mapping[str, Any]) -> dict[str, list]:
-        """Active params (either form) as plain JSON lists: floats, ints or strings."""
+        """Active params (either form) as plain JSON lists: floats, ints or strings; a fixed
+        variable left out of them is added at its value."""
         out: dict[str, list] = {}
-        for var in self.variables:
-            if params.get(var.name) is None:
+        point = self._with_fixed(params)
+        for var in self.declared:
+            if point.get(var.name) is None:
                 continue
-            value = params[var.name]
+            value = point[var.name]
             if var.type == "ENUM":
                 out[var.name] = [value] if isinstance(value, str) else list(value)
             else:
@@ -497,57 +356,16 @@ class Space:
     def to_wrapper(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Active params (either form) as Spearmint's wrapper receives them."""
         json_form = self.to_json(params)
-        return {
-            var.name: list(json_form[var.name]) if var.type == "ENUM"
-            else _wrapper_array(np.asarray(json_form[var.name], dtype=np.int64 if var.type == "INT" else float))
-            for var in self.variables if var.name in json_form
-        }
+        return {var.name: _wrapper_form(var, json_form[var.name]) for var in self.declared if var.name in json_form}
+
+
+def _wrapper_form(var: Variable, values: Sequence) -> Any:
+    """A variable's values (JSON form) as the wrapper receives them."""
+    if var.type == "ENUM":
+        return list(values)
+    return _wrapper_array(np.asarray(values, dtype=np.int64 if var.type == "INT" else float))
 
 
 def _wrapper_array(values: np.ndarray) -> np.ndarray:
     """A FLOAT/INT variable's values in wrapper form: a :class:`ScalarArray` when there is one."""
     return values.view(ScalarArray) if values.size == 1 else values
-
-
-def _elements(var: Variable, value: Any, path: str) -> list:
-    """The elements of one variable's value (either params form, numpy scalars as Python ones).
-
-    A variable of size 1 may also be given bare (``1.5``, ``"relu"``, a numpy scalar), as an
-    ask/tell user writes it. Raises :class:`ConfigError` at ``path`` for a wrong length or shape.
-    """
-    if isinstance(value, np.ndarray) and value.ndim <= 1:
-        value = value.tolist()  # a 0-d array gives its bare element
-    if var.size == 1 and isinstance(value, (str, numbers.Number, np.generic)):
-        value = [value]
-    if not isinstance(value, (list, tuple)) or len(value) != var.size:
-        kind = "option" if var.type == "ENUM" else "number"
-        wanted = (f"{'an' if kind == 'option' else 'a'} {kind} or a list of one" if var.size == 1
-                  else f"a list of {var.size} {kind}s")
-        raise ConfigError(path, f"must be {wanted} (got {value!r:.80})")
-    return [v.item() if isinstance(v, np.generic) else v for v in value]
-
-
-def _checked_elements(var: Variable, value: Any, path: str) -> list:
-    """The elements of a value of ``var`` (see :func:`_elements`); raises :class:`ConfigError`
-    at ``path`` unless each is one of its options, or a finite number within its bounds (an
-    integer for an INT)."""
-    elements = _elements(var, value, path)
-    for v in elements:
-        if var.type == "ENUM":
-            if not isinstance(v, str) or v not in var.options:
-                raise ConfigError(path, f"{v!r} is not one of {list(var.options)}")
-            continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ConfigError(path, f"must hold finite numbers (got {v!r})")
-        if var.type == "INT" and v != int(v):
-            raise ConfigError(path, f"must hold integers (got {v!r})")
-        if not var.min <= v <= var.max:
-            raise ConfigError(path, f"{v!r} is outside [{var.min:g}, {var.max:g}]")
-    return elements
-
-
-def _scalar(value: Any) -> Any:
-    """The single element of a size-1 parent value in either params form."""
-    if isinstance(value, str):
-        return value
-    return np.asarray(value).reshape(-1)[0].item()

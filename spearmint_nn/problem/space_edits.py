@@ -9,7 +9,12 @@ job's params are read as a point of the current space (:func:`fit_to_space`):
 * a variable the job lacks is taken at its ``default``; a new child whose parent is inactive in
   the job needs none;
 * a job whose value the current variables no longer allow (outside a narrowed bound, an ENUM
-  option no longer offered, a new variable without a default) is kept from the model.
+  option no longer offered, a new variable without a default, another value than a fixed
+  variable's) is kept from the model.
+
+A fixed variable (``"value"``) is a variable like the others here: turning a searched variable
+into a fixed one keeps the jobs run at that value, changing the value keeps none of the jobs
+run at the old one, and searching it again keeps every job within its new range.
 
 Jobs kept from the model still count against ``max-finished-jobs``: they were run.
 :class:`EarlierJobs` tallies the reasons so that the daemon and ``status`` say it all in one line.
@@ -23,6 +28,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError
 from .space import Space, Variable
+from .variables import shown
 
 
 @dataclass(frozen=True)
@@ -54,15 +60,17 @@ def fit_to_space(space: Space, params: Any) -> Fit:
             continue  # inactive: a value the job has for it says nothing under the current space
         if var.name in params:
             value = params[var.name]
-            reasons = _why_outside(var, value)
-            outside += reasons
-            if not reasons:
-                point[var.name] = value
         elif var.default is not None:
-            point[var.name] = list(var.default)
-            defaulted.append(var.name)
+            value = list(var.default)
         else:
             outside.append(f"{var.name} missing (no default)")
+            continue
+        reasons = _why_outside(var, value)
+        outside += reasons
+        if not reasons:
+            point[var.name] = value
+            if var.name not in params:
+                defaulted.append(var.name)
     if not outside:
         try:
             space.validate(point)
@@ -79,6 +87,9 @@ def _why_outside(var: Variable, value: Any) -> list[str]:
     elements = value if isinstance(value, list) else [value]
     if len(elements) != var.size:
         return [f"{var.name} has {len(elements)} element(s), now size {var.size}"]
+    if var.is_fixed:
+        # (a default other than the value lands here: the jobs without the variable ran at another one)
+        return [] if elements == list(var.value) else [f"{var.name} not at its fixed value {shown(var.value)}"]
     if var.type == "ENUM":
         gone = [v for v in elements if v not in var.options]
         return [f"{var.name} option {v!r} no longer offered" for i, v in enumerate(gone) if v not in gone[:i]]
@@ -145,6 +156,4 @@ def _jobs(n: int, earlier: bool = True) -> str:
 
 
 def _value(space: Space, name: str) -> str:
-    default = next(var.default for var in space.variables if var.name == name)
-    shown = [f"{v:g}" if isinstance(v, float) else str(v) for v in default]
-    return shown[0] if len(shown) == 1 else "[" + ", ".join(shown) + "]"
+    return shown(next(var.default for var in space.declared if var.name == name))

@@ -59,12 +59,13 @@ def matching_space(space: Space, related: Space, where: str) -> Space:
     """This search's variables with the related search's ranges and scales, in this search's
     order, so that encoding a related point gives this search's columns.
 
-    Raises ConfigError (path ``where``) naming the first variable that is missing on either
-    side or differs in type, size or ENUM options; conditional spaces are not supported yet.
+    Raises ConfigError (path ``where``) naming the first searched variable that is missing on
+    either side or differs in type, size or ENUM options; conditional spaces are not supported
+    yet. Fixed variables are no columns, so they are left out on both sides.
     """
     if space.is_conditional or related.is_conditional:
         raise ConfigError(where, "related experiments are not supported for conditional spaces yet")
-    ours, theirs = set(space.names), set(related.names)
+    ours, theirs = {var.name for var in space.variables}, {var.name for var in related.variables}
     for name in sorted(ours ^ theirs):
         side = "this experiment" if name in ours else "the related experiment"
         raise ConfigError(where, f"variable {name!r} is only in {side}: related experiments need the same variables")
@@ -99,11 +100,14 @@ def related_task(space: Space, related_variables: Space | Mapping[str, Any],
     related = related_variables if isinstance(related_variables, Space) else Space.from_config(related_variables)
     encoder = matching_space(space, related, where or name)
     tasks = tasks or Tasks("main", (), {})
+    fixed = {var.name for var in space.fixed} | {var.name for var in related.fixed}
     rows, values = [], []
     for params, value in observations:
         objective, _ = split_result(tasks, value)
         if not np.isfinite(objective):
             continue
+        if isinstance(params, Mapping):
+            params = {name: v for name, v in params.items() if name not in fixed}
         try:
             rows.append(encoder.encode([params])[0])
         except (ConfigError, ValueError):
