@@ -45,7 +45,7 @@ def job_table(jobs: Iterable[Job], config: ExperimentConfig) -> tuple[list[str],
     ``last_value`` the job's last progress report (empty when it reported none)."""
     tasks = list(config.tasks.names)
     columns = [(var.name if var.size == 1 else f"{var.name}[{i}]", var.name, i)
-               for var in config.space.variables for i in range(var.size)]
+               for var in config.space.declared for i in range(var.size)]
     header = (["id", "state", "source", "value", "feasible"] + [f"task:{t}" for t in tasks]
               + [column for column, _, _ in columns]
               + ["duration", "attempts", "last_step", "last_value", "failure", "reason", "best_so_far"])
