@@ -149,3 +149,17 @@ def test_the_optimizer_suggests_the_fixed_value_and_models_the_searched_ones_onl
     assert int(proposal.points[0]["batch_size"]) == 64
     best, _ = opt.incumbent
     assert int(best["batch_size"]) == 64 and best["act"] == ["relu"]
+
+
+def test_a_search_that_gains_a_fixed_variable_proposes_what_it_proposed_without_it():
+    def run(variables) -> list[tuple]:
+        opt = Optimizer(variables, model="gp", seed=4, initial_design=3,
+                        model_options={"n_samples": 2, "burn_in": 2, "sweeps_per_fit": 1})
+        points = []
+        for _ in range(5):
+            (point,) = opt.suggest()
+            points.append((float(point["lr"]), int(point["layers"])))
+            opt.observe(point, float(np.log10(float(point["lr"])) + 2) ** 2 + float(point["layers"]))
+        return points
+
+    assert run({**SEARCHED, **FIXED}) == run(SEARCHED)
