@@ -187,6 +187,26 @@ def cmd_add(args: argparse.Namespace) -> int:
     return 0 if not failed or job.failure == "nan" else 2
 
 
+# ---- export ---------------------------------------------------------------------------------
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .views import mlflow_export
+
+    config, store = _open_for_reading(args.experiment)
+    try:
+        uri, experiment_id, counts = mlflow_export.export(config, store, args.mlflow or None)
+    except mlflow_export.MlflowMissing as exc:
+        print(f"spearmint-nn: {exc}", file=sys.stderr)
+        return 2
+    except mlflow_export.ExportFailed as exc:
+        print(f"spearmint-nn: MLflow: {exc}", file=sys.stderr)
+        return 1
+    print(f"MLflow experiment {config.name!r} (id {experiment_id}) at {uri}: {counts.created} runs created, "
+          f"{counts.updated} updated, {counts.unchanged} up to date")
+    print(f"look at them: mlflow ui --backend-store-uri {uri}")
+    return 0
+
+
 # ---- init -------------------------------------------------------------------------------------
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -242,6 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="params ({\"x\": [1.0], ...}) or {\"params\": ..., \"value\": ...}")
     p.add_argument("value", nargs="?", help="the objective value, or a JSON object task -> value; "
                    "omit it to queue the point for running")
+    p = command("export", cmd_export, "write every job as a run of an experiment tracker, again without "
+                "duplicates: params, values, learning curve, state")
+    p.add_argument("--mlflow", nargs="?", const="", required=True, metavar="TRACKING_URI",
+                   help="to MLflow (needs spearmint-nn[mlflow]): the store at TRACKING_URI, else at "
+                        "$MLFLOW_TRACKING_URI, else the SQLite file DIR/mlflow.db")
     p = sub.add_parser("init", help="create a new experiment folder (config.json and wrapper.py) that runs as it is",
                        description="create a new experiment folder (config.json and wrapper.py) that runs as it is")
     p.add_argument("experiment", metavar="NAME", help="the folder to create (must not exist or be empty)")
