@@ -61,8 +61,9 @@ TERMINAL = ("FINISHED", "FAILED", "KILLED")
 # best_so_far belongs to the search, not the job). Any other column is a param.
 TAG_COLUMNS = ("state", "source", "feasible", "failure", "reason")
 OTHER_COLUMNS = ("id", "value", "duration", "attempts", "last_step", "last_value", "best_so_far")
-# MLflow's limits on one log_batch call.
+# MLflow's limits on one log_batch call, and on a tag's value (a failure's reason may be longer).
 BATCH_METRICS, BATCH_PARAMS_TAGS = 1000, 100
+MAX_TAG_CHARS = 8000
 # A name MLflow accepts for a param or metric: letters, digits and _ - . / : and space.
 _BAD_NAME_CHARS = re.compile(r"[^\w\-./: ]")
 
@@ -121,7 +122,7 @@ def _job_run(job: Job, row: dict[str, Any], config: ExperimentConfig) -> JobRun:
     end_ms = _ms(job.finished)
     params = {metric_name(re.sub(r"\[(\d+)\]$", r".\1", column)): str(cell) for column, cell in row.items()
               if cell != "" and column not in TAG_COLUMNS + OTHER_COLUMNS and not column.startswith("task:")}
-    tags = {TAG + column: str(row[column])[:8000] for column in TAG_COLUMNS if row.get(column, "") != ""}
+    tags = {TAG + column: str(row[column])[:MAX_TAG_CHARS] for column in TAG_COLUMNS if row.get(column, "") != ""}
     tags[JOB_ID_TAG] = str(job.id)
     tags[CREATED_TAG] = repr(job.fields.get("created"))
     if job.fields.get("host"):
@@ -231,10 +232,10 @@ def _check_same_search(config: ExperimentConfig, runs: list[JobRun], existing: d
 
 
 def _create(client: "MlflowClient", experiment_id: str, run: JobRun) -> None:
-    created = client.create_run(experiment_id, start_time=run.start_ms, tags={JOB_ID_TAG: str(run.job_id)},
-                                run_name=f"job {run.job_id}")
-    _write(client, created.info.run_id, run, params=run.params, tags=run.tags, metrics=run.metrics,
-           curve=run.curve)
+    # the tags with the run: each kind of record MLflow's SQL store writes costs a commit, which
+    # on a slow disk is most of an export's time
+    created = client.create_run(experiment_id, start_time=run.start_ms, tags=run.tags, run_name=f"job {run.job_id}")
+    _write(client, created.info.run_id, run, params=run.params, tags={}, metrics=run.metrics, curve=run.curve)
     _set_status(client, created.info.run_id, run)
 
 
