@@ -113,6 +113,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- serve ------------------------------------------------------------------------------------
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .views.page_server import make_server
+
+    with make_server(args.experiment, args.port) as server:
+        port = server.server_address[1]
+        print(f"serving the report page of {args.experiment} at http://127.0.0.1:{port}/ (Ctrl-C stops); "
+              f"from another machine: ssh -L {port}:localhost:{port} <this host>", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:  # the way to stop it
+            pass
+    return 0
+
+
 # ---- cancel -----------------------------------------------------------------------------------
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -255,6 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--failures", action="store_true",
                    help="instead of the CSV, print the failed jobs grouped by kind, reason and place, "
                    "each group with the last lines of its output")
+    p = command("serve", cmd_serve, "serve the report page the daemon keeps current (.spearmint/report.html) "
+                "on 127.0.0.1, read only, for a browser on this machine or through a forwarded port")
+    p.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0 picks a free one)")
     p = command("cancel", cmd_cancel, "cancel pending/running jobs (all of them when no JOB is given)")
     p.add_argument("jobs", metavar="JOB", nargs="*", type=int, help="job ids")
     p = command("add", cmd_add, "import a result obtained elsewhere, or queue a point to run")

@@ -45,7 +45,7 @@ def build_parts(config: ExperimentConfig, driver: Driver | None = None, stream: 
     driver = make_driver(config) if driver is None else driver
     store = Store(config.paths)
     log = EventLog(config.paths.log, stream)
-    summaries = SummaryWriter(store, config)
+    summaries = SummaryWriter(store, config, log)
     submitter = Submitter(config, driver, store, log)
     curves = CurveReader(store, log)
     return DaemonParts(

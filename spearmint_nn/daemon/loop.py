@@ -243,7 +243,7 @@ class Daemon:
         if self._stop.cancels_jobs(self.cancel_on_exit):
             ids = [j.id for j in store.jobs((JobState.PENDING, JobState.RUNNING))]
             self._ends.cancel(ids, "cancelled at daemon exit (--cancel-on-exit)")
-        self.summaries.write()
+        self.summaries.finish()  # the report page final: it stops reloading
         counts = store.counts()
         best = best_job(store.jobs(JobState.COMPLETE), self.config.objective, self.config.constraints,
                         self.config.direction)

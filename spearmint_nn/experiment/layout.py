@@ -60,6 +60,11 @@
                                          {"related": [{name, observations, used,
                                          correlation: [mean, sd] | null}], "written"}
             results.csv, best.json       summaries, rewritten atomically
+            report.html                  the report page the daemon keeps current while it runs
+                                         (spearmint_nn.views.live_page): rewritten atomically at
+                                         most every 5 s after changes and at least every minute,
+                                         reloading itself; the page written as the daemon stops
+                                         is final. ``spearmint-nn serve`` serves it
             site_limit.json              while a limit of the site holds the daemon back
                                          (spearmint_nn.daemon.policies.site_limits): {"held": {"in_flight"
                                          (jobs the site accepted), "since" (unix time), "message"
@@ -206,6 +211,7 @@ class ExperimentPaths:
         self.related = self.model / OBJECTIVE_MODEL_DIR / RELATED_FILE
         self.results_csv = self.state / "results.csv"
         self.best_json = self.state / "best.json"
+        self.report_html = self.state / "report.html"
         self.log = self.state / "daemon.log"
         self.site_limit = self.state / "site_limit.json"
 

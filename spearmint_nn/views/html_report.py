@@ -309,8 +309,12 @@ def jobs_table_html(snap: Snapshot) -> str:
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>")
 
 
-def render_html(snap: Snapshot, optimum: float | None = None) -> str:
-    """The complete report page for a snapshot (``optimum``: see :func:`plots.sections`)."""
+def render_html(snap: Snapshot, optimum: float | None = None, *, plots: str | None = None, banner: str = "",
+                css: str = "", script: str = "") -> str:
+    """The complete report page for a snapshot (``optimum``: see :func:`plots.sections`).
+
+    The page the daemon keeps current (:mod:`.live_page`) gives its own ``plots`` section in place
+    of the drawn one, a ``banner`` under the title, and its ``css`` and ``script``."""
     title = f"{snap.name}: spearmint-nn report"
     nav = "".join(f'<a href="#{k}">{escape(t)}</a>' for k, t in (
         ("summary", "Summary"), ("best", "Best job"), ("plots", "Plots"), ("failures", "Failures"), ("jobs", "All jobs")))
@@ -319,11 +323,12 @@ def render_html(snap: Snapshot, optimum: float | None = None) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>",
+        f"<title>{escape(title)}</title><style>{CSS}{css}</style></head><body>",
         f"<header><h1>{escape(snap.name)}</h1><p class=\"muted\">spearmint-nn report generated "
-        f"{escape(_when(snap.taken_at))}</p><nav>{nav}</nav></header>",
-        summary_html(snap), best_html(snap), plots_html(snap, optimum), failures_html(snap), jobs_table_html(snap),
-        f"<script>{SORT_SCRIPT}</script>",
+        f"{escape(_when(snap.taken_at))}</p>{banner}<nav>{nav}</nav></header>",
+        summary_html(snap), best_html(snap), plots_html(snap, optimum) if plots is None else plots,
+        failures_html(snap), jobs_table_html(snap),
+        f"<script>{SORT_SCRIPT}{script}</script>",
         "</body></html>",
     ])
 

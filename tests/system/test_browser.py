@@ -202,3 +202,99 @@ def test_console_errors_are_seen(browser, tmp_path):
     browser.call("POST", browser.s("/url"), {"url": page.as_uri()})
     messages = " ".join(e["message"] for e in browser.console() if e.get("level") == "SEVERE")
     assert "boom" in messages and "Content Security Policy" in messages
+
+
+# ---- the page the daemon keeps current (.spearmint/report.html) ---------------------------------
+
+SLOW_WRAPPER = """
+import time
+
+def main(job_id, params):
+    time.sleep(1.5)
+    return float(params["x"][0]) ** 2 + float(params["y"][0])
+"""
+
+# The summary's "finished" fact ("2 of 8"), and a mark that a reload of the page wipes.
+FINISHED_JS = ("var dts = document.querySelectorAll('#summary dt');"
+               "for (var i = 0; i < dts.length; i++) { if (dts[i].textContent === 'finished') "
+               "{ return dts[i].nextElementSibling.textContent; } } return null;")
+
+
+def _wait(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _screenshot(driver: WebDriver) -> bytes:
+    shot = base64.b64decode(driver.call("GET", driver.s("/screenshot")))
+    assert shot.startswith(b"\x89PNG\r\n\x1a\n")
+    return shot
+
+
+def test_the_live_page_follows_a_run_from_a_file_url_and_stays_still_once_final(browser, make_experiment, tmp_path):
+    from helpers.experiments import quick_config, start_daemon
+    from spearmint_nn.views.live_page import RELOAD_SECONDS
+
+    folder = make_experiment(quick_config(**{"max-finished-jobs": 8, "max-concurrent": 1}),
+                             files={"wrapper.py": SLOW_WRAPPER})
+    page = ExperimentPaths(folder).report_html
+    daemon = start_daemon(folder)
+    try:
+        _wait(page.exists, 60, "the daemon's first page")
+        browser.call("POST", browser.s("/url"), {"url": page.as_uri()})  # a file, no server
+        assert browser.script("return document.getElementById('live').className") == "running"
+        first = browser.script(FINISHED_JS)
+        first_shot = _screenshot(browser)
+        browser.script("window.notReloaded = true;")
+        # the page reloads itself, and a later page shows more finished jobs
+        _wait(lambda: browser.script("return window.notReloaded === undefined && document.readyState === 'complete'"),
+              3 * RELOAD_SECONDS, "a reload")
+        later = _wait(lambda: (lambda text: text if text not in (None, first) else None)(browser.script(FINISHED_JS)),
+                      60, "a page with more finished jobs")
+        second_shot = _screenshot(browser)
+        assert int(later.split()[0]) > int(first.split()[0]), (first, later)
+        assert first_shot != second_shot
+        assert [e for e in browser.console() if e.get("level") == "SEVERE"] == []
+        assert daemon.wait(timeout=120) == 0
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    # the page the daemon left as it stopped: the whole run, and no more reloading
+    browser.call("POST", browser.s("/url"), {"url": page.as_uri()})
+    assert browser.script(FINISHED_JS) == "8 of 8"
+    assert browser.script("return document.getElementById('live').className") == "final"
+    browser.script("window.notReloaded = true;")
+    time.sleep(RELOAD_SECONDS + 1.5)
+    assert browser.script("return window.notReloaded") is True
+    (tmp_path / "live-first.png").write_bytes(first_shot)
+
+
+def test_a_live_page_stops_reloading_when_sorted_or_when_its_daemon_is_gone(browser, tmp_path):
+    from spearmint_nn.views.live_page import RELOAD_SECONDS, STALE_SECONDS, write_live_page
+
+    exp = write_experiment(tmp_path, 12, running=1)
+    page = ExperimentPaths(exp).report_html
+    # a click on a header sorts the table: a reload would undo it, so the page holds still
+    write_live_page(take_snapshot(exp), page, running=True)
+    browser.call("POST", browser.s("/url"), {"url": page.as_uri()})
+    browser.script("window.notReloaded = true;")
+    browser.click("#jobs-table thead th:nth-child(1)")
+    time.sleep(RELOAD_SECONDS + 1.5)
+    assert browser.script("return window.notReloaded") is True
+    assert "paused" in browser.script("return document.getElementById('live-note').textContent")
+    # a page its daemon last rewrote long ago (killed: no final page) says so and holds still
+    old = take_snapshot(exp)
+    old.taken_at -= STALE_SECONDS + 60
+    write_live_page(old, page, running=True)
+    browser.call("POST", browser.s("/url"), {"url": page.as_uri()})
+    browser.script("window.notReloaded = true;")
+    assert _wait(lambda: browser.script("return document.getElementById('live').className") == "gone", 5, "gone")
+    assert "the daemon seems to have stopped" in browser.script("return document.getElementById('live-note').textContent")
+    time.sleep(RELOAD_SECONDS + 1.5)
+    assert browser.script("return window.notReloaded") is True
