@@ -211,20 +211,24 @@ class Space:
 
     def active_names(self, params: Mapping[str, Any]) -> list[str]:
         """Names of the variables that are active for these params (parents read from params, a
-        fixed parent left out of them at its value)."""
-        point = self._with_fixed(params)
-        return [name for name in self.names if name in point]
-
-    def _with_fixed(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """The active variables' values: those of ``params``, and every active fixed variable
-        that ``params`` leaves out at its value (JSON form)."""
-        point: dict[str, Any] = {}
+        fixed parent they leave out at its value)."""
+        point = self.completed(params)
+        active: set[str] = set()
         for var in self._order:
-            if not all(c.parent in point and c.holds(scalar(point[c.parent])) for c in var.conditions):
-                continue
-            if params.get(var.name) is not None:
-                point[var.name] = params[var.name]
-            elif var.is_fixed:
+            if all(c.parent in active and c.holds(scalar(point[c.parent])) for c in var.conditions):
+                active.add(var.name)
+        return [name for name in self.names if name in active]
+
+    def completed(self, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``params`` with every active fixed variable they leave out added at its value (JSON
+        form): a point as an ask/tell caller may write it, made whole. A job's params are
+        recorded whole, so :meth:`validate` wants every fixed variable; :meth:`encode` takes
+        either."""
+        if not self.fixed or not isinstance(params, Mapping):
+            return params
+        point = dict(params)
+        for var in self._order:  # parents first: a fixed parent is added before its children are judged
+            if var.is_fixed and var.name not in point and all(c.holds_in(point) for c in var.conditions):
                 point[var.name] = list(var.value)
         return point
 
@@ -246,9 +250,11 @@ class Space:
     # ---- params <-> unit cube -------------------------------------------------------------
 
     def encode(self, params_list: Sequence[Mapping[str, Any]]) -> np.ndarray:
-        """Encode params (wrapper or JSON form) into an array of shape (n, dim) in [0, 1]."""
+        """Encode params (wrapper or JSON form) into an array of shape (n, dim) in [0, 1]; a
+        fixed variable may be left out of them (:meth:`completed`)."""
         out = np.zeros((len(params_list), self.dim))
         for row, params in enumerate(params_list):
+            params = self.completed(params)
             active = set(self.validate(params))
             for var in self.variables:
                 cols = out[row, self._slices[var.name]]
@@ -311,8 +317,8 @@ class Space:
     def validate(self, params: Mapping[str, Any]) -> list[str]:
         """Raise :class:`ConfigError` (path ``params.<name>``) unless params is a valid point.
 
-        Exactly the active variables must be present, but for a fixed one, which may be left
-        out (it is taken at its value) and given only at its value. Returns their names.
+        Exactly the active variables must be present, a fixed one at its value. Returns their
+        names.
         """
         if not isinstance(params, Mapping):
             raise ConfigError("params", f"must be an object (got {type(params).__name__})")
@@ -326,11 +332,8 @@ class Space:
                 if var.name in params and params[var.name] is not None:
                     raise ConfigError(path, "given but inactive under its condition ('when')")
                 continue
-            if var.is_fixed and var.name not in params:
-                point[var.name] = list(var.value)
-                continue
             if var.name not in params:
-                raise ConfigError(path, "missing")
+                raise ConfigError(path, f"missing (its fixed value is {shown(var.value)})" if var.is_fixed else "missing")
             found = checked_elements(var, params[var.name], path)
             if var.is_fixed and found != list(var.value):
                 raise ConfigError(path, f"must be {shown(var.value)}, the variable's fixed value (got {shown(found)})")
@@ -338,14 +341,12 @@ class Space:
         return [name for name in self.names if name in point]
 
     def to_json(self, params: Mapping[str, Any]) -> dict[str, list]:
-        """Active params (either form) as plain JSON lists: floats, ints or strings; a fixed
-        variable left out of them is added at its value."""
+        """Active params (either form) as plain JSON lists: floats, ints or strings."""
         out: dict[str, list] = {}
-        point = self._with_fixed(params)
         for var in self.declared:
-            if point.get(var.name) is None:
+            if params.get(var.name) is None:
                 continue
-            value = point[var.name]
+            value = params[var.name]
             if var.type == "ENUM":
                 out[var.name] = [value] if isinstance(value, str) else list(value)
             else:

@@ -47,17 +47,19 @@ def test_decoding_hands_a_fixed_value_over_in_the_form_of_a_searched_one():
     assert type(wrapper["batch_size"]) is ScalarArray and wrapper["act"] == ["relu"]
 
 
-def test_a_point_may_leave_a_fixed_variable_out_but_not_give_another_value():
+def test_a_job_gives_every_fixed_variable_at_its_value_and_an_ask_tell_point_may_leave_it_out():
     space = Space.from_config({**SEARCHED, **FIXED})
     given = {"lr": [0.01], "layers": [2]}
-    assert space.validate(given) == space.names
-    assert space.to_json(given) == {"lr": [0.01], "layers": [2], "batch_size": [64], "act": ["relu"],
-                                    "widths": [0.5, 1.0]}
-    assert np.array_equal(space.encode([given]), space.encode([space.to_json(given)]))
+    whole = space.completed(given)
+    assert whole == {"lr": [0.01], "layers": [2], "batch_size": [64], "act": ["relu"], "widths": [0.5, 1.0]}
+    assert space.validate(whole) == space.names and space.active_names(given) == space.names
+    assert np.array_equal(space.encode([given]), space.encode([whole]))  # what observe() takes
+    with pytest.raises(ConfigError, match=r"^params.batch_size: missing \(its fixed value is 64\)$"):
+        space.validate(given)  # a job's params are recorded whole
     with pytest.raises(ConfigError, match=r"^params.batch_size: must be 64, the variable's fixed value \(got 32\)$"):
-        space.validate({**given, "batch_size": [32]})
+        space.validate({**whole, "batch_size": [32]})
     with pytest.raises(ConfigError, match=r"^params.act: must be relu, the variable's fixed value \(got tanh\)$"):
-        space.validate({**given, "act": "tanh"})
+        space.encode([{**given, "act": "tanh"}])
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -97,7 +99,7 @@ def test_a_fixed_parent_decides_its_childrens_activity_and_keeps_their_other_bra
     assert all(set(point) == {"opt", "momentum", "lr"} and point["opt"] == ["sgd"] for point in points)
     assert space.active_names({"lr": [0.01], "momentum": [0.5]}) == ["opt", "momentum", "lr"]
     with pytest.raises(ConfigError, match="^params.beta2: given but inactive"):
-        space.validate({"lr": [0.01], "momentum": [0.5], "beta2": [0.95]})
+        space.encode([{"lr": [0.01], "momentum": [0.5], "beta2": [0.95]}])
     with pytest.raises(ConfigError, match=r"^variables.momentum.when.opt: 3 is not a possible value of opt$"):
         Space.from_config({**variables, "momentum": {**variables["momentum"], "when": {"opt": 3}}})
 
