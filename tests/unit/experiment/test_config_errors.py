@@ -2,9 +2,6 @@
 code 2 and nothing written; one problem reads as it always did."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from helpers.experiments import cli, quick_config, write_experiment
