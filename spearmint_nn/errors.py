@@ -41,7 +41,6 @@ class ConfigErrors(ConfigError):
         self._each = tuple(errors)
         super().__init__(", ".join(error.path for error in self._each), f"{len(self._each)} problems: "
                          + "; ".join(str(error) for error in self._each))
-        self.args = (self.problem,)
 
     def __str__(self) -> str:
         return self.problem
@@ -56,9 +55,9 @@ T = TypeVar("T")
 
 class Problems:
     """Collects the problems of one file while it is parsed: each step that may raise a
-    :class:`ConfigError` runs through :meth:`parse` or :meth:`call`, which report the error here
-    and give a fallback value, so that parsing goes on to the next key; :meth:`raise_any` raises
-    what was found, one ConfigError or a :class:`ConfigErrors`.
+    :class:`ConfigError` (a key's parser, a section's) runs through :meth:`call`, which reports
+    the error here and gives a fallback value, so that parsing goes on to the next key;
+    :meth:`raise_any` raises what was found, one ConfigError or a :class:`ConfigErrors`.
 
     A key path is reported once: a problem whose every key path was reported already (the same
     unknown key found by the file's check and by the variables' own) is left out. Steps that
@@ -71,6 +70,7 @@ class Problems:
         self._paths: set[str] = set()
 
     def report(self, error: ConfigError) -> None:
+        """Keep ``error`` (each of a ConfigErrors), but for a key path already reported."""
         for one in error.each:
             paths = set(one.path.split(", "))
             if not paths <= self._paths:
@@ -84,11 +84,6 @@ class Problems:
         except ConfigError as error:
             self.report(error)
             return fallback
-
-    def parse(self, parse: Callable[[str, Any], T], path: str, value: Any, fallback: Any = None) -> T | Any:
-        """``parse(path, value)``, a parser of :mod:`spearmint_nn.problem.parsers`; ``fallback``
-        when the value is wrong (then reported)."""
-        return self.call(parse, path, value, fallback=fallback)
 
     def failed(self, *keys: str) -> bool:
         """Whether a problem was reported at one of ``keys`` or inside it (``variables`` covers

@@ -184,6 +184,7 @@ def parse_variable(name: str, spec: Any) -> Variable:
 
 
 def _size(path: str, size: Any) -> int:
+    """``size``: a whole number from 1 to :data:`MAX_SIZE`."""
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ConfigError(path, f"must be a positive integer (got {size!r})")
     if size > MAX_SIZE:
@@ -202,6 +203,7 @@ def _fixed(path: str, var: Variable, spec: Mapping[str, Any]) -> Variable:
 
 
 def _enum(path: str, var: Variable, spec: Mapping[str, Any]) -> Variable:
+    """A searched ENUM: its options, distinct strings, and no range."""
     for key in ("min", "max", "scale"):
         if key in spec:
             raise ConfigError(f"{path}.{key}", "not allowed for an ENUM (use 'options')")
@@ -221,7 +223,7 @@ def _numeric(path: str, var: Variable, spec: Mapping[str, Any], problems: Proble
     """A FLOAT's or INT's range and scale, each wrong key reported to ``problems`` (None then)."""
     if "options" in spec:
         problems.report(ConfigError(f"{path}.options", f"only allowed for an ENUM (this is a {var.type})"))
-    bounds = {key: problems.call(_bound, f"{path}.{key}", var.type, spec) for key in ("min", "max")}
+    bounds = {key: problems.call(_bound, path, key, var.type, spec) for key in ("min", "max")}
     scale = spec.get("scale", "linear")
     if scale not in SCALES:
         problems.report(ConfigError(f"{path}.scale", f"must be 'linear' or 'log' (got {scale!r})"))
@@ -237,13 +239,13 @@ def _numeric(path: str, var: Variable, spec: Mapping[str, Any], problems: Proble
     return None
 
 
-def _bound(path: str, vtype: str, spec: Mapping[str, Any]) -> float:
-    key = path.rsplit(".", 1)[1]
+def _bound(path: str, key: str, vtype: str, spec: Mapping[str, Any]) -> float:
+    """``min`` or ``max`` (``key``) of the variable at ``path``: a finite number, an integer for an INT."""
     if key not in spec:
-        raise ConfigError(path, f"required for a {vtype}")
-    bound = _number(path, spec[key])
+        raise ConfigError(f"{path}.{key}", f"required for a {vtype}")
+    bound = _number(f"{path}.{key}", spec[key])
     if vtype == "INT" and bound != int(bound):
-        raise ConfigError(path, f"must be an integer for an INT (got {spec[key]!r})")
+        raise ConfigError(f"{path}.{key}", f"must be an integer for an INT (got {spec[key]!r})")
     return bound
 
 
@@ -253,11 +255,11 @@ def _with_default(var: Variable, default: Any) -> Variable:
     return replace(var, default=_json_elements(var, checked_elements(var, default, f"variables.{var.name}.default")))
 
 
-def _json_elements(var: Variable, elements: list) -> tuple:
+def _json_elements(var: Variable, values: list) -> tuple:
     """Checked elements as JSON form holds them: ints for an INT, floats for a FLOAT."""
     if var.type == "ENUM":
-        return tuple(elements)
-    return tuple(int(v) if var.type == "INT" else float(v) for v in elements)
+        return tuple(values)
+    return tuple(int(v) if var.type == "INT" else float(v) for v in values)
 
 
 def elements(var: Variable, value: Any, path: str) -> list:

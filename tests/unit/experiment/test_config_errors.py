@@ -90,8 +90,8 @@ def test_every_wrong_key_of_the_variables_at_once():
 
 def test_the_collector_reports_a_key_path_once_and_tells_what_failed():
     problems = Problems()
-    assert problems.parse(count(1), "max-concurrent", 0, fallback=1) == 1
-    assert problems.parse(count(1), "fantasies", 3) == 3
+    assert problems.call(count(1), "max-concurrent", 0, fallback=1) == 1
+    assert problems.call(count(1), "fantasies", 3) == 3
     problems.report(ConfigError("variables.x.step, seed", "unknown keys"))
     problems.report(ConfigError("variables.x.step", "unknown key"))  # the same key found again: left out
     assert problems.failed("variables") and problems.failed("variables.x") and problems.failed("seed")
