@@ -3,10 +3,17 @@ to every point as a searched value would be, never a column of the encoding, and
 earlier jobs by the rules of an edited space."""
 from __future__ import annotations
 
+import json
+import os
+
 import numpy as np
 import pytest
 
+from helpers.experiments import quick_config, write_experiment
+from spearmint_nn.daemon.policies.live_config import LiveConfig
 from spearmint_nn.errors import ConfigError, ConfigErrors
+from spearmint_nn.experiment.config import load_config
+from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.problem.space import ScalarArray, Space
 from spearmint_nn.problem.space_edits import EarlierJobs, fit_to_space
 from spearmint_nn.search.optimizer import Optimizer
@@ -165,3 +172,22 @@ def test_a_search_that_gains_a_fixed_variable_proposes_what_it_proposed_without_
         return points
 
     assert run({**SEARCHED, **FIXED}) == run(SEARCHED)
+
+
+def test_a_fixed_value_edited_while_the_daemon_runs_waits_for_a_restart(tmp_path):
+    config = quick_config(variables={**SEARCHED, "batch_size": {"type": "INT", "value": 64}})
+    folder = write_experiment(tmp_path / "exp", config, {"wrapper.py": "def main(job_id, params):\n    return 0.0\n"})
+    live = LiveConfig(ExperimentPaths(folder))
+    running = load_config(folder)
+
+    def edit(value, later_s: int) -> list[tuple[str, str]]:
+        config["variables"]["batch_size"]["value"] = value
+        (folder / "config.json").write_text(json.dumps(config))
+        mtime = (folder / "config.json").stat().st_mtime_ns + later_s * 10**9  # seen as changed however fast
+        os.utime(folder / "config.json", ns=(mtime, mtime))
+        return live.edit(running).lines()
+
+    assert edit(128, 1) == [("warning", "config.json changed variables: noticed but not applied while running; "
+                                        "stop the daemon and run again for that")]
+    (kind, line), = edit(6.5, 2)
+    assert kind == "warning" and "variables.batch_size.value: must hold integers (got 6.5)" in line
