@@ -63,7 +63,9 @@ def _load(folder: Path, data: bytes):
     try:
         return load_config(folder)
     except ConfigError as exc:
-        assert str(exc).startswith(exc.path + ": ") and exc.problem and "\n" not in str(exc)
+        assert exc.each and "\n" not in str(exc)  # one line, for logs
+        for problem in exc.each:  # several at once: each names its key path
+            assert str(problem).startswith(problem.path + ": ") and problem.problem and "\n" not in str(problem)
         return None
 
 
