@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 TMP_SUFFIX = ".tmp"
+RESERVED_SUFFIX = ".reserved" + TMP_SUFFIX
 
 
 def fsync_dir(folder: Path) -> None:
@@ -54,12 +55,32 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None
     fsync_dir(path.parent)
 
 
-def create_json_once(path: Path, obj: Any) -> bool:
+def reserve_space(path: Path, size: int) -> Path | None:
+    """A temporary file of ``size`` bytes beside ``path``, written and fsynced now, for
+    :func:`create_json_once` to write ``path`` into later without asking the disk for new space:
+    a disk that fills up meanwhile (a quota, scratch space) still takes the file. None when the
+    space cannot be had now (the later write then asks the disk as usual). Filesystems that copy
+    on write (btrfs, ZFS) allocate anew even then: there it only helps when space came back."""
+    path = Path(path)
+    reserved = path.parent / f".{path.name}.{os.getpid()}{RESERVED_SUFFIX}"
+    try:
+        with open(reserved, "wb") as handle:
+            handle.write(b" " * size)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError:
+        reserved.unlink(missing_ok=True)
+        return None
+    return reserved
+
+
+def create_json_once(path: Path, obj: Any, reserved: Path | None = None) -> bool:
     """Create ``path`` holding ``obj`` as JSON unless it exists; whether this call created it.
 
     The whole file is written and fsynced under a temporary name and then hard-linked into
     place: a link fails if the name exists, so of several processes racing for the same path
-    exactly one wins, and a reader never sees a half-written file.
+    exactly one wins, and a reader never sees a half-written file. ``reserved``, a file of
+    :func:`reserve_space`, is that temporary file, overwritten in place (and cut to its length).
 
     A failed link is not always a lost race. Over NFSv3 (UDP, or TCP after a reconnect) the
     client retransmits a LINK whose reply was lost; if the server's duplicate request cache
@@ -69,21 +90,27 @@ def create_json_once(path: Path, obj: Any) -> bool:
     ``O_EXCL`` emulation on NFS).
     """
     path = Path(path)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}{TMP_SUFFIX}"
+    in_place = reserved is not None and reserved.exists()
+    tmp = reserved if in_place else path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}{TMP_SUFFIX}"
     try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(obj, handle)
+        with open(tmp, "r+b" if in_place else "wb") as handle:
+            handle.write(json.dumps(obj).encode("utf-8"))
+            handle.truncate()
             handle.flush()
             os.fsync(handle.fileno())
         try:
             os.link(tmp, path)
+            created = True
         except FileExistsError:
-            if not _linked(tmp):
-                return False
-    finally:
-        tmp.unlink(missing_ok=True)
-    fsync_dir(path.parent)
-    return True
+            created = _linked(tmp)
+    except BaseException as exc:
+        if not (in_place and isinstance(exc, OSError)):  # a reserved file stays for the next try
+            tmp.unlink(missing_ok=True)
+        raise
+    tmp.unlink(missing_ok=True)
+    if created:
+        fsync_dir(path.parent)
+    return created
 
 
 def _linked(tmp: Path) -> bool:

@@ -10,7 +10,9 @@ another attempt of the same scheduler job (requeued or rescheduled by the schedu
 attempt ``N`` the daemon submitted the job again for, evaluates it, and the result file lists
 every attempt. The result file is created once: a job has one result however many attempts ran.
 The exit code is 0 when the job produced values and non-zero otherwise; the result file, not
-the exit code, is what the daemon records.
+the exit code, is what the daemon records. When the experiment folder refuses the result file
+(full, over quota, read-only), or any write of the runner or the wrapper, the runner keeps what
+it can and exits with 75 (:mod:`spearmint_nn.experiment.spare_results`).
 
 PYTHON wrappers: ``main(job_id, params)`` of ``main-file``, imported from the experiment folder
 (the working directory), with params in wrapper form (numpy arrays for FLOAT/INT, lists of
@@ -90,6 +92,7 @@ from .experiment.layout import ExperimentPaths
 from .experiment.jobs import BadValues, check_values
 from .experiment.results import JobResult, ResultStatus
 from .experiment.resume import CheckpointedAttempt
+from .experiment.spare_results import UNWRITTEN_EXIT, deliver, is_storage_error, reserved_space
 from .files import read_json
 from .time_limit import WarningWatch
 
@@ -222,6 +225,8 @@ def run_python(config: ExperimentConfig, job_id: int, params_json: dict[str, Any
         raise JobFailure("exit_code", f"wrapper called sys.exit({exc.code!r})", exit_code=code or 1,
                          location=_location(exc, experiment)) from None
     except Exception as exc:
+        if is_storage_error(exc):  # the disk refused the wrapper's own write: nothing about the point
+            raise
         raise _failure("bad_wrapper" if _is_code_error(exc) else "exception", exc, experiment) from None
     if result is None:
         raise JobFailure("bad_wrapper", f"{wrapper.name}: main returned None; it must return the objective's "
@@ -345,8 +350,17 @@ def run_job(experiment_dir: str | Path, job_id: int, attempt: int | None = None)
     watch = WarningWatch(job_id).install()
     names = (job.CHECKPOINT_DIR_VARIABLE, job.ATTEMPT_VARIABLE, job.WARNING_FILE_VARIABLE, job.REPORT_FILE_VARIABLE)
     saved = {name: os.environ.get(name) for name in names}
+    paths = ExperimentPaths(experiment_dir)
     try:
-        return _run_attempt(ExperimentPaths(experiment_dir), job_id, attempt, watch)
+        with reserved_space(paths, job_id) as reserved:  # (a disk that fills meanwhile still takes the result)
+            return _run_attempt(paths, job_id, attempt, watch, reserved)
+    except OSError as exc:
+        if not is_storage_error(exc):
+            raise
+        # Nothing about the point: the daemon runs the job again (spearmint_nn.experiment.spare_results).
+        print(f"spearmint-nn runner: job {job_id}: a write was refused ({exc}); the job ends without a result, "
+              f"to be run again", file=sys.stderr, flush=True)
+        return UNWRITTEN_EXIT
     finally:
         watch.uninstall()
         for name, value in saved.items():
@@ -356,8 +370,9 @@ def run_job(experiment_dir: str | Path, job_id: int, attempt: int | None = None)
                 os.environ[name] = value
 
 
-def _run_attempt(paths: ExperimentPaths, job_id: int, attempt: int | None, watch: WarningWatch) -> int:
-    """:func:`run_job` once the warning is handled."""
+def _run_attempt(paths: ExperimentPaths, job_id: int, attempt: int | None, watch: WarningWatch,
+                 reserved: Path | None) -> int:
+    """:func:`run_job` once the warning is handled and the result's space reserved."""
     claim = take_claim(paths, job_id, attempt or 1)
     if not claim.ours:  # started twice (see spearmint_nn.experiment.claims): never evaluate twice
         return 0 if wait_for_holder(paths, job_id, claim.holder) else 1
@@ -410,7 +425,10 @@ def _run_attempt(paths: ExperimentPaths, job_id: int, attempt: int | None, watch
     attempts.append(attempt_record(claim.holder, ended, outcome["status"].value))
     result = JobResult(id=job_id, host=host, process_started=process_start, started=started, ended=ended,
                        attempts=attempts, **outcome)
-    if not result.write_once(paths.result_file(job_id)):
+    written = deliver(paths, result, reserved)
+    if written is None:  # kept elsewhere if anywhere: the daemon looks there
+        return UNWRITTEN_EXIT
+    if not written:
         # An earlier attempt that the scheduler said was gone finished after all: the job keeps
         # the one result that came first.
         print(f"spearmint-nn runner: job {job_id} already has a result (from another attempt); "

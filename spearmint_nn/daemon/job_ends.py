@@ -84,9 +84,14 @@ class JobEnds:
 
     # -- the ways a job ends -------------------------------------------------------------------
 
-    def result(self, job_id: int, result: JobResult) -> Job:
-        """Record the job's result (read from its file): complete, or failed as its runner said."""
+    def result(self, job_id: int, result: JobResult, kept_in: str | None = None) -> Job:
+        """Record the job's result (read from its file, or ``kept_in`` that place when its runner
+        could not write the file): complete, or failed as its runner said."""
         fields = result.job_fields()
+        if kept_in is not None:  # (spearmint_nn.experiment.spare_results)
+            fields["result_kept_in"] = kept_in
+            self.log.event("warning", f"job {job_id}: its runner could not write the result file (a full or "
+                                      f"read-only disk?); the result it kept in {kept_in} is recorded", job=job_id)
         if "attempts" in fields:
             fields["attempts"] = reattempts.merged_attempts(self.store.get(job_id).fields.get("attempts"),
                                                             fields["attempts"])

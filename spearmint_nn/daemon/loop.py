@@ -38,6 +38,7 @@ from ..experiment.config import ExperimentConfig
 from ..experiment.jobs import AWAITING_RESULT, SCHEDULER_FAILURES, JobState, best_job, counts_text
 from ..experiment.lock import LOST_EXIT, hold_for_daemon, lost_line
 from ..experiment.results import JobResult
+from ..experiment.spare_results import find_spare
 from ..experiment.store import Store
 from .event_log import EventLog
 from .events.curves import CurveReader
@@ -388,6 +389,16 @@ class Daemon:
         self._ends.result(job_id, result)
         return True
 
+    def _record_spare(self, job_id: int) -> bool:
+        """Record the result that the job's runner kept elsewhere because it could not write the
+        result file (spearmint_nn.experiment.spare_results); False when there is none."""
+        found = find_spare(self.paths, job_id)
+        if found is None:
+            return False
+        self._scheduler.forget(job_id)
+        self._ends.result(job_id, *found)
+        return True
+
     def _poll_scheduler(self) -> bool:
         """One driver poll for all running jobs; end those that ended without a result."""
         try:
@@ -400,7 +411,7 @@ class Daemon:
         for job_id, status in statuses.items():
             if not status.state.finished:
                 continue
-            if self._record_result(job_id):
+            if self._record_result(job_id) or self._record_spare(job_id):
                 changed = True
                 continue
             ended = self._scheduler.without_result(job_id, status)

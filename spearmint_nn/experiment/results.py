@@ -150,9 +150,10 @@ class JobResult:
     def write(self, path: Path) -> None:
         atomic_write_json(path, self.to_json())
 
-    def write_once(self, path: Path) -> bool:
-        """Create the file unless a result is there already; whether this call created it."""
-        return create_json_once(path, self.to_json())
+    def write_once(self, path: Path, reserved: Path | None = None) -> bool:
+        """Create the file unless a result is there already; whether this call created it.
+        ``reserved``: space kept for it (:func:`~spearmint_nn.files.reserve_space`)."""
+        return create_json_once(path, self.to_json(), reserved)
 
 
 def _text(value: Any) -> str | None:

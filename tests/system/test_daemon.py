@@ -281,7 +281,7 @@ def test_failing_wrappers_fail_their_job_and_the_daemon_goes_on(make_experiment)
     assert outcome == {1: "exception", 2: "nan", 3: "bad_result", 4: "bad_result", 5: "complete",
                        6: "exit_code", 7: "timeout", 8: "complete", 9: "complete"}
     assert jobs[1][1]["reason"] == "RuntimeError: wrapper bug" and "wrapper bug" in jobs[1][1]["stderr_tail"]
-    assert jobs[6][1]["reason"] == "exit status 3"
+    assert jobs[6][1]["reason"] == "no result file after the job ended (exit status 3)"
     assert "time limit of 3 s" in jobs[7][1]["reason"]
     log = (folder / ".spearmint" / "daemon.log").read_text()
     assert "failed    job 3 bad_result: returned str '0.5'" in log

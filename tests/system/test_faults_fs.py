@@ -62,13 +62,17 @@ def test_full_disk_stops_the_daemon_with_one_clear_line_and_corrupts_nothing(tmp
     deadline = time.monotonic() + 120
     while _complete(folder) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
-    with open(small_disk / "filler", "wb") as filler:  # fill the disk to the last block
-        try:
-            while True:
-                filler.write(b"\0" * 65536)
-                filler.flush()
-        except OSError:
-            pass
+    # Fill the disk to the last block, and keep it full: a job that ends gives back the space it
+    # reserved for its result (spearmint_nn.experiment.spare_results), which the filler takes.
+    with open(small_disk / "filler", "wb", buffering=0) as filler:
+        while daemon.poll() is None and time.monotonic() < deadline + 120:
+            for chunk in (65536, 4096):
+                try:
+                    while True:
+                        filler.write(b"\0" * chunk)
+                except OSError:
+                    pass
+            time.sleep(0.02)
     stderr = daemon.communicate(timeout=120)[1]
     assert daemon.returncode == 1
     last = stderr.strip().splitlines()[-1]

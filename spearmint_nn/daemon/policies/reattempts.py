@@ -8,7 +8,9 @@ about its point: the daemon puts the job back in ``pending`` with the next attem
 and submits it again like any pending job, before any new proposal (pending jobs go in id
 order); its runner claims that attempt (``runner --attempt n``). The same happens to a job
 whose wrapper saved a checkpoint and asked to be resumed: the runner then writes the attempt's
-record (``attempts/<id>-<n>.json``, outcome "checkpointed") instead of a result.
+record (``attempts/<id>-<n>.json``, outcome "checkpointed") instead of a result; and to one
+whose runner could not write its result anywhere, a full or read-only disk (outcome
+"unwritten", :mod:`spearmint_nn.experiment.spare_results`).
 
 The cluster may interrupt a job ``max-attempts`` times in all; the last interruption fails it
 "interrupted", a kind that ``ignore-failures`` leaves out by default: not shown to the model
@@ -34,6 +36,7 @@ from ...experiment.claims import attempt_record, read_claim
 from ...experiment.jobs import Job
 from ...experiment.layout import ExperimentPaths
 from ...experiment.resume import CHECKPOINTED, CheckpointedAttempt
+from ...experiment.spare_results import UNWRITTEN, UNWRITTEN_EXIT
 
 # Scheduler states of a job dropped for reasons of the cluster's own, and their outcome word.
 DROPPED = {SchedulerState.PREEMPTED: "preempted", SchedulerState.NODE_FAIL: "node_fail"}
@@ -60,9 +63,11 @@ def ended_record(paths: ExperimentPaths, job_id: int) -> CheckpointedAttempt | N
 
 def interruption(paths: ExperimentPaths, job_id: int, status: JobStatus) -> str | None:
     """How the job's latest attempt ended, when that asks for another attempt: "checkpointed",
-    "preempted" or "node_fail"; None when it is an ordinary end (the job's result, or a failure)."""
+    "preempted", "node_fail" or "unwritten"; None when it is an ordinary end (the job's result, or a failure)."""
     if ended_record(paths, job_id) is not None:
         return CHECKPOINTED
+    if status.exit_code == UNWRITTEN_EXIT and not status.killed:
+        return UNWRITTEN  # the disk refused its result, and it kept none (spare_results)
     return DROPPED.get(status.state)
 
 
