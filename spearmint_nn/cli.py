@@ -29,6 +29,7 @@ from .errors import ConfigError, DaemonError
 from .experiment.config import ExperimentConfig, load_config, read_json_strict
 from .experiment.failures import group_failures
 from .experiment.jobs import BadValues, JobState, check_values
+from .experiment.layout import ExperimentPaths
 from .experiment.lock import DaemonBusy, acquire_lock
 from .experiment.store import Store
 from .files import atomic_write_json
@@ -53,7 +54,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 # ---- status -----------------------------------------------------------------------------------
 
 def _open_for_reading(experiment: str) -> tuple[ExperimentConfig, Store]:
-    config = load_config(experiment, check_driver=False)
+    """The config and the jobs, for commands that only read. A config.json that does not
+    validate (an edit in progress while the search runs) reads as the copy the daemon validated
+    at its start, where there is one, said in one line."""
+    try:
+        config = load_config(experiment, check_driver=False)
+    except ConfigError as exc:
+        if not ExperimentPaths(experiment).config_in_force.exists():
+            raise
+        config = load_config(experiment, check_driver=False, in_force=True)
+        print(f"spearmint-nn: {exc}; shown with the settings the daemon validated at its start "
+              f"(.spearmint/config.json)", file=sys.stderr)
     return config, Store(config.paths).load_all()
 
 

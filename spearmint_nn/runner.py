@@ -11,8 +11,8 @@ attempt ``N`` the daemon submitted the job again for, evaluates it, and the resu
 every attempt. The result file is created once: a job has one result however many attempts ran.
 The exit code is 0 when the job produced values and non-zero otherwise; the result file, not
 the exit code, is what the daemon records. When the experiment folder refuses the result file
-(full, over quota, read-only), or any write of the runner or the wrapper, the runner keeps what
-it can and exits with 75 (:mod:`spearmint_nn.experiment.spare_results`).
+(full, over quota, read-only), or another write of the runner's, the runner keeps what it can
+and exits with 75 (:mod:`spearmint_nn.experiment.spare_results`).
 
 PYTHON wrappers: ``main(job_id, params)`` of ``main-file``, imported from the experiment folder
 (the working directory), with params in wrapper form (numpy arrays for FLOAT/INT, lists of
@@ -35,11 +35,17 @@ nor counts against the budget:
 ``python -m spearmint_nn.runner --check <experiment_dir>`` finds the first two before any job
 runs (:func:`check_wrapper`, by the same code): the daemon starts it before it submits anything.
 
-Any other exception inside main is kind "exception"; ``sys.exit`` inside main is
+An ``OSError`` inside main that is the disk refusing a write (full, over quota, read-only) is
+kind "storage", which says nothing about the point either. Any other exception inside main is
+kind "exception"; ``sys.exit`` inside main is
 "exit_code". Every error result carries ``location``: ``"<file>:<line>"`` (the file relative to
 the experiment folder when inside it, else absolute) of the innermost traceback frame inside
 the experiment folder, of a SyntaxError's own file and line, or of ``main``'s definition for a
 bad signature or a None; null when unknown.
+
+The job runs with the config.json that the daemon validated at its start, which the daemon
+keeps in ``.spearmint/config.json``, not with the user's file as it is when the job starts (an
+edit half saved must not fail the job); without that copy (a job run by hand), config.json.
 
 SHELL wrappers: ``command`` (an argument list) is run with the path of the params JSON file
 appended (``{"x": [1.5], "kind": ["a"]}``: every variable as a list). Environment:
@@ -92,7 +98,7 @@ from .experiment.layout import ExperimentPaths
 from .experiment.jobs import BadValues, check_values
 from .experiment.results import JobResult, ResultStatus
 from .experiment.resume import CheckpointedAttempt
-from .experiment.spare_results import UNWRITTEN_EXIT, deliver, is_storage_error, reserved_space
+from .experiment.spare_results import STORAGE_FAILURE, UNWRITTEN_EXIT, deliver, is_storage_error, reserved_space
 from .files import read_json
 from .time_limit import WarningWatch
 
@@ -226,7 +232,7 @@ def run_python(config: ExperimentConfig, job_id: int, params_json: dict[str, Any
                          location=_location(exc, experiment)) from None
     except Exception as exc:
         if is_storage_error(exc):  # the disk refused the wrapper's own write: nothing about the point
-            raise
+            raise _failure(STORAGE_FAILURE, exc, experiment) from None
         raise _failure("bad_wrapper" if _is_code_error(exc) else "exception", exc, experiment) from None
     if result is None:
         raise JobFailure("bad_wrapper", f"{wrapper.name}: main returned None; it must return the objective's "
@@ -385,7 +391,8 @@ def _run_attempt(paths: ExperimentPaths, job_id: int, attempt: int | None, watch
     exit_code = 0
     try:
         try:
-            config = load_config(paths.experiment, check_driver=False)
+            # the settings the daemon validated, whatever config.json holds at this second
+            config = load_config(paths.experiment, check_driver=False, in_force=True)
         except ConfigError as exc:
             raise JobFailure("bad_config", str(exc)) from None
         params = read_json(paths.input_file(job_id))

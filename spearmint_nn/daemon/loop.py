@@ -40,6 +40,7 @@ from ..experiment.lock import LOST_EXIT, hold_for_daemon, lost_line
 from ..experiment.results import JobResult
 from ..experiment.spare_results import find_spare
 from ..experiment.store import Store
+from ..files import atomic_write_bytes, atomic_write_json
 from .event_log import EventLog
 from .events.curves import CurveReader
 from .events.files import watch
@@ -117,6 +118,7 @@ class Daemon:
         self._stop = StopSignals(self._wake)  # SIGINT/SIGTERM, and SIGUSR1 before a batch job's time limit
         self._scheduler = SchedulerWatch(self.driver, self.paths)
         self._live_config = LiveConfig(self.paths)
+        self._config_error: str | None = None  # why config.json does not validate now, if it does not
         # Points proposed for the next free slots, (params as in a job file, job-file fields):
         # never a job file until a slot takes one, so a killed daemon loses and repeats nothing.
         self._ready: list[tuple[dict[str, list], dict[str, Any]]] = []
@@ -138,6 +140,10 @@ class Daemon:
         lock = self._lock = hold_for_daemon(self.paths, lambda: (self.config.polling_time,
                                                                   self.config.daemon_heartbeat_timeout), self._wake.set)  # spearmint_nn.experiment.lock
         self.store.create_dirs()
+        # Its jobs run with what it validated (the runner reads this copy), whatever the user's
+        # file holds when they start; no hold on submissions is left from a daemon before.
+        atomic_write_bytes(self.paths.config_in_force, self.config.text.encode("utf-8"))
+        self.paths.config_error.unlink(missing_ok=True)
         self._site_limits.forget_previous()
         for line in (warning, lock.took_over):  # a wrapper to fix; a daemon elsewhere taken for dead
             if line is not None:
@@ -232,8 +238,9 @@ class Daemon:
             if self._capacity().budget_reached:
                 self._take_model_best(self._proposer.final_model_best(PROPOSER_JOIN_SECONDS))
                 return self._shutdown("budget reached")
-            self._submit_pending()
-            self._ask()
+            if self._config_error is None:  # (while config.json does not validate, nothing new)
+                self._submit_pending()
+                self._ask()
             timeout = max(0.0, next_poll - time.monotonic())
             summary_due = self.summaries.seconds_until_due()
             self._wake.wait(timeout if summary_due is None else min(timeout, summary_due))
@@ -266,11 +273,22 @@ class Daemon:
             return
         for kind, line in edit.lines():
             self.log.event(kind, line)
+        self._hold_for_config(edit.error)
         self.config = edit.config
         if "max-finished-jobs" in edit.live:
             self._proposer.set_budget(self.config.max_finished_jobs)
         if "stop-after-identical-failures" in edit.live:
             self._ends.streak.limit = self.config.stop_after_identical_failures
+
+    def _hold_for_config(self, error: str | None) -> None:
+        """While config.json does not validate, submit nothing: the user is editing it, and may
+        mean to change what the next jobs do. ``status`` reads why from config-error.json."""
+        if error is not None and self._config_error is None:
+            atomic_write_json(self.paths.config_error, {"error": error, "since": time.time()})
+        elif error is None and self._config_error is not None:
+            self.paths.config_error.unlink(missing_ok=True)
+            self.log.event("config", "config.json validates again: submitting jobs again")
+        self._config_error = error
 
     def _capacity(self) -> Capacity:
         """The experiment now, as the capacity policy reads it."""

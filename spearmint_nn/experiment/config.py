@@ -162,12 +162,13 @@ class _Derived:
 # read by parsers of their own: ``tasks`` a Tasks, ``resume`` checked against the driver's time
 # limit (max_total_time filled in; None there only when read without the driver, as the runner
 # reads it), ``driver`` the driver's name and options, ``main_file`` the wrapper's resolved path
-# (None for SHELL). Beside the keys: ``paths``, ``space`` (the variables, parsed) and ``notes``,
-# what loading changed that the user is told once by the daemon at its start.
+# (None for SHELL). Beside the keys: ``paths``, ``space`` (the variables, parsed), ``notes``,
+# what loading changed that the user is told once by the daemon at its start, and ``text``, the
+# file's text as validated (the daemon hands it to its jobs: layout's config_in_force).
 ExperimentConfig = make_dataclass(
     "ExperimentConfig",
     [("paths", ExperimentPaths), *((field_name(key), Any) for key in KEYS), ("space", Space),
-     ("notes", "tuple[str, ...]")],
+     ("notes", "tuple[str, ...]"), ("text", str)],
     bases=(_Derived,), frozen=True)
 ExperimentConfig.__module__ = __name__  # (make_dataclass takes module= only from Python 3.12)
 ExperimentConfig.__doc__ = """A validated config.json: a field for every key of :data:`KEYS` (by
@@ -200,8 +201,8 @@ def _objects(value: Any, path: str) -> Any:
     return value
 
 
-def read_json_strict(path: Path, label: str) -> Any:
-    """Parse a UTF-8 JSON file; duplicate keys, bad bytes and bad syntax raise ConfigError(label...)."""
+def read_text_strict(path: Path, label: str) -> str:
+    """A UTF-8 text file's text; a missing or unreadable file or bad bytes raise ConfigError(label...)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -209,13 +210,25 @@ def read_json_strict(path: Path, label: str) -> Any:
     except OSError as exc:
         raise ConfigError(label, f"cannot be read ({exc.strerror})") from None
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(label, f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+def read_json_strict(path: Path, label: str) -> Any:
+    """Parse a UTF-8 JSON file; duplicate keys, bad bytes and bad syntax raise ConfigError(label...)."""
+    return parse_json_strict(read_text_strict(path, label), label)
+
+
+def parse_json_strict(text: str, label: str) -> Any:
+    """Parse JSON text; duplicate keys and bad syntax raise ConfigError(label...)."""
     try:
         parsed = json.loads(text, object_pairs_hook=_Pairs)
     except json.JSONDecodeError as exc:
-        raise ConfigError(label, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        where = f"line {exc.lineno} column {exc.colno}"
+        # ("Unterminated string starting at" is one of json's messages that its position ends)
+        said = f"{exc.msg} {where}" if exc.msg.endswith(" at") else f"{exc.msg} at {where}"
+        raise ConfigError(label, f"invalid JSON: {said}") from None
     except RecursionError:
         raise ConfigError(label, "is nested too deeply to be read") from None
     try:
@@ -225,18 +238,23 @@ def read_json_strict(path: Path, label: str) -> Any:
 
 
 def load_config(experiment_dir: str | Path, driver_override: str | None = None,
-                check_driver: bool = True) -> ExperimentConfig:
+                check_driver: bool = True, in_force: bool = False) -> ExperimentConfig:
     """Read and validate ``<experiment_dir>/config.json``; raise ConfigError naming the problem,
     or :class:`~spearmint_nn.errors.ConfigErrors` naming each one when there are several.
 
     ``driver_override`` replaces ``driver.name`` (the ``--driver`` flag). ``check_driver=False``
     skips loading the driver plugin (the runner on a compute node does not need it).
+    ``in_force``: read the copy that the daemon validated at its start
+    (:attr:`~spearmint_nn.experiment.layout.ExperimentPaths.config_in_force`; what its jobs run
+    with) where there is one, instead of the user's file.
     """
     experiment = Path(experiment_dir)
     if not experiment.is_dir():
         raise ConfigError("experiment", f"no such folder: {experiment}")
     paths = ExperimentPaths(experiment)
-    raw = read_json_strict(paths.config, "config.json")
+    source = paths.config_in_force if in_force and paths.config_in_force.exists() else paths.config
+    text = read_text_strict(source, "config.json")
+    raw = parse_json_strict(text, "config.json")
     if not isinstance(raw, dict):
         raise ConfigError("config.json", f"must hold a JSON object (got {type(raw).__name__})")
     problems = Problems()
@@ -282,7 +300,7 @@ def load_config(experiment_dir: str | Path, driver_override: str | None = None,
     values["tasks"] = tasks
     values["main-file"] = main_file
     return ExperimentConfig(paths=paths, **{field_name(key): value for key, value in values.items()}, space=space,
-                            notes=tuple(notes))
+                            notes=tuple(notes), text=text)
 
 
 def _key_value(key: str, raw: Mapping[str, Any], implied: Mapping[str, tuple[str, Any]]) -> Any:

@@ -38,8 +38,10 @@ OUTPUT_TAIL_BYTES = 4000
 # Failure kinds the runner records when the wrapper itself is broken: nothing about the point
 # can cause them, so a few in a row already say every job will fail.
 WRAPPER_FAILURES = frozenset({"bad_wrapper", "bad_config", "bad_params"})
-# Identical wrapper failures in a row that stop the daemon.
+# Identical wrapper failures in a row that stop the daemon; as many refused writes of wrappers
+# ("storage": a full disk, a quota, a read-only folder) stop it too, since they fail every job.
 WRAPPER_FAILURES_TO_STOP = 3
+STOP_AS_SOON = WRAPPER_FAILURES | {"storage"}
 # "nan" is the wrapper's own way to say "no value at this point" (Spearmint's convention for a
 # crashed or infeasible point), so a run of them is ordinary while a small feasible region is
 # searched; it stops the daemon only after this many times the configured streak.
@@ -140,9 +142,9 @@ class FailureStreak:
     the streak once it must stop the daemon, else None. A completed job or a different failure
     ends a streak. The limits:
 
-    - a wrapper failure (:data:`WRAPPER_FAILURES`), or a failure held back because no job has
-      succeeded yet (the group's ``wrapper_bug`` is then set): :data:`WRAPPER_FAILURES_TO_STOP`
-      in a row;
+    - a wrapper failure (:data:`WRAPPER_FAILURES`), a write the disk refused, or a failure held
+      back because no job has succeeded yet (the group's ``wrapper_bug`` is then set):
+      :data:`WRAPPER_FAILURES_TO_STOP` in a row;
     - "nan": ``NAN_STREAK_FACTOR * limit`` in a row;
     - any other kind: ``limit`` in a row (the config's ``stop-after-identical-failures``).
 
@@ -186,7 +188,7 @@ class FailureStreak:
         return None
 
     def _limit_for(self, kind: str) -> int:
-        if kind in WRAPPER_FAILURES:
+        if kind in STOP_AS_SOON:
             return min(WRAPPER_FAILURES_TO_STOP, self.limit)
         if kind == "nan":
             return NAN_STREAK_FACTOR * self.limit

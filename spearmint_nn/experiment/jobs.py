@@ -66,9 +66,10 @@ FINISHED_STATES = frozenset(FINAL_STATES)
 # max-finished-jobs. A job "lost" by the scheduler is, by default, about the point (it may have
 # crashed its node or run out of memory), as the constraint model expects.
 FAILURE_KINDS = ("exception", "nan", "bad_result", "exit_code", "timeout", "oom", "no_result", "lost",
-                 "cancelled", "node_fail", "interrupted", "submit_rejected", "bad_params", "bad_config", "bad_wrapper")
+                 "cancelled", "node_fail", "interrupted", "submit_rejected", "bad_params", "bad_config", "bad_wrapper",
+                 "storage")
 DEFAULT_IGNORED_FAILURES = ("submit_rejected", "cancelled", "node_fail", "interrupted", "bad_params", "bad_config",
-                            "bad_wrapper")
+                            "bad_wrapper", "storage")
 # Failure kinds of a wrapper that ran and raised, exited or returned no number. Until a job of
 # the experiment has succeeded, such a failure may be a bug that fails every point as well as a
 # property of its point: it is held back (:meth:`Job.held_back`) until a job succeeds, when it

@@ -12,6 +12,12 @@
                                          stale_after_s, stopped (unix time, once it exited)};
                                          see spearmint_nn.experiment.lock
             next_id                      the next job id to hand out (ids are never reused)
+            config.json                  config.json as the running daemon validated it, written
+                                         at its start: what its jobs run with, whatever the
+                                         user's file holds meanwhile (an edit half saved)
+            config-error.json            while the user's config.json does not validate for the
+                                         running daemon: {error, since}; it submits nothing
+                                         until the file validates again (status says so)
             inputs/000042.json           params of job 42, written once before submission
             jobs/pending/000042.json     proposed, not yet accepted by a scheduler
             jobs/running/000042.json     submitted; holds the scheduler's id (a job array's task:
@@ -192,6 +198,8 @@ class ExperimentPaths:
         self.experiment = Path(experiment_dir).resolve()
         self.state = self.experiment / STATE_DIR_NAME
         self.config = self.experiment / "config.json"
+        self.config_in_force = self.state / "config.json"
+        self.config_error = self.state / "config-error.json"
         self.lock = self.state / "daemon.lock"
         self.daemon_info = self.state / "daemon.json"
         self.next_id = self.state / "next_id"

@@ -20,8 +20,10 @@ For a job that ended without a result file, the daemon looks there (:func:`find_
 records what it finds as the job's result, once. When neither place holds it, the evaluation is
 lost to the disk: the daemon runs the job again as its next attempt (outcome
 :data:`UNWRITTEN`, like a node failure), never a failure of its point, never counted against the
-budget. A wrapper whose own writes fail for the same reasons (``OSError`` ENOSPC, EDQUOT, EROFS)
-ends the same way (:func:`is_storage_error`).
+budget. A wrapper whose own write fails for the same reasons (``OSError`` ENOSPC, EDQUOT, EROFS:
+:func:`is_storage_error`) fails its job as :data:`STORAGE_FAILURE`, a kind that says nothing
+about the point (not shown to the model, not counted against the budget) and that stops the
+daemon after 3 in a row (spearmint_nn.experiment.failures): a full disk fails every job.
 """
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ from .results import JobResult
 UNWRITTEN_EXIT = 75
 # The outcome of such an attempt, in the job's ``attempts``.
 UNWRITTEN = "unwritten"
+# The failure kind of a job whose wrapper's own write the disk refused.
+STORAGE_FAILURE = "storage"
 RETRY_VARIABLE = "SPEARMINT_RESULT_RETRY"
 RETRY_SECONDS = 60.0
 SPARE_NAME = "spearmint-nn-result.json"

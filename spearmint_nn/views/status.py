@@ -315,7 +315,27 @@ def status_summary(snap: Snapshot) -> dict[str, Any]:
         "related": read_related_summary(config),
         # a stopped daemon's file says nothing of now
         "site_limit": read_site_limit(snap.store.paths) if snap.daemon["running"] is not False else None,
+        "config_error": read_config_error(snap.store.paths) if snap.daemon["running"] is not False else None,
     }
+
+
+def read_config_error(paths: ExperimentPaths) -> dict[str, Any] | None:
+    """Why the running daemon submits nothing: config.json does not validate since ``since``
+    (layout: config-error.json), ``{"error", "since"}``; None when it validates."""
+    data = read_json(paths.config_error)
+    if not isinstance(data, dict) or not isinstance(data.get("error"), str):
+        return None
+    return {"error": data["error"], "since": data.get("since")}
+
+
+def config_error_line(config_error: Mapping[str, Any] | None) -> list[str]:
+    """The hold on submissions while config.json does not validate, for status."""
+    if not config_error:
+        return []
+    since = config_error["since"]
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if isinstance(since, (int, float)) else "?"
+    return [f"submitting nothing since {when}: config.json does not validate ({config_error['error']}); the "
+            f"running jobs go on with the settings the daemon read at its start; fix the file and it goes on"]
 
 
 def read_site_limit(paths: ExperimentPaths) -> dict[str, Any] | None:
@@ -468,6 +488,7 @@ def status_text(summary: dict[str, Any]) -> str:
     if summary["attempts"]["interrupted_jobs"] or summary["attempts"]["resumed_jobs"]:
         lines.append(f"attempts: {attempts_text(summary['attempts'])}")
     lines += site_limit_lines(summary.get("site_limit"), summary.get("max_concurrent"))
+    lines += config_error_line(summary.get("config_error"))
     if summary["running"]:
         lines.append("running:")
         waiting = "the daemon records it at its next poll" if summary["daemon"]["running"] else \

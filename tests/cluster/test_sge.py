@@ -15,6 +15,7 @@ import pytest
 
 from helpers import batch_scenarios as scenarios
 from helpers import daemon_job
+from helpers import refused_writes
 from helpers import stopping_scenario
 from helpers import warning_scenario
 from spearmint_nn.drivers.base import JobSpec, SchedulerState
@@ -66,6 +67,11 @@ def cluster() -> scenarios.Cluster:
 
 @pytest.mark.parametrize("scenario", scenarios.SCENARIOS)
 def test_scenario(tmp_path, cluster, scenario):
+    scenario(tmp_path, cluster)
+
+
+@pytest.mark.parametrize("scenario", refused_writes.SCENARIOS)
+def test_a_refused_result_is_kept(tmp_path, cluster, scenario):
     scenario(tmp_path, cluster)
 
 

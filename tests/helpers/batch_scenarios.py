@@ -115,13 +115,15 @@ def run_script(script: Path, env: Mapping[str, str] | None = None) -> None:
 
 
 def make_experiment(folder: Path, cluster: Cluster, *, sleep: float, budget: int, concurrent: int,
-                    body: str = "pass", **driver: Any) -> Path:
+                    body: str = "pass", wrapper: str | None = None, **driver: Any) -> Path:
+    """A Branin experiment on ``cluster``'s driver; the wrapper :data:`WRAPPER` (its job sleeps
+    ``sleep`` s, then runs ``body``), or the source ``wrapper`` given."""
     config = {"language": "PYTHON", "main-file": "wrapper.py", "experiment-name": f"e2e-{cluster.driver}",
               "variables": BRANIN_VARIABLES, "model": "sobol", "seed": 3, "max-concurrent": concurrent,
               "max-finished-jobs": budget, "polling-time": 1,
               "driver": {"name": cluster.driver, "name-prefix": "sm-", "result-grace": 3,
                          "setup": ["echo setup-line-ran"], **driver}}
-    return write_experiment(folder, config, {"wrapper.py": WRAPPER.format(sleep=sleep, body=body)})
+    return write_experiment(folder, config, {"wrapper.py": wrapper or WRAPPER.format(sleep=sleep, body=body)})
 
 
 def run_to_end(experiment: Path, timeout_s: float) -> str:

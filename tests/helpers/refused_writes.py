@@ -12,10 +12,13 @@ import contextlib
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+
+from .batch_scenarios import Cluster, make_experiment, start_daemon, stop_daemon, wait_for
 
 WRAPPER = """
 import math, os, time
@@ -124,3 +127,65 @@ def assert_each_value_recorded_once(experiment: Path, ledger_file: Path, budget:
         assert job["value"] == returned[job_id][-1], (job_id, job["value"], returned[job_id])
         assert "failure" not in job
     return {job_id: job for job_id, (_, job) in jobs.items()}
+
+
+# ---- the same on a real scheduler (tests/cluster/test_slurm.py and test_sge.py) ----------------
+
+def _cluster_experiment(folder: Path, tmp_path: Path, cluster: Cluster, retry_s: float) -> Path:
+    # Grid Engine's jobs do not get the daemon's environment: the job script sets the retry.
+    return make_experiment(
+        folder, cluster, sleep=0, budget=CLUSTER_BUDGET, concurrent=CLUSTER_BUDGET,
+        wrapper=wrapper(tmp_path / "ledger", tmp_path / "go"),
+        setup=["echo setup-line-ran", f"export SPEARMINT_RESULT_RETRY={retry_s:g}"])
+
+
+CLUSTER_BUDGET = 3
+
+
+def results_folder_read_only_when_the_wrappers_return(tmp_path: Path, cluster: Cluster) -> None:
+    need_root()
+    exp = _cluster_experiment(tmp_path / "exp", tmp_path, cluster, retry_s=1)
+    daemon = start_daemon(exp)
+    try:
+        wait_for(lambda: len(set(ledger(tmp_path / "ledger")[0])) == CLUSTER_BUDGET, 180, "every wrapper to start")
+        with read_only(exp / ".spearmint" / "results"):
+            (tmp_path / "go").touch()
+            assert daemon.wait(timeout=180) == 0, (exp / "console.txt").read_text()[-3000:]
+    finally:
+        stop_daemon(daemon)
+    jobs = assert_each_value_recorded_once(exp, tmp_path / "ledger", CLUSTER_BUDGET)
+    assert all(len(values) == 1 for values in ledger(tmp_path / "ledger")[1].values())  # none run again
+    assert {job["result_kept_in"] for job in jobs.values()} == {
+        f".spearmint/checkpoints/{job_id:06d}/spearmint-nn-result.json" for job_id in jobs}
+
+
+def disk_full_when_the_wrappers_return(tmp_path: Path, cluster: Cluster) -> None:
+    """The experiment on a small disk that the test fills to its last page, and keeps full,
+    while the jobs run: each runner writes its result into the space it reserved; the daemon,
+    stopped by the full disk (one line) or not, records every value once there is room again."""
+    need_root()
+    with small_disk(tmp_path / "disk", "16m") as disk:
+        exp = _cluster_experiment(disk / "exp", tmp_path, cluster, retry_s=1)
+        daemon = start_daemon(exp)
+        try:
+            wait_for(lambda: len(set(ledger(tmp_path / "ledger")[0])) == CLUSTER_BUDGET, 180,
+                     "every wrapper to start")
+            filler = fill(disk)
+            (tmp_path / "go").touch()
+            results = exp / ".spearmint" / "results"
+            wait_for(lambda: len(list(results.glob("*.json"))) == CLUSTER_BUDGET, 120, "the result files")
+            filler.unlink()
+            code = daemon.wait(timeout=180)
+        finally:
+            stop_daemon(daemon)
+        if code != 0:  # stopped by the full disk: run again, as its one line says
+            again = subprocess.run([sys.executable, "-m", "spearmint_nn", "run", str(exp)], capture_output=True,
+                                   text=True, timeout=300)
+            assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+        jobs = assert_each_value_recorded_once(exp, tmp_path / "ledger", CLUSTER_BUDGET)
+    assert all(len(values) == 1 for values in ledger(tmp_path / "ledger")[1].values())
+    assert not any("result_kept_in" in job for job in jobs.values())
+
+
+SCENARIOS = [pytest.param(scenario, id=scenario.__name__) for scenario in (
+    results_folder_read_only_when_the_wrappers_return, disk_full_when_the_wrappers_return)]

@@ -36,15 +36,15 @@ def _variable(**spec: Any) -> str:
 
 # (case name, config.json as text or bytes, expected message; {dir} is the experiment folder)
 CONFIG_CASES = [
-    ("empty file", "", "config.json: invalid JSON at line 1 column 1: Expecting value"),
+    ("empty file", "", "config.json: invalid JSON: Expecting value at line 1 column 1"),
     ("JSON null", "null", "config.json: must hold a JSON object (got NoneType)"),
     ("JSON string", '"variables"', "config.json: must hold a JSON object (got str)"),
     ("byte order mark", "\ufeff{}".encode("utf-8"),
-     "config.json: invalid JSON at line 1 column 1: Unexpected UTF-8 BOM (decode using utf-8-sig)"),
+     "config.json: invalid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig) at line 1 column 1"),
     ("latin-1 bytes in a key", b'{"vari\xe1bles": {}}', "config.json: is not UTF-8 text (byte 0xe1 at offset 6)"),
     ("UTF-16 file", '{"a": 1}'.encode("utf-16"), "config.json: is not UTF-8 text (byte 0xff at offset 0)"),
     ("nested a hundred thousand deep", "[" * 100_000, "config.json: is nested too deeply to be read"),
-    ("trailing garbage", _config() + " }", f"config.json: invalid JSON at line 1 column {len(_config()) + 2}: Extra data"),
+    ("trailing garbage", _config() + " }", f"config.json: invalid JSON: Extra data at line 1 column {len(_config()) + 2}"),
     ("duplicate key in a task", '{"variables": {"x": {"type": "FLOAT", "min": 0, "max": 1}}, '
      '"tasks": {"f": {"type": "OBJECTIVE", "type": "CONSTRAINT"}}}',
      "tasks.f.type: duplicate key (JSON objects must not repeat a key)"),

@@ -49,20 +49,36 @@ def test_a_broken_wrapper_stops_the_daemon_with_one_message_and_run_resumes_afte
 
 
 def test_the_same_exception_every_time_after_a_success_stops_after_the_configured_streak(make_experiment):
-    # Jobs that succeeded, then a disk that fills up: the failures count, as the message says.
+    # Jobs that succeeded, then a GPU that fails every job: the failures count, as the message says.
     wrapper = ("def main(job_id, params):\n    if job_id <= 2:\n        return 1.0\n"
-               "    raise OSError(28, 'No space left on device')\n")
+               "    raise RuntimeError('CUDA error: an illegal memory access was encountered')\n")
     folder = make_experiment(quick_config(**{"max-finished-jobs": None, "max-concurrent": 1,
                                              "stop-after-identical-failures": 4}), files={"wrapper.py": wrapper})
     result = cli("run", folder, timeout=120)
     assert result.returncode == 1
-    assert ("4 jobs in a row failed the same way (exception): OSError: [Errno 28] No space left on device at "
-            "wrapper.py:4 (jobs 3..6)") in result.stderr
+    assert ("4 jobs in a row failed the same way (exception): RuntimeError: CUDA error: an illegal memory access "
+            "was encountered at wrapper.py:4 (jobs 3..6)") in result.stderr
     assert ("These jobs count against max-finished-jobs and are shown to the model as infeasible points. Fix the "
             "cause, then `spearmint-nn run") in result.stderr
     jobs = all_jobs(folder)
     assert len(jobs) == 6 and {job["failure"] for state, job in jobs.values() if state == "failed"} == {"exception"}
     assert json.loads(cli("status", folder, "--json").stdout)["finished"] == 6
+
+
+def test_a_disk_that_refuses_the_wrappers_writes_stops_the_daemon_after_3_and_costs_no_budget(make_experiment):
+    # Jobs that succeeded, then a disk that fills up: nothing about the points, and every job fails so.
+    wrapper = ("def main(job_id, params):\n    if job_id <= 2:\n        return 1.0\n"
+               "    raise OSError(28, 'No space left on device')\n")
+    folder = make_experiment(quick_config(**{"max-finished-jobs": None, "max-concurrent": 1,
+                                             "stop-after-identical-failures": 20}), files={"wrapper.py": wrapper})
+    result = cli("run", folder, timeout=120)
+    assert result.returncode == 1
+    assert ("3 jobs in a row failed the same way (storage): OSError: [Errno 28] No space left on device at "
+            "wrapper.py:4 (jobs 3..5)") in result.stderr, result.stderr
+    jobs = all_jobs(folder)
+    assert len(jobs) == 5 and {job["failure"] for state, job in jobs.values() if state == "failed"} == {"storage"}
+    status = json.loads(cli("status", folder, "--json").stdout)
+    assert status["finished"] == 2 and status["feasibility"]["ignored"] == 3  # not counted, not shown to the model
 
 
 @pytest.mark.slow

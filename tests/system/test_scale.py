@@ -27,6 +27,8 @@ from spearmint_nn.daemon.proposer import Proposer
 from spearmint_nn.daemon.event_log import EventLog
 from spearmint_nn.daemon import summaries as summaries_module
 from spearmint_nn.daemon.summaries import SummaryWriter
+from spearmint_nn.experiment.store import Store
+from helpers.experiments import write_finished_experiment
 from spearmint_nn.models.dngo import DNGO
 from spearmint_nn.search.optimizer import Optimizer
 from spearmint_nn.search.suggestion import Suggestion
@@ -116,7 +118,7 @@ def _old_job_file(path: str) -> bool:
             and name[:6].isdigit() and int(name[:6]) <= N_FINISHED)
 
 
-def test_summaries_are_rewritten_at_most_a_tenth_of_the_time(monkeypatch):
+def test_summaries_are_rewritten_at_most_a_tenth_of_the_time(monkeypatch, tmp_path):
     writes = []
 
     def slow_write(store, config, model_best=None):
@@ -124,8 +126,11 @@ def test_summaries_are_rewritten_at_most_a_tenth_of_the_time(monkeypatch):
         writes.append(1)
 
     monkeypatch.setattr(summaries_module, "write_summaries", slow_write)
-    writer = SummaryWriter(store=None, config=None)
-    assert writer.seconds_until_due() is None
+    monkeypatch.setattr(summaries_module, "write_live_page", lambda snap, path, running: None)
+    config = load_config(write_finished_experiment(tmp_path, 3), check_driver=False)
+    writer = SummaryWriter(store=Store(config.paths).load_all(), config=config)
+    writer.write_if_due()  # the live page's first
+    assert writer.seconds_until_due() > 30 and writes == []  # nothing stale: only the page's heartbeat
     deadline = time.monotonic() + 1.5
     while time.monotonic() < deadline:  # an event every 10 ms
         writer.mark_stale()
@@ -133,9 +138,9 @@ def test_summaries_are_rewritten_at_most_a_tenth_of_the_time(monkeypatch):
         time.sleep(0.01)
     # 1.5 s with 0.05 s rewrites spaced by >= 0.45 s: 4 at most (every event would be ~25)
     assert 2 <= len(writes) <= 4
-    assert writer.seconds_until_due() is not None  # the last changes are still due...
-    writer.write()  # ...and the exit's write is unconditional
-    assert writer.seconds_until_due() is None
+    assert writer.seconds_until_due() < 1  # the last changes are still due...
+    writer.finish()  # ...and the exit's write is unconditional
+    assert len(writes) <= 5 and writer.seconds_until_due() > 30
 
 
 def test_one_refit_for_several_completions():

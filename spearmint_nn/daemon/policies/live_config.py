@@ -4,8 +4,8 @@ a restart.
 At each poll the loop asks :meth:`LiveConfig.edit` whether the file changed (its mtime). The
 keys of :data:`~spearmint_nn.experiment.config.LIVE_KEYS` are taken up at once; any other change
 is noticed and reported as needing a restart, since a new space or model cannot be swapped under
-a running search; a file that does not validate changes nothing, and the daemon goes on with the
-settings read before. The answer is a value (:class:`ConfigEdit`) that the loop applies.
+a running search; a file that does not validate changes nothing, and the daemon submits nothing
+until it does (an edit in progress may mean to change what the next jobs do). The answer is a value (:class:`ConfigEdit`) that the loop applies.
 """
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ class ConfigEdit:
     def lines(self) -> list[tuple[str, str]]:
         """What the daemon says of the edit: (kind, line) pairs for its event log."""
         if self.error is not None:
-            return [("warning", f"config.json changed but does not validate ({self.error}); "
-                                f"going on with the settings read before")]
+            return [("warning", f"config.json changed but does not validate ({self.error}); submitting nothing "
+                                f"until it does (the running jobs go on with the settings read before)")]
         lines = []
         if self.live:
             lines.append(("config", "config.json changed: now " + ", ".join(

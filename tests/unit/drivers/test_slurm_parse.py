@@ -31,6 +31,9 @@ def test_squeue_finished_jobs_map_to_final_states_with_exit_codes():
     assert "TimeLimit" in got["4"].reason
     assert "signal 9" in got["7"].reason
     assert got["2"].reason == ""
+    # ended on their own (a result may still show on a shared filesystem) or killed (none can come)
+    assert {k: v.killed for k, v in got.items()} == {"2": False, "3": False, "4": True, "5": True, "6": True,
+                                                     "7": True}
 
 
 def test_sacct_finished_jobs_agree_with_squeue():

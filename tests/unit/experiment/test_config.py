@@ -35,7 +35,7 @@ DELETE = object()
 # (case name, config.json text or bytes, expected message with {dir} for the experiment folder)
 BAD_CONFIGS = [
     ("syntax", '{"language": "PYTHON",}',
-     "config.json: invalid JSON at line 1 column 23: Expecting property name enclosed in double quotes"),
+     "config.json: invalid JSON: Expecting property name enclosed in double quotes at line 1 column 23"),
     ("duplicate key", '{"max-concurrent": 2, "max-concurrent": 3}',
      "max-concurrent: duplicate key (JSON objects must not repeat a key)"),
     ("nested duplicate key", '{"variables": {"x": {"type": "FLOAT", "min": 0, "min": 1, "max": 2}}}',
@@ -395,5 +395,5 @@ def test_the_config_record_has_one_field_for_each_key_of_the_table(tmp_path):
 
     names = {f.name for f in fields(ExperimentConfig)}
     assert {field_name(key) for key in KEYS} <= names
-    assert names - {field_name(key) for key in KEYS} == {"paths", "space", "notes"}
+    assert names - {field_name(key) for key in KEYS} == {"paths", "space", "notes", "text"}
     assert not hasattr(ExperimentConfig, "__getitem__") and not hasattr(ExperimentConfig, "values")

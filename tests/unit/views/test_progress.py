@@ -186,7 +186,7 @@ def test_status_json_is_stable(tmp_path):
     assert set(status) == {"experiment", "name", "daemon", "counts", "finished", "max_finished_jobs",
                            "objective", "direction", "best", "running", "recent_failures", "feasibility",
                            "failures_by_kind", "failure_groups", "failure_group_count", "model_best", "related",
-                           "outside_variables", "attempts", "max_concurrent", "site_limit", "stopped"}
+                           "outside_variables", "attempts", "max_concurrent", "site_limit", "stopped", "config_error"}
     assert status["stopped"] == []  # no job stopped early (the key is off)
     snap = take_snapshot(exp)
     assert status["counts"] == snap.counts and status["finished"] == snap.budget_used == 20
