@@ -25,6 +25,7 @@ from .loop import Daemon, DaemonParts
 from .policies.early_stopping import EarlyStopping
 from .policies.site_limits import SiteLimits
 from .proposer import make_optimizer
+from .scheduler_calls import SchedulerCalls
 from .submitter import Submitter
 from .summaries import SummaryWriter
 
@@ -46,10 +47,11 @@ def build_parts(config: ExperimentConfig, driver: Driver | None = None, stream: 
     store = Store(config.paths)
     log = EventLog(config.paths.log, stream)
     summaries = SummaryWriter(store, config, log)
-    submitter = Submitter(config, driver, store, log)
+    calls = SchedulerCalls(config.polling_time)
+    submitter = Submitter(config, driver, store, log, calls)
     curves = CurveReader(store, log)
     return DaemonParts(
-        config=config, optimizer=optimizer, driver=driver, store=store, log=log, summaries=summaries,
+        config=config, optimizer=optimizer, driver=driver, calls=calls, store=store, log=log, summaries=summaries,
         submitter=submitter, site_limits=SiteLimits(config.paths, log, driver.name), curves=curves,
         early_stopping=EarlyStopping(config, curves.curve), late_results=LateResults(store),
         # the model listens once the proposal thread is started (Daemon.run); only jobs this

@@ -54,6 +54,7 @@ from .policies.early_stopping import EarlyStopping
 from .policies.live_config import LiveConfig
 from .policies.site_limits import SiteLimits
 from .proposer import PROPOSER_JOIN_SECONDS, Proposer
+from .scheduler_calls import SchedulerCalls
 from .submitter import Submitter
 from .summaries import SummaryWriter
 from .wrapper_check import check_wrapper_before_jobs
@@ -89,6 +90,7 @@ class DaemonParts:
     config: ExperimentConfig
     optimizer: "Optimizer"
     driver: Driver
+    calls: SchedulerCalls            # the driver's polls and submissions, off the loop's path
     store: Store
     log: EventLog
     summaries: SummaryWriter
@@ -116,7 +118,8 @@ class Daemon:
         self._proposer: Proposer | None = None
         self._wake = threading.Event()
         self._stop = StopSignals(self._wake)  # SIGINT/SIGTERM, and SIGUSR1 before a batch job's time limit
-        self._scheduler = SchedulerWatch(self.driver, self.paths)
+        self._calls = parts.calls
+        self._scheduler = SchedulerWatch(self.driver, self.paths, self._calls)
         self._live_config = LiveConfig(self.paths)
         self._config_error: str | None = None  # why config.json does not validate now, if it does not
         # Points proposed for the next free slots, (params as in a job file, job-file fields):
@@ -155,6 +158,7 @@ class Daemon:
                                   warpings_file=self.paths.warpings, picture_file=self.paths.model_picture,
                                   related_file=self.paths.related)
         self._ends.tell = self._proposer.observe  # the model listens from now on
+        self._calls.meanwhile = self._record_results_meanwhile  # results on disk while the scheduler hangs
         observer = None
         try:
             self._load()
@@ -168,6 +172,7 @@ class Daemon:
             if observer is not None:
                 observer.stop()
             self._proposer.close()
+            self._calls.close()
             lock.release()
 
     def _load(self) -> None:
@@ -275,6 +280,7 @@ class Daemon:
             self.log.event(kind, line)
         self._hold_for_config(edit.error)
         self.config = edit.config
+        self._calls.every_s = self.config.polling_time
         if "max-finished-jobs" in edit.live:
             self._proposer.set_budget(self.config.max_finished_jobs)
         if "stop-after-identical-failures" in edit.live:
@@ -398,6 +404,15 @@ class Daemon:
                 changed |= self._record_result(job_id)
         return changed
 
+    def _record_results_meanwhile(self) -> None:
+        """Record the result files of running jobs while a scheduler call is in flight
+        (spearmint_nn.daemon.scheduler_calls); not of those being submitted, which the call is
+        about and which cannot have run yet."""
+        recorded = [self._record_result(job.id) for job in self.store.jobs(JobState.RUNNING)
+                    if job.scheduler_id is not None and self.paths.result_file(job.id).exists()]
+        if any(recorded):
+            self.summaries.mark_stale()
+
     def _record_result(self, job_id: int) -> bool:
         """Record the job's result file; False if it is not a readable result (yet)."""
         result = JobResult.read(self.paths.result_file(job_id), job_id)
@@ -426,8 +441,9 @@ class Daemon:
             return False
         self._site_limits.polled(statuses.values())  # (none: none of its jobs waits in the queue any more)
         changed = False
+        running = self.store.ids(JobState.RUNNING)  # (a result recorded while the poll was out ended its job)
         for job_id, status in statuses.items():
-            if not status.state.finished:
+            if not status.state.finished or job_id not in running:
                 continue
             if self._record_result(job_id) or self._record_spare(job_id):
                 changed = True

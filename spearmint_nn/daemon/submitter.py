@@ -25,6 +25,7 @@ from ..experiment.jobs import JobState
 from ..experiment.store import Store
 from ..runner import command_for
 from .event_log import EventLog
+from .scheduler_calls import SchedulerCalls
 
 SUBMIT_RETRY_S = 2.0           # wait before the first resubmission after a transient submit error
 SUBMIT_RETRY_MAX_S = 600.0     # the wait doubles per failed attempt up to this
@@ -139,8 +140,9 @@ class Submitter:
     job is submitted again.
     """
 
-    def __init__(self, config: ExperimentConfig, driver: Driver, store: Store, log: EventLog):
+    def __init__(self, config: ExperimentConfig, driver: Driver, store: Store, log: EventLog, calls: SchedulerCalls):
         self.config, self.driver, self.store, self.log = config, driver, store, log
+        self.calls = calls  # the driver's submissions are made off the loop's path
         self.retries = SubmitRetries(driver.name)
         self.submitted_here: set[int] = set()  # jobs this daemon submitted (a streak counts only those)
 
@@ -151,19 +153,11 @@ class Submitter:
         """Submit pending jobs together (a job array refused is each of its jobs refused)."""
         for job_id in job_ids:
             self.store.move(job_id, JobState.RUNNING, driver=self.driver.name, scheduler_id=None, submitting=time.time())
-        answers: dict[int, str | SubmitError] = {}
-        specs = []
-        for job_id in job_ids:
-            spec = self.spec(job_id)
-            found = self.driver.find_submitted(spec) if self.retries.failed_before(job_id) else None
-            if found is None:
-                specs.append(spec)
-                continue
-            answers[job_id] = found
+        specs = [self.spec(job_id) for job_id in job_ids]
+        answers, found, submitted = self.calls.run(lambda: self._ask_driver(specs))
+        for job_id in found:
             self.log.event("adopted", f"job {job_id}: its failed submission reached the scheduler after all, "
-                                f"as {found}", job=job_id)
-        if specs:
-            answers.update(zip((spec.job_id for spec in specs), self.driver.submit_many(specs)))
+                                f"as {answers[job_id]}", job=job_id)
         accepted: list[int] = []
         rejected: list[tuple[int, Rejected]] = []
         limited: list[tuple[int, str]] = []
@@ -186,11 +180,28 @@ class Submitter:
                 self.submitted_here.add(job_id)
                 self.store.update(job_id, scheduler_id=answer, submitted=time.time())
                 self.log.event("submitted", f"job {job_id} as {self.driver.name} {answer}", job=job_id)
-        if len(specs) > 1 and accepted:
-            self.log.event("submitted", f"jobs {', '.join(str(spec.job_id) for spec in specs)} in one "
+        if len(submitted) > 1 and accepted:
+            self.log.event("submitted", f"jobs {', '.join(map(str, submitted))} in one "
                                 f"submission to the {self.driver.name} driver (a job array)")
         site_limited = SiteLimited(tuple(job for job, _ in limited), limited[0][1]) if limited else None
         return SubmitOutcome(tuple(accepted), tuple(rejected), site_limited)
+
+    def _ask_driver(self, specs: Sequence[JobSpec]) -> tuple[dict[int, str | SubmitError], list[int], list[int]]:
+        """The driver's answer for each job (made in the scheduler thread: it may hang), the jobs
+        whose failed submission it found in its queue after all, and those it was asked to
+        submit (together: a job array)."""
+        answers: dict[int, str | SubmitError] = {}
+        found, asked = [], []
+        for spec in specs:
+            queued = self.driver.find_submitted(spec) if self.retries.failed_before(spec.job_id) else None
+            if queued is None:
+                asked.append(spec)
+            else:
+                answers[spec.job_id] = queued
+                found.append(spec.job_id)
+        if asked:
+            answers.update(zip((spec.job_id for spec in asked), self.driver.submit_many(asked)))
+        return answers, found, [spec.job_id for spec in asked]
 
     def check_rejects(self, rejected: Sequence[tuple[int, Rejected]]) -> None:
         """Stop the daemon (:class:`DaemonError`) once the driver has rejected too many jobs in a

@@ -313,6 +313,45 @@ def controller_restarted(tmp_path: Path, cluster: Cluster) -> None:
     assert_each_job_ran_once(exp, budget)
 
 
+# Seconds within which a result on disk is recorded while the controller is down: a poll
+# (polling-time 1 s) and a loaded machine's slack, far below the ~10 s a scheduler command
+# takes to give up on an absent controller.
+RESULT_RECORDED_WITHIN_S = 4
+
+
+def results_recorded_while_the_controller_is_down(tmp_path: Path, cluster: Cluster) -> None:
+    """The controller stopped for 40 s while three jobs run and end 4 s apart: each result on
+    disk is recorded within a poll, whatever the hanging scheduler commands do; once the
+    controller is back the search goes on, nothing lost or run twice."""
+    if not (cluster.state_dir / cluster.controller_pid).exists() or os.geteuid() != 0:
+        require_scheduler(cluster.driver, cluster.title, f"stopping its controller needs root and the cluster of "
+                                                         f"tests/cluster/{cluster.up_script.name} in {cluster.state_dir}")
+    budget = 6
+    exp = make_experiment(tmp_path / "exp", cluster, sleep=6, budget=budget, concurrent=3,
+                          body="time.sleep(4 * (job_id % 3))")
+    daemon = start_daemon(exp)
+    try:
+        wait_for(lambda: len(runs(exp)) == 3, 180, "three jobs to start")
+        cluster.stop_controller()
+        stopped = time.monotonic()
+        try:
+            results = exp / ".spearmint" / "results"
+            for job_id in (3, 1, 2):  # in the order they end
+                result = results / f"{job_id:06d}.json"
+                wait_for(result.exists, 60, f"job {job_id}'s result file")
+                job = wait_for(lambda: by_state(exp, "complete").get(job_id), 30, f"job {job_id} recorded")
+                late = job["finished"] - result.stat().st_mtime
+                assert late < RESULT_RECORDED_WITHIN_S, f"job {job_id} recorded {late:.1f} s after its result"
+            assert daemon.poll() is None, "the daemon died while the controller was down"
+            time.sleep(max(0.0, 40 - (time.monotonic() - stopped)))
+        finally:
+            cluster.start_controller()
+        assert daemon.wait(timeout=600) == 0, (exp / "console.txt").read_text()[-3000:]
+    finally:
+        stop_daemon(daemon)
+    assert_each_job_ran_once(exp, budget)
+
+
 def requeued(tmp_path: Path, cluster: Cluster, *, daemon_down: bool) -> None:
     """Job 1 requeued by the scheduler while its wrapper runs (with the daemon running, or killed
     before and started again after): recorded once, complete, with both attempts."""
@@ -462,6 +501,7 @@ def killed_between_an_array_and_its_ids(tmp_path: Path, cluster: Cluster) -> Non
 # what a test module parametrises its one test over, each named after its function
 SCENARIOS = [pytest.param(scenario, id=scenario.__name__) for scenario in (
     twelve_jobs_three_at_a_time, failing_wrapper, killed_by_time_limit, cancelled_from_outside,
-    daemon_killed_and_restarted, controller_restarted, requeued_while_running, requeued_while_the_daemon_is_down,
+    daemon_killed_and_restarted, controller_restarted, results_recorded_while_the_controller_is_down,
+    requeued_while_running, requeued_while_the_daemon_is_down,
     twelve_jobs_four_at_a_time_as_arrays, a_cancelled_task_leaves_its_siblings_running,
     killed_between_an_array_and_its_ids)]

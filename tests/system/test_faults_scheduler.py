@@ -246,3 +246,21 @@ def test_a_submission_whose_answer_was_lost_is_adopted_not_submitted_again(tmp_p
     assert "job 1: its failed submission reached the scheduler after all, as 100_0" in log
     assert "job 2: its failed submission reached the scheduler after all, as 100_1" in log
     assert_folder_ok(folder, folder / "runs.txt")
+
+
+@pytest.mark.slow
+def test_results_on_disk_are_recorded_within_a_poll_while_every_poll_hangs(tmp_path):
+    """Every scheduler poll hangs 6 s (a controller that is away) while jobs end 2 s apart: the
+    loop does not wait on it (spearmint_nn.daemon.scheduler_calls), each result is recorded within
+    a poll of its file."""
+    folder = _experiment(tmp_path, body="time.sleep(1 + 2 * (job_id % 3))",
+                         **{"max-finished-jobs": 6, "max-concurrent": 3, "polling-time": 0.5})
+    driver = _driver(folder)
+    driver.poll_hang_s = 6.0
+    code, log = run_daemon(folder, driver)
+    assert code == 0 and driver.polls_failed >= 2
+    results = folder / ".spearmint" / "results"
+    late = {job_id: job["finished"] - (results / f"{job_id:06d}.json").stat().st_mtime
+            for job_id, job in _jobs(folder).items()}
+    assert all(seconds < 2.0 for seconds in late.values()), late
+    assert_folder_ok(folder, folder / "runs.txt")

@@ -21,6 +21,7 @@ from ...drivers.base import Driver, JobStatus
 from ...experiment.jobs import Job
 from ...experiment.layout import ExperimentPaths
 from ..policies import reattempts
+from ..scheduler_calls import SchedulerCalls
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,9 @@ class SchedulerWatch:
     """See the module docstring. :meth:`poll` raises the driver's
     :class:`~spearmint_nn.drivers.base.PollError`; the loop then tries again at its next poll."""
 
-    def __init__(self, driver: Driver, paths: ExperimentPaths):
+    def __init__(self, driver: Driver, paths: ExperimentPaths, calls: SchedulerCalls):
         self.driver, self.paths = driver, paths
+        self.calls = calls  # the poll is made off the loop's path
         self._ended_seen: dict[int, float] = {}  # job id -> when the driver first said "ended" (monotonic)
 
     def poll(self, running: Sequence[Job]) -> dict[int, JobStatus]:
@@ -59,7 +61,7 @@ class SchedulerWatch:
                   if job.driver == self.driver.name and job.scheduler_id is not None}
         if not by_sid:
             return {}
-        statuses = self.driver.poll(list(by_sid))
+        statuses = self.calls.run(lambda: self.driver.poll(list(by_sid)))
         return {by_sid[sid]: status for sid, status in statuses.items() if sid in by_sid}
 
     def without_result(self, job_id: int, status: JobStatus) -> EndedWithoutResult | None:
