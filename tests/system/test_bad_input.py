@@ -44,6 +44,8 @@ CONFIG_CASES = [
     ("latin-1 bytes in a key", b'{"vari\xe1bles": {}}', "config.json: is not UTF-8 text (byte 0xe1 at offset 6)"),
     ("UTF-16 file", '{"a": 1}'.encode("utf-16"), "config.json: is not UTF-8 text (byte 0xff at offset 0)"),
     ("nested a hundred thousand deep", "[" * 100_000, "config.json: is nested too deeply to be read"),
+    ("a save cut short", '{"language": "PYT',  # the message ends with where, not "starting at"
+     "config.json: invalid JSON: Unterminated string starting at line 1 column 14"),
     ("trailing garbage", _config() + " }", f"config.json: invalid JSON: Extra data at line 1 column {len(_config()) + 2}"),
     ("duplicate key in a task", '{"variables": {"x": {"type": "FLOAT", "min": 0, "max": 1}}, '
      '"tasks": {"f": {"type": "OBJECTIVE", "type": "CONSTRAINT"}}}',
