@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from ...drivers.base import Driver, JobStatus
+from ...drivers.base import Driver, JobStatus, SchedulerState
 from ...experiment.jobs import Job
 from ...experiment.layout import ExperimentPaths
 from ..policies import reattempts
@@ -35,6 +35,7 @@ class EndedWithoutResult:
     reason: str
     ended: float
     waited: float | None = None  # the grace waited for its result file, for a job that ended on its own
+    # (completed, or failed with an exit code)
 
     @property
     def missing_result(self) -> str:
@@ -77,8 +78,10 @@ class SchedulerWatch:
         self._ended_seen.pop(job_id, None)
         said = status.reason or f"{self.driver.name}: {status.state.value}" + (
             f", exit code {status.exit_code}" if status.exit_code is not None else "")
+        # (a job the scheduler lost is not known to have ended: its words say what went wrong)
+        ended_itself = waits and status.state in (SchedulerState.COMPLETED, SchedulerState.FAILED)
         return EndedWithoutResult(outcome, said, time.time() - (time.monotonic() - first_seen),
-                                  self.driver.result_grace_s if waits else None)
+                                  self.driver.result_grace_s if ended_itself else None)
 
     def forget(self, job_id: int) -> None:
         """The job's result was recorded."""
