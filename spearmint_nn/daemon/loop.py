@@ -276,8 +276,9 @@ class Daemon:
         edit = self._live_config.edit(self.config)
         if edit is None:
             return
-        for kind, line in edit.lines():
-            self.log.event(kind, line)
+        if edit.error is None or edit.error != self._config_error:  # (an editor saves in several writes)
+            for kind, line in edit.lines():
+                self.log.event(kind, line)
         self._hold_for_config(edit.error)
         self.config = edit.config
         self._calls.every_s = self.config.polling_time
