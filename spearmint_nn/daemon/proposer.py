@@ -90,8 +90,11 @@ class Proposer:
 
     @property
     def busy(self) -> bool:
+        """Whether a proposal is in progress or finished and not yet taken: a request now would
+        ask again for the slots that proposal fills (it may finish between the loop's take and
+        its next request)."""
         with self._cond:
-            return self._busy
+            return self._busy or self._result is not None or self._error is not None
 
     def observe(self, job_id: int, params: Mapping[str, Any], value: Any, duration: float | None) -> None:
         """Queue a job's outcome for the optimizer. A job shown before gets its new outcome in
