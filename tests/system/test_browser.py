@@ -23,7 +23,7 @@ import pytest
 from spearmint_nn.experiment.layout import ExperimentPaths
 from spearmint_nn.views.html_report import write_html
 from spearmint_nn.views.status import take_snapshot
-from helpers.experiments import write_finished_experiment as write_experiment
+from helpers.experiments import wait_for, write_finished_experiment as write_experiment
 
 pytestmark = pytest.mark.browser
 
@@ -220,16 +220,6 @@ FINISHED_JS = ("var dts = document.querySelectorAll('#summary dt');"
                "{ return dts[i].nextElementSibling.textContent; } } return null;")
 
 
-def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _screenshot(driver: WebDriver) -> bytes:
     shot = base64.b64decode(driver.call("GET", driver.s("/screenshot")))
     assert shot.startswith(b"\x89PNG\r\n\x1a\n")
@@ -245,16 +235,16 @@ def test_the_live_page_follows_a_run_from_a_file_url_and_stays_still_once_final(
     page = ExperimentPaths(folder).report_html
     daemon = start_daemon(folder)
     try:
-        _wait(page.exists, 60, "the daemon's first page")
+        wait_for(page.exists, 60, "the daemon's first page")
         browser.call("POST", browser.s("/url"), {"url": page.as_uri()})  # a file, no server
         assert browser.script("return document.getElementById('live').className") == "running"
         first = browser.script(FINISHED_JS)
         first_shot = _screenshot(browser)
         browser.script("window.notReloaded = true;")
         # the page reloads itself, and a later page shows more finished jobs
-        _wait(lambda: browser.script("return window.notReloaded === undefined && document.readyState === 'complete'"),
+        wait_for(lambda: browser.script("return window.notReloaded === undefined && document.readyState === 'complete'"),
               3 * RELOAD_SECONDS, "a reload")
-        later = _wait(lambda: (lambda text: text if text not in (None, first) else None)(browser.script(FINISHED_JS)),
+        later = wait_for(lambda: (lambda text: text if text not in (None, first) else None)(browser.script(FINISHED_JS)),
                       60, "a page with more finished jobs")
         second_shot = _screenshot(browser)
         assert int(later.split()[0]) > int(first.split()[0]), (first, later)
@@ -294,7 +284,7 @@ def test_a_live_page_stops_reloading_when_sorted_or_when_its_daemon_is_gone(brow
     write_live_page(old, page, running=True)
     browser.call("POST", browser.s("/url"), {"url": page.as_uri()})
     browser.script("window.notReloaded = true;")
-    assert _wait(lambda: browser.script("return document.getElementById('live').className") == "gone", 5, "gone")
+    assert wait_for(lambda: browser.script("return document.getElementById('live').className") == "gone", 5, "gone")
     assert "the daemon seems to have stopped" in browser.script("return document.getElementById('live-note').textContent")
     time.sleep(RELOAD_SECONDS + 1.5)
     assert browser.script("return window.notReloaded") is True

@@ -43,6 +43,13 @@ def _all_returned(tmp_path: Path) -> None:
     wait_for(lambda: len(refused.ledger(tmp_path / "ledger")[1]) == BUDGET, 60, "every wrapper to return")
 
 
+def _recorded_once(exp: Path, tmp_path: Path) -> dict[int, dict]:
+    """The complete jobs, once every computed value is checked recorded once and no job ran twice."""
+    jobs = refused.assert_each_value_recorded_once(exp, tmp_path / "ledger", BUDGET)
+    assert all(len(values) == 1 for values in refused.ledger(tmp_path / "ledger")[1].values())  # none run again
+    return jobs
+
+
 def _finish(daemon: subprocess.Popen, exp: Path) -> str:
     """The daemon's exit once the budget is reached (started again if the disk stopped it)."""
     code = daemon.wait(timeout=120)
@@ -67,8 +74,7 @@ def test_a_read_only_results_folder_keeps_every_value_in_the_checkpoint_folder(t
             assert daemon.wait(timeout=120) == 0, (exp / "console.txt").read_text()
     finally:
         daemon.kill()
-    jobs = refused.assert_each_value_recorded_once(exp, tmp_path / "ledger", BUDGET)
-    assert all(len(values) == 1 for values in refused.ledger(tmp_path / "ledger")[1].values())  # none run again
+    jobs = _recorded_once(exp, tmp_path)
     assert {job["result_kept_in"] for job in jobs.values()} == {
         f".spearmint/checkpoints/{job_id:06d}/spearmint-nn-result.json" for job_id in jobs}
     console = (exp / "console.txt").read_text()
@@ -90,8 +96,7 @@ def test_a_results_folder_read_only_for_seconds_is_written_once_it_takes_writes_
         assert daemon.wait(timeout=120) == 0, (exp / "console.txt").read_text()
     finally:
         daemon.kill()
-    jobs = refused.assert_each_value_recorded_once(exp, tmp_path / "ledger", BUDGET)
-    assert all(len(values) == 1 for values in refused.ledger(tmp_path / "ledger")[1].values())
+    jobs = _recorded_once(exp, tmp_path)
     assert not any("result_kept_in" in job for job in jobs.values())  # the result files, as usual
     assert all((exp / ".spearmint" / "results" / f"{job_id:06d}.json").exists() for job_id in jobs)
 
@@ -115,8 +120,7 @@ def test_a_disk_that_fills_up_while_the_jobs_run_still_takes_their_results(tmp_p
             console = _finish(daemon, exp)
         finally:
             daemon.kill()
-        jobs = refused.assert_each_value_recorded_once(exp, tmp_path / "ledger", BUDGET)
-    assert all(len(values) == 1 for values in refused.ledger(tmp_path / "ledger")[1].values())
+        jobs = _recorded_once(exp, tmp_path)
     assert not any("result_kept_in" in job for job in jobs.values())
     assert "budget reached" in console
 
@@ -134,8 +138,7 @@ def test_results_and_checkpoint_folders_read_only_keep_the_values_on_the_jobs_ou
             assert daemon.wait(timeout=120) == 0, (exp / "console.txt").read_text()
     finally:
         daemon.kill()
-    jobs = refused.assert_each_value_recorded_once(exp, tmp_path / "ledger", BUDGET)
-    assert all(len(values) == 1 for values in refused.ledger(tmp_path / "ledger")[1].values())
+    jobs = _recorded_once(exp, tmp_path)
     assert {job["result_kept_in"] for job in jobs.values()} == {
         f".spearmint/output/{job_id:06d}.out" for job_id in jobs}
 
